@@ -1,0 +1,39 @@
+"""layoutkit: tensor-compiler layouts, proved, inferred, priced, emitted and drawn.
+
+>>> import layoutkit as lk
+>>> print(lk.Layout([4, 4], lambda i, j: (j, i)).inverse())
+Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+"""
+
+from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
+from .errors import (
+    CoordinateError,
+    ExprError,
+    LayoutConflictError,
+    LayoutError,
+    NotBijectiveError,
+    ProofError,
+    ShapeError,
+    UnsupportedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Const",
+    "Expr",
+    "F2Linear",
+    "Layout",
+    "Proof",
+    "Var",
+    "parse_expr",
+    "parse_index_fn",
+    "CoordinateError",
+    "ExprError",
+    "LayoutConflictError",
+    "LayoutError",
+    "NotBijectiveError",
+    "ProofError",
+    "ShapeError",
+    "UnsupportedError",
+]

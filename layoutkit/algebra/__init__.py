@@ -1,0 +1,15 @@
+"""Integer index expressions and the Layout algebra."""
+
+from .evaluate import compile_numpy, evaluate
+from .layout import Layout, placeholder
+from .linear import F2Linear
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, as_expr, free_vars
+from .parse import parse_expr, parse_index_fn
+from .proof import Proof
+from .simplify import simplify, substitute
+
+__all__ = [
+    "Layout", "placeholder", "F2Linear", "Proof",
+    "And", "Const", "Expr", "FloorDiv", "FloorMod", "Mul", "Or", "Sum", "Var", "Xor",
+    "as_expr", "free_vars", "compile_numpy", "evaluate", "parse_expr", "parse_index_fn", "simplify", "substitute",
+]

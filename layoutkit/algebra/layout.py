@@ -1,0 +1,572 @@
+"""Layout: a map from logical coordinates to physical coordinates (TileLang ``T.Layout``).
+
+A layout is an input shape plus one index expression per output dimension, over placeholder
+variables ``_i, _j, _k, ...`` (one per input dim, each with its extent).  Coordinates are
+row-major.  ``output_shape`` is TileLang's bounding box: ``max(out_d) + 1`` over the domain.
+
+>>> import layoutkit as lk
+>>> L = lk.Layout([4, 4], lambda i, j: (j, i))
+>>> print(L)
+Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+>>> L.map_forward_index([1, 2])
+(2, 1)
+>>> print(L.inverse())
+Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+>>> print(lk.Layout([8, 8], lambda i, j: i * 8 + j).reshape([64]))
+Layout((64,) -> (64,), (_i,) -> (_i,))
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..errors import CoordinateError, ExprError, LayoutError, NotBijectiveError, ShapeError, UnsupportedError
+from .evaluate import compile_numpy, grid
+from .nodes import Const, Expr, Var, as_expr, free_vars
+from .proof import Proof, bijection_by_enumeration, bijection_by_isl, describe_witness
+from .simplify import add, floordiv, floormod, scale, substitute
+
+ENUMERATION_LIMIT = 1 << 22
+"""Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
+
+_NAMES = "ijklmnopqrstuvwxyzabcdefgh"
+
+
+def placeholder(dim: int, extent: int | None) -> Var:
+    """The TileLang placeholder of input dim ``dim``: ``_i, _j, _k, _l, ...``.
+
+    >>> placeholder(2, 8)
+    Var('_k', 8)
+    """
+    return Var("_" + _NAMES[dim % len(_NAMES)] + ("" if dim < len(_NAMES) else str(dim // len(_NAMES))), extent)
+
+
+def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, ...]:
+    """Validate a shape: a non-empty sequence of positive integers."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(shape)  # type: ignore[arg-type]
+    except TypeError:
+        raise ShapeError(f"{what} must be a sequence of positive integers; found {shape!r}") from None
+    if not dims:
+        raise ShapeError(f"{what} must have at least one dimension; found ()")
+    out = []
+    for d, e in enumerate(dims):
+        if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
+            raise ShapeError(f"{what} must be positive integers; found {dims!r} (dim {d} is {e!r})")
+        if e <= 0:
+            raise ShapeError(f"{what} must be positive integers; found {dims!r} (dim {d} is {e})")
+        out.append(int(e))
+    return tuple(out)
+
+
+def _arity(fn: Callable) -> tuple[int, int | None] | None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    lo, hi = 0, 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return lo, None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            hi += 1
+            if p.default is p.empty:
+                lo += 1
+    return lo, hi
+
+
+def call_index_fn(fn: Callable, args: Sequence[Expr], what: str) -> tuple[Expr, ...]:
+    """Call a user index function with placeholder variables and normalise what it returns."""
+    arity = _arity(fn)
+    n = len(args)
+    if arity is not None and not (arity[0] <= n and (arity[1] is None or n <= arity[1])):
+        want = arity[0] if arity[0] == arity[1] else f"{arity[0]}..{arity[1]}"
+        raise ShapeError(f"{what} must take {n} arguments (one per input dim); the function takes {want}")
+    result = fn(*args)
+    return normalize_outputs(result, what)
+
+
+def normalize_outputs(result: object, what: str) -> tuple[Expr, ...]:
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    if not items:
+        raise ShapeError(f"{what} returned no output expressions")
+    out = []
+    for k, item in enumerate(items):
+        if isinstance(item, (np.ndarray,)) or item is None:
+            raise ExprError(f"{what}: output {k} is {item!r}, expected an integer index expression")
+        try:
+            out.append(as_expr(item))
+        except ExprError as err:
+            raise ExprError(f"{what}: output {k}: {err}") from None
+    return tuple(out)
+
+
+class Layout:
+    """Logical coordinate -> physical coordinate, as TileLang's ``T.Layout``.
+
+    ``forward_fn`` is a function of one placeholder variable per input dim returning an expression
+    or a tuple of expressions, or directly a sequence of expressions over the placeholders.
+    """
+
+    __slots__ = ("_input_shape", "_forward", "_vars", "_cache")
+
+    def __init__(self, input_shape: Sequence[int] | int, forward_fn: Callable | Sequence | None = None):
+        shape = check_shape(input_shape)
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        if forward_fn is None:
+            raise ExprError("Layout needs a forward function, e.g. lambda i, j: (j, i)")
+        if callable(forward_fn):
+            exprs = call_index_fn(forward_fn, variables, "Layout forward function")
+        else:
+            exprs = normalize_outputs(forward_fn, "Layout forward expressions")
+        self._init(shape, variables, exprs)
+
+    def _init(self, shape: tuple[int, ...], variables: tuple[Var, ...], exprs: tuple[Expr, ...]) -> None:
+        allowed = set(variables)
+        for k, e in enumerate(exprs):
+            for v in free_vars(e):
+                if v not in allowed:
+                    raise ExprError(
+                        f"output {k} ({e}) uses {v!r}, which is not one of the input placeholders "
+                        f"{', '.join(repr(x) for x in variables)}"
+                    )
+        object.__setattr__(self, "_input_shape", shape)
+        object.__setattr__(self, "_vars", variables)
+        object.__setattr__(self, "_forward", exprs)
+        object.__setattr__(self, "_cache", {})
+
+    @classmethod
+    def from_exprs(cls, input_shape: Sequence[int], exprs: Sequence[Expr]) -> Layout:
+        """Build from expressions over the placeholders of ``input_shape`` (no function call)."""
+        shape = check_shape(input_shape)
+        obj = cls.__new__(cls)
+        obj._init(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
+        return obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Layout is immutable")
+
+    # ---- basic properties -------------------------------------------------------------------
+    @property
+    def input_shape(self) -> tuple[int, ...]:
+        return self._input_shape
+
+    @property
+    def forward_index(self) -> tuple[Expr, ...]:
+        return self._forward
+
+    @property
+    def forward_vars(self) -> tuple[Var, ...]:
+        """The placeholder variables ``_i, _j, ...`` the expressions are written in."""
+        return self._vars
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._input_shape)
+
+    @property
+    def output_shape(self) -> tuple[int, ...]:
+        """Bounding box of the image: ``max(out_d) + 1`` per output dim (TileLang's convention)."""
+        hit = self._cache.get("output_shape")
+        if hit is None:
+            lows, highs = self._output_range(grid(self._input_shape))
+            for k, lo in enumerate(lows):
+                if lo < 0:
+                    witness = self._find(lambda outs, k=k, lo=lo: outs[k] == lo)
+                    raise LayoutError(
+                        f"{self.describe()}: output {k} ({self._forward[k]}) is negative ({lo}) at {witness}; "
+                        "layouts must map into non-negative coordinates"
+                    )
+            hit = tuple(int(h) + 1 for h in highs)
+            self._cache["output_shape"] = hit
+        return hit
+
+    def _evaluate(self, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        return compile_numpy(self._forward, self._vars)(*coords)
+
+    def _output_range(self, coords) -> tuple[list[int], list[int]]:
+        outs = self._evaluate(coords)
+        return [int(o.min()) for o in outs], [int(o.max()) for o in outs]
+
+    def _find(self, predicate: Callable) -> tuple[int, ...]:
+        table = self.table()
+        hit = np.argwhere(predicate(np.moveaxis(table, -1, 0)))
+        return tuple(int(v) for v in hit[0])
+
+    def describe(self) -> str:
+        return str(self)
+
+    # ---- evaluation -------------------------------------------------------------------------
+    def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple:
+        """Image of one coordinate: ints in, ints out; expressions in, expressions out.
+
+        >>> import layoutkit as lk
+        >>> lk.Layout([8, 8], lambda i, j: i * 8 + j).map_forward_index([2, 3])
+        (19,)
+        """
+        coord = tuple(coord)
+        if len(coord) != len(self._input_shape):
+            raise ShapeError(
+                f"{self.describe()} takes {len(self._input_shape)} coordinates; found {len(coord)}: {coord}"
+            )
+        if all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coord):
+            self._check_coords(np.asarray(coord, dtype=np.int64)[None, :])
+            return tuple(int(v) for v in self.apply(np.asarray(coord, dtype=np.int64)))
+        mapping = {v: as_expr(c) for v, c in zip(self._vars, coord)}
+        return tuple(substitute(e, mapping) for e in self._forward)
+
+    def __call__(self, *coord):
+        return self.map_forward_index(coord)
+
+    def _check_coords(self, arr: np.ndarray) -> None:
+        shape = np.asarray(self._input_shape)
+        bad = np.any((arr < 0) | (arr >= shape), axis=-1)
+        if bad.any():
+            first = tuple(int(v) for v in arr.reshape(-1, arr.shape[-1])[np.flatnonzero(bad.reshape(-1))[0]])
+            raise CoordinateError(f"coordinate {first} is outside the input shape {self._input_shape} of {self}")
+
+    def apply(self, coords) -> np.ndarray:
+        """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised)."""
+        arr = np.asarray(coords)
+        if arr.dtype.kind not in "iu":
+            if arr.dtype.kind == "b" or arr.size and not np.all(np.equal(np.mod(arr, 1), 0)):
+                raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype}")
+            arr = arr.astype(np.int64)
+        n = len(self._input_shape)
+        if arr.ndim == 0 or arr.shape[-1] != n:
+            raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
+        arr = arr.astype(np.int64, copy=False)
+        self._check_coords(arr)
+        outs = self._evaluate([arr[..., d] for d in range(n)])
+        lead = arr.shape[:-1]
+        return np.stack([np.broadcast_to(o, lead) for o in outs], axis=-1)
+
+    def table(self) -> np.ndarray:
+        """All images as an int64 array of shape ``input_shape + (m,)``."""
+        hit = self._cache.get("table")
+        if hit is None:
+            outs = self._evaluate(grid(self._input_shape))
+            hit = np.stack([np.broadcast_to(o, self._input_shape) for o in outs], axis=-1)
+            hit.setflags(write=False)
+            self._cache["table"] = hit
+        return hit
+
+    def linear_table(self) -> np.ndarray:
+        """Row-major offsets over ``output_shape`` for every input coordinate (shape ``input_shape``)."""
+        return np.ravel_multi_index(tuple(np.moveaxis(self.table(), -1, 0)), self.output_shape)
+
+    # ---- derived layouts --------------------------------------------------------------------
+    def linearized(self) -> Layout:
+        """One output: ``sum_d out_d * prod(output_shape[d+1:])`` (TileLang's
+        ``get_linearized_forward_index``)."""
+        shape = self.output_shape
+        total: Expr = Const(0)
+        for k, e in enumerate(self._forward):
+            total = add(total, scale(e, math.prod(shape[k + 1 :])))
+        return Layout.from_exprs(self._input_shape, (total,))
+
+    def repeat(self, dim: int, factor: int) -> Layout:
+        """Grow input dim ``dim`` by ``factor``; the repeat number becomes a new first output.
+
+        >>> import layoutkit as lk
+        >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).repeat(1, 3))
+        Layout((4, 12) -> (3, 4, 4), (_i, _j) -> (_j // 4, _j % 4, _i))
+        """
+        dim = self._dim(dim)
+        factor = _positive(factor, "repeat factor")
+        e = self._input_shape[dim]
+        shape = list(self._input_shape)
+        shape[dim] = e * factor
+        new = placeholder(dim, e * factor)
+        mapping = {v: (new if d == dim else placeholder(d, shape[d])) for d, v in enumerate(self._vars)}
+        mapping[self._vars[dim]] = floormod(new, Const(e))
+        exprs = (floordiv(new, Const(e)),) + tuple(substitute(x, mapping) for x in self._forward)
+        return Layout.from_exprs(shape, exprs)
+
+    def expand(self, leading_shape: Sequence[int]) -> Layout:
+        """Prepend input dims that pass through as leading outputs (e.g. pipeline stages).
+
+        >>> import layoutkit as lk
+        >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).expand([2]))
+        Layout((2, 4, 4) -> (2, 4, 4), (_i, _j, _k) -> (_i, _k, _j))
+        """
+        lead = check_shape(leading_shape, "expand leading shape")
+        shape = lead + self._input_shape
+        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+        mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self._vars)}
+        exprs = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
+        return Layout.from_exprs(shape, exprs)
+
+    def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Layout:
+        """View the same storage with a new input shape (row-major flattening on both sides).
+
+        With ``rescale_num != rescale_den`` the element width changes (``num/den`` = old bits /
+        new bits): narrowing splits each element into lanes (``last*f + flat % f``), widening
+        merges ``f`` consecutive elements and requires them to be contiguous in the last output.
+        """
+        new_shape = check_shape(shape, "reshape shape")
+        num, den = _positive(rescale_num, "rescale_num"), _positive(rescale_den, "rescale_den")
+        if self.size * num != math.prod(new_shape) * den:
+            raise ShapeError(
+                f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
+                f"{self.size} * {num} != {math.prod(new_shape)} * {den}"
+            )
+        new_vars = [placeholder(d, e) for d, e in enumerate(new_shape)]
+        flat: Expr = Const(0)
+        for v, stride in zip(new_vars, _strides(new_shape)):
+            flat = add(flat, scale(v, stride))
+        g = math.gcd(num, den)
+        num, den = num // g, den // g
+        if den == 1 and num > 1:
+            old_flat = floordiv(flat, Const(num))
+        elif num == 1 and den > 1:
+            self._check_groups_contiguous(den)
+            old_flat = scale(flat, den)
+        elif num == 1 and den == 1:
+            old_flat = flat
+        else:
+            raise UnsupportedError(f"reshape rescale {rescale_num}/{rescale_den} is neither a narrowing nor a widening")
+        mapping = {}
+        for v, stride, e in zip(self._vars, _strides(self._input_shape), self._input_shape):
+            mapping[v] = floormod(floordiv(old_flat, Const(stride)), Const(e))
+        exprs = [substitute(x, mapping) for x in self._forward]
+        if num > 1:
+            exprs[-1] = add(scale(exprs[-1], num), floormod(flat, Const(num)))
+        elif den > 1:
+            exprs[-1] = floordiv(exprs[-1], Const(den))
+        return Layout.from_exprs(new_shape, exprs)
+
+    def _check_groups_contiguous(self, f: int) -> None:
+        table = self.table().reshape(-1, len(self._forward))
+        if table.shape[0] % f:
+            raise ShapeError(f"widening by {f} needs the element count {table.shape[0]} to be a multiple of {f}")
+        groups = table.reshape(-1, f, table.shape[1])
+        first = groups[:, :1, :]
+        lane = np.arange(f)
+        ok_rest = np.all(groups[:, :, :-1] == first[:, :, :-1], axis=(1, 2))
+        ok_last = np.all(groups[:, :, -1] == first[:, :, -1] + lane, axis=1) & (first[:, 0, -1] % f == 0)
+        bad = np.flatnonzero(~(ok_rest & ok_last))
+        if bad.size:
+            start = tuple(int(v) for v in np.unravel_index(int(bad[0]) * f, self._input_shape))
+            raise ShapeError(
+                f"widening reshape by {f}: the {f} elements starting at {start} are not contiguous and aligned "
+                f"in the last output of {self}"
+            )
+
+    def compose(self, inner: Layout) -> Layout:
+        """``self.compose(M)(x) == self(M(x))``; M's image must lie inside self's input shape.
+
+        >>> import layoutkit as lk
+        >>> T = lk.Layout([4, 4], lambda i, j: (j, i))
+        >>> print(T.compose(T))
+        Layout((4, 4) -> (4, 4), (_i, _j) -> (_i, _j))
+        """
+        if not isinstance(inner, Layout):
+            raise LayoutError(f"compose expects a Layout, found {type(inner).__name__}")
+        if len(inner.forward_index) != len(self._input_shape):
+            raise ShapeError(
+                f"compose: {inner} has {len(inner.forward_index)} outputs but {self} takes "
+                f"{len(self._input_shape)} inputs"
+            )
+        lows, highs = inner._output_range(grid(inner.input_shape))
+        for k, (lo, hi) in enumerate(zip(lows, highs)):
+            if lo < 0 or hi >= self._input_shape[k]:
+                bad = lo if lo < 0 else hi
+                witness = inner._find(lambda outs, k=k, bad=bad: outs[k] == bad)
+                raise CoordinateError(
+                    f"compose: {inner} maps {witness} to output {k} = {bad}, outside the input shape "
+                    f"{self._input_shape} of {self}"
+                )
+        mapping = dict(zip(self._vars, inner.forward_index))
+        return Layout.from_exprs(inner.input_shape, tuple(substitute(e, mapping) for e in self._forward))
+
+    def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
+        """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
+        region = tuple(tuple(r) if not isinstance(r, slice) else (r.start or 0, r.stop) for r in region)
+        if len(region) != len(self._input_shape):
+            raise ShapeError(
+                f"region {region} has {len(region)} ranges; {self.describe()} has rank {len(self._input_shape)}"
+            )
+        coords = []
+        for d, r in enumerate(region):
+            if len(r) != 2:
+                raise ShapeError(f"region dim {d} must be (lo, hi_exclusive); found {r}")
+            lo, hi = int(r[0]), int(r[1])
+            if not 0 <= lo < hi <= self._input_shape[d]:
+                raise CoordinateError(f"region dim {d} = [{lo}, {hi}) is empty or outside [0, {self._input_shape[d]})")
+            shape = [1] * len(region)
+            shape[d] = hi - lo
+            coords.append(np.arange(lo, hi, dtype=np.int64).reshape(shape))
+        lows, highs = self._output_range(coords)
+        return tuple((lo, hi + 1) for lo, hi in zip(lows, highs))
+
+    def is_equal(self, other: Layout) -> bool:
+        """Same input shape and the same image at every coordinate (semantic, not textual)."""
+        if not isinstance(other, Layout) or other.input_shape != self._input_shape:
+            return False
+        if len(other.forward_index) != len(self._forward):
+            return False
+        return self.first_difference(other) is None
+
+    def first_difference(self, other: Layout) -> tuple[int, ...] | None:
+        """A coordinate where the two layouts differ, or None (shapes must match)."""
+        g = grid(self._input_shape)
+        for a, b in zip(self._evaluate(g), other._evaluate(g)):
+            diff = np.broadcast_to(a != b, self._input_shape)
+            if diff.any():
+                return tuple(int(v) for v in np.unravel_index(int(np.argmax(diff)), self._input_shape))
+        return None
+
+    # ---- proofs and inverse -----------------------------------------------------------------
+    def prove_bijective(self, method: str = "auto") -> Proof:
+        """Prove or refute that the layout is a bijection onto its output box.
+
+        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy) or
+        ``"auto"`` (enumeration up to :data:`ENUMERATION_LIMIT` coordinates, islpy beyond).
+        """
+        if method == "auto":
+            method = "enumerate" if self.size <= ENUMERATION_LIMIT else "isl"
+        key = ("proof", method)
+        hit = self._cache.get(key)
+        if hit is None:
+            if method == "enumerate":
+                hit = bijection_by_enumeration(self.table(), self.output_shape)
+            elif method == "isl":
+                hit = bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape)
+            else:
+                raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate' or 'isl'")
+            self._cache[key] = hit
+        return hit
+
+    def is_bijective(self) -> bool:
+        return self.prove_bijective().verdict
+
+    def inverse(self) -> Layout:
+        """The inverse layout in closed form (xor swizzles included).
+
+        Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
+        when the layout is not a bijection onto its output box.
+        """
+        hit = self._cache.get("inverse")
+        if hit is not None:
+            return hit
+        proof = self.prove_bijective()
+        if not proof:
+            raise NotBijectiveError(
+                f"{self} is not bijective onto its output box {self.output_shape}: {describe_witness(proof.witness)}",
+                proof.witness,
+            )
+        from .inverse import solve_inverse
+
+        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
+        sol = solve_inverse(self._forward, self._vars, outs)
+        inv = None if sol is None else Layout.from_exprs(self.output_shape, sol)
+        if inv is None or not self._round_trips(inv):
+            inv = self._f2_inverse()
+        if inv is None or not self._round_trips(inv):
+            raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
+        self._cache["inverse"] = inv
+        return inv
+
+    def _round_trips(self, inv: Layout) -> bool:
+        coords = np.moveaxis(np.indices(self._input_shape), 0, -1)
+        return bool(np.array_equal(inv.apply(self.table()), coords))
+
+    def _f2_inverse(self) -> Layout | None:
+        from .linear import expressions_from_bases, inverse_bases
+
+        view = self.to_linear()
+        if view is None:
+            return None
+        bases = inverse_bases(view, self.output_shape)
+        if bases is None:
+            return None
+        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
+        return Layout.from_exprs(self.output_shape, expressions_from_bases(bases, outs, len(self._input_shape)))
+
+    # ---- F2 view ------------------------------------------------------------------------------
+    def to_linear(self):
+        """The :class:`~layoutkit.algebra.linear.F2Linear` bases when the layout is linear over
+        F2 (power-of-two input extents), else None."""
+        from .linear import F2Linear, bases_of
+
+        bases = bases_of(self.table(), self._input_shape)
+        if bases is None:
+            return None
+        in_dims = tuple((v.name, e) for v, e in zip(self._vars, self._input_shape))
+        out_dims = tuple((f"dim{k}", 1 << max(0, (e - 1).bit_length())) for k, e in enumerate(self.output_shape))
+        return F2Linear(in_dims, out_dims, bases)
+
+    @classmethod
+    def from_linear(cls, view, input_shape: Sequence[int] | None = None) -> Layout:
+        """Build a layout from F2 bases: an :class:`F2Linear`, or ``{in_dim: [[out...], ...]}`` /
+        a list of per-dim basis lists (input extents are ``2**len(bases[d])``)."""
+        from .linear import F2Linear, expressions_from_bases
+
+        if isinstance(view, F2Linear):
+            bases = view.bases
+        elif isinstance(view, dict):
+            bases = tuple(view.values())
+        else:
+            bases = tuple(view)
+        bases = tuple(tuple(tuple(int(v) for v in img) for img in per) for per in bases)
+        n_out = {len(img) for per in bases for img in per}
+        if len(n_out) > 1:
+            raise ShapeError(f"F2 bases must all have the same number of outputs; found {sorted(n_out)}")
+        shape = tuple(2 ** len(per) for per in bases) if input_shape is None else check_shape(input_shape)
+        if input_shape is not None and any(2 ** len(per) != e for per, e in zip(bases, shape)):
+            raise ShapeError(f"input shape {shape} does not match {[len(p) for p in bases]} basis bits per dim")
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        return cls.from_exprs(shape, expressions_from_bases(bases, variables, n_out.pop() if n_out else 1))
+
+    # ---- identity, printing -------------------------------------------------------------------
+    def _dim(self, dim: int) -> int:
+        n = len(self._input_shape)
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or not -n <= dim < n:
+            raise ShapeError(f"dim {dim!r} is out of range for input rank {n}")
+        return int(dim) % n
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other._input_shape == self._input_shape  # type: ignore[attr-defined]
+            and other._forward == self._forward  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._input_shape, self._forward))
+
+    def __reduce__(self):
+        return (Layout.from_exprs, (self._input_shape, self._forward))
+
+    def __str__(self) -> str:
+        try:
+            out_shape = _tuple_text(self.output_shape)
+        except LayoutError:
+            out_shape = "(?)"
+        ins = _tuple_text(v.name for v in self._vars)
+        return f"Layout({_tuple_text(self._input_shape)} -> {out_shape}, {ins} -> {_tuple_text(self._forward)})"
+
+    __repr__ = __str__
+
+
+def _tuple_text(items) -> str:
+    """Python tuple syntax: ``(a, b)``, ``(a,)``."""
+    parts = [str(x) for x in items]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+
+
+def _positive(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ShapeError(f"{what} must be a positive integer; found {value!r}")
+    return int(value)

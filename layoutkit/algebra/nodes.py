@@ -1,0 +1,483 @@
+"""Integer index expression nodes.
+
+An expression is an immutable, hashable tree.  Every :class:`Var` carries its range
+``[0, extent)``, so every node knows an integer interval ``[lo, hi]`` that contains all its values;
+the simplifier (:mod:`layoutkit.algebra.simplify`) uses those intervals to drop needless ``%`` and
+``//``.  Python operators build expressions through the simplifier, so a lambda such as
+``lambda i, j: i // 8 * 4 + j % 2`` turns into a canonical expression at once:
+
+>>> from layoutkit.algebra import Var
+>>> i, j = Var("_i", 16), Var("_j", 16)
+>>> print(i % 16 % 8 + j // 8 * 4)
+_j // 8 * 4 + _i % 8
+>>> print((i % 8) // 8)
+0
+
+``//`` and ``%`` are floor division and floor modulo, as in Python.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from ..errors import ExprError, UnsupportedError
+
+INF = math.inf
+
+
+def _as_int(value: object) -> int:
+    """Accept Python and numpy integers (not bools, not floats) as constants."""
+    if isinstance(value, bool):
+        raise ExprError(f"expected an integer constant, found the bool {value!r}")
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        raise ExprError(
+            f"expected an integer constant, found the float {value!r}: index expressions are "
+            "integer-valued (use // for floor division)"
+        )
+    raise ExprError(f"expected an integer or an index expression, found {type(value).__name__} {value!r}")
+
+
+def as_expr(value: object) -> Expr:
+    """Wrap an integer as :class:`Const`; return expressions unchanged.
+
+    >>> as_expr(3)
+    Const(3)
+    """
+    if isinstance(value, Expr):
+        return value
+    return Const(_as_int(value))
+
+
+class Expr:
+    """Base class of all index expressions (immutable and hashable)."""
+
+    __slots__ = ("_key", "_hash", "lo", "hi")
+
+    def _init(self, key: tuple, lo: float, hi: float) -> None:
+        object.__setattr__(self, "_key", key)
+        object.__setattr__(self, "_hash", hash(key))
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expr) and self._hash == other._hash and self._key == other._key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        return (type(self)._rebuild, self._key[1:])
+
+    @property
+    def is_const(self) -> bool:
+        return False
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    # ---- operators build simplified expressions -------------------------------------------
+    def __add__(self, other):
+        from .simplify import add
+
+        return add(self, as_expr(other))
+
+    def __radd__(self, other):
+        from .simplify import add
+
+        return add(as_expr(other), self)
+
+    def __sub__(self, other):
+        from .simplify import add, mul
+
+        return add(self, mul(as_expr(other), Const(-1)))
+
+    def __rsub__(self, other):
+        from .simplify import add, mul
+
+        return add(as_expr(other), mul(self, Const(-1)))
+
+    def __neg__(self):
+        from .simplify import mul
+
+        return mul(self, Const(-1))
+
+    def __pos__(self):
+        return self
+
+    def __mul__(self, other):
+        from .simplify import mul
+
+        return mul(self, as_expr(other))
+
+    def __rmul__(self, other):
+        from .simplify import mul
+
+        return mul(as_expr(other), self)
+
+    def __floordiv__(self, other):
+        from .simplify import floordiv
+
+        return floordiv(self, as_expr(other))
+
+    def __rfloordiv__(self, other):
+        from .simplify import floordiv
+
+        return floordiv(as_expr(other), self)
+
+    def __mod__(self, other):
+        from .simplify import floormod
+
+        return floormod(self, as_expr(other))
+
+    def __rmod__(self, other):
+        from .simplify import floormod
+
+        return floormod(as_expr(other), self)
+
+    def __xor__(self, other):
+        from .simplify import bitxor
+
+        return bitxor(self, as_expr(other))
+
+    def __rxor__(self, other):
+        from .simplify import bitxor
+
+        return bitxor(as_expr(other), self)
+
+    def __and__(self, other):
+        from .simplify import bitand
+
+        return bitand(self, as_expr(other))
+
+    def __rand__(self, other):
+        from .simplify import bitand
+
+        return bitand(as_expr(other), self)
+
+    def __or__(self, other):
+        from .simplify import bitor
+
+        return bitor(self, as_expr(other))
+
+    def __ror__(self, other):
+        from .simplify import bitor
+
+        return bitor(as_expr(other), self)
+
+    def __lshift__(self, other):
+        return self * (2 ** _shift_amount(other))
+
+    def __rshift__(self, other):
+        return self // (2 ** _shift_amount(other))
+
+    def __truediv__(self, other):
+        raise ExprError(f"true division {self} / {other} is not an integer expression; use //")
+
+    __rtruediv__ = __truediv__
+
+    def __pow__(self, other):
+        raise ExprError(f"{self} ** {other}: powers of index expressions are not supported")
+
+    def __int__(self) -> int:
+        raise ExprError(f"expression {self} is not a constant")
+
+    __index__ = __int__
+
+    def __bool__(self) -> bool:
+        raise ExprError(
+            f"the truth value of expression {self} is unknown while the layout is built; "
+            "write the map without Python conditionals"
+        )
+
+    def __str__(self) -> str:
+        from .printing import to_str
+
+        return to_str(self)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self})"
+
+
+def _shift_amount(value: object) -> int:
+    if isinstance(value, Expr):
+        if value.is_const:
+            return value.value
+        raise UnsupportedError(f"shift by the non-constant expression {value}")
+    amount = _as_int(value)
+    if amount < 0:
+        raise ExprError(f"shift amounts must be >= 0, found {amount}")
+    return amount
+
+
+class Const(Expr):
+    """An integer constant."""
+
+    __slots__ = ()
+
+    def __init__(self, value: int):
+        value = _as_int(value)
+        self._init(("const", value), value, value)
+
+    @classmethod
+    def _rebuild(cls, value):
+        return cls(value)
+
+    @property
+    def value(self) -> int:
+        return self._key[1]
+
+    @property
+    def is_const(self) -> bool:
+        return True
+
+    def __int__(self) -> int:
+        return self.value
+
+    __index__ = __int__
+
+    def __repr__(self) -> str:
+        return f"Const({self.value})"
+
+
+class Var(Expr):
+    """A variable ranging over ``[0, extent)`` (``extent=None``: unbounded above).
+
+    >>> Var("_i", 8).hi
+    7
+    """
+
+    __slots__ = ()
+
+    def __init__(self, name: str, extent: int | None = None):
+        if not isinstance(name, str) or not name:
+            raise ExprError(f"a variable needs a non-empty name, found {name!r}")
+        if extent is not None:
+            extent = _as_int(extent)
+            if extent <= 0:
+                raise ExprError(f"variable {name} needs a positive extent, found {extent}")
+        self._init(("var", name, extent), 0, INF if extent is None else extent - 1)
+
+    @classmethod
+    def _rebuild(cls, name, extent):
+        return cls(name, extent)
+
+    @property
+    def name(self) -> str:
+        return self._key[1]
+
+    @property
+    def extent(self) -> int | None:
+        return self._key[2]
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r}, {self.extent})"
+
+
+def _scaled(lo: float, hi: float, c: int) -> tuple[float, float]:
+    a, b = lo * c, hi * c
+    return (a, b) if a <= b else (b, a)
+
+
+class Sum(Expr):
+    """``sum(coeff * atom) + const`` with canonical term order; built by the simplifier only."""
+
+    __slots__ = ()
+
+    def __init__(self, terms: tuple[tuple[Expr, int], ...], const: int = 0):
+        lo = hi = const
+        for atom, c in terms:
+            a, b = _scaled(atom.lo, atom.hi, c)
+            lo, hi = lo + a, hi + b
+        self._init(("sum", tuple(terms), const), lo, hi)
+
+    @classmethod
+    def _rebuild(cls, terms, const):
+        return cls(terms, const)
+
+    @property
+    def terms(self) -> tuple[tuple[Expr, int], ...]:
+        return self._key[1]
+
+    @property
+    def const(self) -> int:
+        return self._key[2]
+
+    def children(self) -> tuple[Expr, ...]:
+        return tuple(a for a, _ in self.terms)
+
+
+class Mul(Expr):
+    """Product of two non-constant expressions (not quasi-affine)."""
+
+    __slots__ = ()
+
+    def __init__(self, a: Expr, b: Expr):
+        corners = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi) if not (math.isinf(x) or math.isinf(y))]
+        if len(corners) == 4:
+            lo, hi = min(corners), max(corners)
+        elif a.lo >= 0 and b.lo >= 0:
+            lo, hi = a.lo * b.lo, INF
+        else:
+            lo, hi = -INF, INF
+        self._init(("mul", a, b), lo, hi)
+
+    @classmethod
+    def _rebuild(cls, a, b):
+        return cls(a, b)
+
+    @property
+    def a(self) -> Expr:
+        return self._key[1]
+
+    @property
+    def b(self) -> Expr:
+        return self._key[2]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+
+def _fdiv(x: float, c: int) -> float:
+    return x if math.isinf(x) else x // c
+
+
+class FloorDiv(Expr):
+    """``a // c`` for a positive integer constant ``c``."""
+
+    __slots__ = ()
+
+    def __init__(self, a: Expr, c: int):
+        self._init(("floordiv", a, c), _fdiv(a.lo, c), _fdiv(a.hi, c))
+
+    @classmethod
+    def _rebuild(cls, a, c):
+        return cls(a, c)
+
+    @property
+    def a(self) -> Expr:
+        return self._key[1]
+
+    @property
+    def c(self) -> int:
+        return self._key[2]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+
+class FloorMod(Expr):
+    """``a % c`` for a positive integer constant ``c`` (result in ``[0, c)``)."""
+
+    __slots__ = ()
+
+    def __init__(self, a: Expr, c: int):
+        self._init(("floormod", a, c), 0, c - 1)
+
+    @classmethod
+    def _rebuild(cls, a, c):
+        return cls(a, c)
+
+    @property
+    def a(self) -> Expr:
+        return self._key[1]
+
+    @property
+    def c(self) -> int:
+        return self._key[2]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+
+def _bit_hi(hi: float) -> float:
+    """Smallest ``2**k - 1`` that is >= hi (for non-negative operands)."""
+    if math.isinf(hi):
+        return INF
+    return (1 << int(hi).bit_length()) - 1
+
+
+class _Bitwise(Expr):
+    __slots__ = ()
+    op = ""
+
+    def __init__(self, a: Expr, b: Expr):
+        if a.lo >= 0 and b.lo >= 0:
+            lo, hi = self._bounds(a, b)
+        else:
+            lo, hi = -INF, INF
+        self._init((self.op, a, b), lo, hi)
+
+    @classmethod
+    def _rebuild(cls, a, b):
+        return cls(a, b)
+
+    @property
+    def a(self) -> Expr:
+        return self._key[1]
+
+    @property
+    def b(self) -> Expr:
+        return self._key[2]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+
+class Xor(_Bitwise):
+    """Bitwise xor of two non-negative expressions."""
+
+    __slots__ = ()
+    op = "xor"
+
+    @staticmethod
+    def _bounds(a, b):
+        return 0, _bit_hi(max(a.hi, b.hi))
+
+
+class And(_Bitwise):
+    """Bitwise and of two non-negative expressions."""
+
+    __slots__ = ()
+    op = "and"
+
+    @staticmethod
+    def _bounds(a, b):
+        return 0, min(a.hi, b.hi)
+
+
+class Or(_Bitwise):
+    """Bitwise or of two non-negative expressions."""
+
+    __slots__ = ()
+    op = "or"
+
+    @staticmethod
+    def _bounds(a, b):
+        return max(a.lo, b.lo), _bit_hi(max(a.hi, b.hi))
+
+
+def free_vars(expr: Expr) -> tuple[Var, ...]:
+    """Variables of ``expr`` in order of first appearance (depth first, left to right).
+
+    >>> i, j = Var("_i", 4), Var("_j", 4)
+    >>> [v.name for v in free_vars(j * 4 + i)]
+    ['_j', '_i']
+    """
+    seen: dict[Var, None] = {}
+    stack = [expr]
+    visited: set[Expr] = set()
+    while stack:
+        e = stack.pop()
+        if e in visited:
+            continue
+        visited.add(e)
+        if isinstance(e, Var):
+            seen.setdefault(e, None)
+        stack.extend(reversed(e.children()))
+    return tuple(seen)

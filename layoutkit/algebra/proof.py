@@ -1,0 +1,117 @@
+"""Proofs that an index map is a bijection onto its output box.
+
+Two methods, which must agree (the test-suite checks it on random layouts):
+
+* ``enumerate``: evaluate the map on every coordinate (vectorised) and count images;
+* ``isl``: translate the map into an integer relation (:mod:`layoutkit.algebra.isl`) and ask
+  islpy whether it is injective and whether its range is the whole box.  This never enumerates.
+
+Both return a :class:`Proof` whose witness names two colliding coordinates or an unreachable
+output when the verdict is negative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ProofError, UnsupportedError
+from .nodes import Expr, Var
+
+
+@dataclass(frozen=True)
+class Proof:
+    """Outcome of a proof: ``verdict`` (bool), ``method`` ("enumerate" or "isl"), ``claim`` and a
+    ``witness`` dict when the verdict is False (``collision``: ``(x, y, image)``; ``unreachable``:
+    an output coordinate).  ``bool(proof)`` is the verdict."""
+
+    claim: str
+    verdict: bool
+    method: str
+    witness: dict | None = None
+    detail: str = field(default="", compare=False)
+
+    def __bool__(self) -> bool:
+        return self.verdict
+
+    def __str__(self) -> str:
+        head = f"{self.claim}: {'proved' if self.verdict else 'refuted'} by {self.method}"
+        if self.witness:
+            head += f"; witness {describe_witness(self.witness)}"
+        return head + (f" ({self.detail})" if self.detail else "")
+
+
+def describe_witness(witness: dict) -> str:
+    if "collision" in witness:
+        x, y, image = witness["collision"]
+        return f"{x} and {y} both map to {image}"
+    if "unreachable" in witness:
+        return f"output {witness['unreachable']} is not reached by any input"
+    return str(witness)
+
+
+def bijection_by_enumeration(table: np.ndarray, output_shape: Sequence[int]) -> Proof:
+    """Decide bijectivity from a full table ``input_shape + (m,)`` of images."""
+    input_shape = table.shape[:-1]
+    claim = "bijective onto the output box"
+    size_in = int(np.prod(input_shape))
+    flat_out = np.ravel_multi_index(tuple(np.moveaxis(table.reshape(size_in, -1), -1, 0)), tuple(output_shape))
+    size_out = int(np.prod(output_shape))
+    counts = np.bincount(flat_out, minlength=size_out)
+    if counts.max(initial=0) > 1:
+        order = np.argsort(flat_out, kind="stable")
+        dup = np.flatnonzero(flat_out[order][1:] == flat_out[order][:-1])[0]
+        a, b = int(order[dup]), int(order[dup + 1])
+        x = tuple(int(v) for v in np.unravel_index(a, input_shape))
+        y = tuple(int(v) for v in np.unravel_index(b, input_shape))
+        image = tuple(int(v) for v in table.reshape(size_in, -1)[a])
+        return Proof(claim, False, "enumerate", {"collision": (x, y, image)})
+    if size_out != size_in:
+        missing = int(np.flatnonzero(counts == 0)[0])
+        out = tuple(int(v) for v in np.unravel_index(missing, tuple(output_shape)))
+        return Proof(claim, False, "enumerate", {"unreachable": out})
+    return Proof(claim, True, "enumerate", detail=f"{size_in} coordinates")
+
+
+def bijection_by_isl(
+    exprs: Sequence[Expr], variables: Sequence[Var], input_shape: Sequence[int], output_shape: Sequence[int]
+) -> Proof:
+    """Decide bijectivity symbolically with islpy (no enumeration)."""
+    from .isl import box_set, point_coords, to_isl_map
+
+    claim = "bijective onto the output box"
+    try:
+        m = to_isl_map(exprs, variables, input_shape)
+    except UnsupportedError as err:
+        raise ProofError(f"islpy cannot decide this map: {err}") from None
+    n_in, n_out = len(input_shape), len(output_shape)
+    if not m.is_injective():
+        import islpy as isl
+
+        same_image = m.apply_range(m.reverse())
+        ident = isl.Map.identity(same_image.get_space())
+        pairs = same_image.subtract(ident)
+        pt = pairs.wrap().sample_point()
+        coords = point_coords(pt, 2 * n_in)
+        x, y = coords[:n_in], coords[n_in:]
+        image = point_coords(m.intersect_domain(_point_set(x)).range().sample_point(), n_out)
+        return Proof(claim, False, "isl", {"collision": (x, y, image)})
+    box = box_set(output_shape)
+    rng = m.range()
+    if not rng.is_subset(box):
+        outside = point_coords(rng.subtract(box).sample_point(), n_out)
+        return Proof(claim, False, "isl", {"outside": outside})
+    hole = box.subtract(rng)
+    if not hole.is_empty():
+        return Proof(claim, False, "isl", {"unreachable": point_coords(hole.sample_point(), n_out)})
+    return Proof(claim, True, "isl", detail="injective and onto the box")
+
+
+def _point_set(x: Sequence[int]):
+    import islpy as isl
+
+    names = ", ".join(f"x{d}" for d in range(len(x)))
+    cons = " and ".join(f"x{d} = {v}" for d, v in enumerate(x))
+    return isl.Set(f"{{ [{names}] : {cons} }}")

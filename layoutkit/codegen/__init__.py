@@ -1,0 +1,1 @@
+"""CUDA and Ascend C code generation (coming with the codegen issue)."""

@@ -1,0 +1,1 @@
+"""Pluggable cost models for layout inference (coming with the cost-model issue)."""

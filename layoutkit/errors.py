@@ -1,0 +1,67 @@
+"""Typed errors raised by layoutkit.
+
+Every error derives from :class:`LayoutError`, so ``except lk.LayoutError`` catches anything the
+library raises on purpose.  Messages say what was expected, what was found and, where one exists,
+a witness (a coordinate, an operation) that shows the problem.
+
+>>> import layoutkit as lk
+>>> try:
+...     lk.Layout([4, 0], lambda i, j: i)
+... except lk.ShapeError as e:
+...     print(e)
+Layout input shape must be positive integers; found (4, 0) (dim 1 is 0)
+"""
+
+from __future__ import annotations
+
+
+class LayoutError(Exception):
+    """Base class of every error layoutkit raises on purpose."""
+
+
+class ShapeError(LayoutError, ValueError):
+    """A shape, extent or rank is not what an operation needs."""
+
+
+class CoordinateError(ShapeError, IndexError):
+    """A coordinate lies outside the domain it is used with."""
+
+
+class ExprError(LayoutError, TypeError):
+    """An index expression cannot be built (float constants, true division, bad operand)."""
+
+
+class NotBijectiveError(LayoutError):
+    """A map that must be a bijection is not; ``witness`` shows why.
+
+    ``witness`` is a dict: ``{"collision": (x, y, image)}`` for two inputs with one image, or
+    ``{"unreachable": out}`` for an output coordinate inside the output box that nothing maps to.
+    """
+
+    def __init__(self, message: str, witness: dict | None = None):
+        super().__init__(message)
+        self.witness = witness
+
+
+class LayoutConflictError(LayoutError):
+    """Two constraints ask for different layouts of one buffer."""
+
+
+class UnsupportedError(LayoutError, NotImplementedError):
+    """The operation is well defined but outside what layoutkit can do for this input."""
+
+
+class ProofError(LayoutError):
+    """A proof method could not decide the property (for example islpy on a non-affine map)."""
+
+
+__all__ = [
+    "LayoutError",
+    "ShapeError",
+    "CoordinateError",
+    "ExprError",
+    "NotBijectiveError",
+    "LayoutConflictError",
+    "UnsupportedError",
+    "ProofError",
+]

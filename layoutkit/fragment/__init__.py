@@ -1,0 +1,1 @@
+"""Fragment = Layout + thread map + replication (coming with the Fragment issue)."""

@@ -1,0 +1,1 @@
+"""Layout inference over tile programs (coming with the inference issue)."""

@@ -1,0 +1,1 @@
+"""plot_layout and text views (coming with the plotting issue)."""

@@ -1,0 +1,1 @@
+"""Hardware targets: NVIDIA (``nv``) and Ascend (``ascend``)."""

@@ -1,0 +1,1 @@
+"""NVIDIA target: swizzles, MMA fragments, warp partition, bank model (coming with the NV issue)."""

@@ -1,0 +1,1 @@
+"""CATLASS TLA layouts and the CuTe algebra (coming with the TLA issue)."""

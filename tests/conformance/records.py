@@ -1,0 +1,66 @@
+"""Helpers to replay TileLang 0.1.15 ground-truth records (see data/SCHEMA.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+import layoutkit as lk
+
+DATA = Path(__file__).parent / "data"
+
+
+@cache
+def load(group: str) -> dict[str, dict]:
+    cases = json.loads((DATA / f"{group}.json").read_text())["cases"]
+    return {c["id"]: c for c in cases}
+
+
+def assert_layout_matches(layout: lk.Layout, record: dict) -> None:
+    """Whole-table comparison of a Layout with a ``kind == "layout"`` record."""
+    assert list(layout.input_shape) == record["input_shape"], (layout.input_shape, record["input_shape"])
+    assert list(layout.output_shape) == record["output_shape"], (layout.output_shape, record["output_shape"])
+    ours = layout.linear_table().ravel()
+    want = np.asarray(record["forward_linear"])
+    bad = np.flatnonzero(ours != want)
+    assert bad.size == 0, (
+        f"{record['id']}: {bad.size} coordinates differ; first at "
+        f"{np.unravel_index(bad[0], layout.input_shape)}: ours {ours[bad[0]]}, TileLang {want[bad[0]]}"
+    )
+    for k, per_dim in enumerate(record.get("forward", [])):
+        assert np.array_equal(layout.table()[..., k].ravel(), np.asarray(per_dim)), (record["id"], k)
+
+
+# ---- reference swizzles (REFERENCE.md section 2), until the NV target provides them ----------
+
+_PER = {"quarter": 2, "half": 4, "full": 8}
+_BITS = {"fp16": 16, "bf16": 16, "fp32": 32, "int8": 8, "fp8e4m3": 8, "fp64": 64}
+
+
+def reference_swizzle(kind: str, bits: int, shape: tuple[int, ...]) -> lk.Layout:
+    per, vec = _PER[kind], 128 // bits
+    shift = {2: 2, 4: 1, 8: 0}[per]
+
+    def fn(*idx):
+        *lead, i, j = idx
+        ts, s = i // 8, i % 8
+        chunk = j // vec
+        tc, c, v = chunk // per, chunk % per, j % vec
+        return (*lead, tc, ts, v + ((c ^ (s >> shift)) + s * per) * vec)
+
+    return lk.Layout(list(shape), fn)
+
+
+def build_named(case_id: str) -> lk.Layout:
+    """Layouts referenced by ``of`` that are not in the public files."""
+    m = re.fullmatch(r"swizzle/make_(quarter|half|full)_bank_swizzled_layout/(\w+)/([\dx]+)", case_id)
+    if m:
+        shape = tuple(int(x) for x in m.group(3).split("x"))
+        return reference_swizzle(m.group(1), _BITS[m.group(2)], shape)
+    if case_id == "layout_ops/linear8x8":
+        return lk.Layout([8, 8], lambda i, j: i * 8 + j)
+    raise KeyError(case_id)
