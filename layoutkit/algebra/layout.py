@@ -34,6 +34,7 @@ ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
 _NAMES = "ijklmnopqrstuvwxyzabcdefgh"
+_CHUNK = 8192
 
 
 def placeholder(dim: int, extent: int | None) -> Var:
@@ -200,7 +201,9 @@ class Layout:
         return tuple(int(v) for v in hit[0])
 
     def describe(self) -> str:
-        return str(self)
+        """Short text used in error messages (does not evaluate the map)."""
+        ins = _tuple_text(v.name for v in self._vars)
+        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {_tuple_text(self._forward)}"
 
     # ---- evaluation -------------------------------------------------------------------------
     def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple:
@@ -216,7 +219,6 @@ class Layout:
                 f"{self.describe()} takes {len(self._input_shape)} coordinates; found {len(coord)}: {coord}"
             )
         if all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coord):
-            self._check_coords(np.asarray(coord, dtype=np.int64)[None, :])
             return tuple(int(v) for v in self.apply(np.asarray(coord, dtype=np.int64)))
         mapping = {v: as_expr(c) for v, c in zip(self._vars, coord)}
         return tuple(substitute(e, mapping) for e in self._forward)
@@ -224,12 +226,19 @@ class Layout:
     def __call__(self, *coord):
         return self.map_forward_index(coord)
 
-    def _check_coords(self, arr: np.ndarray) -> None:
-        shape = np.asarray(self._input_shape)
-        bad = np.any((arr < 0) | (arr >= shape), axis=-1)
-        if bad.any():
-            first = tuple(int(v) for v in arr.reshape(-1, arr.shape[-1])[np.flatnonzero(bad.reshape(-1))[0]])
-            raise CoordinateError(f"coordinate {first} is outside the input shape {self._input_shape} of {self}")
+    def _check_coords(self, flat: np.ndarray) -> None:
+        """Raise CoordinateError naming the first coordinate outside the input shape.
+
+        ``flat`` is ``[N, n]``; columns are checked one at a time (contiguous min/max passes are
+        far cheaper than a broadcast compare reduced over a length-n axis)."""
+        for d, e in enumerate(self._input_shape):
+            col = flat[:, d]
+            if col.size and (col.min() < 0 or col.max() >= e):
+                bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(self._input_shape)), axis=1))[0]
+                first = tuple(int(v) for v in flat[bad])
+                raise CoordinateError(
+                    f"coordinate {first} is outside the input shape {self._input_shape} of {self.describe()}"
+                )
 
     def apply(self, coords) -> np.ndarray:
         """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised)."""
@@ -241,11 +250,16 @@ class Layout:
         n = len(self._input_shape)
         if arr.ndim == 0 or arr.shape[-1] != n:
             raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
-        arr = arr.astype(np.int64, copy=False)
-        self._check_coords(arr)
-        outs = self._evaluate([arr[..., d] for d in range(n)])
-        lead = arr.shape[:-1]
-        return np.stack([np.broadcast_to(o, lead) for o in outs], axis=-1)
+        flat = arr.reshape(-1, n).astype(np.int64, copy=False)
+        self._check_coords(flat)
+        out = np.empty((flat.shape[0], len(self._forward)), dtype=np.int64)
+        # Chunks keep every temporary of the compiled program in cache (and out of the allocator's
+        # release/fault cycle), which is several times faster than one pass over a large array.
+        for start in range(0, flat.shape[0], _CHUNK):
+            part = flat[start : start + _CHUNK]
+            for k, o in enumerate(self._evaluate([part[:, d] for d in range(n)])):
+                out[start : start + _CHUNK, k] = o
+        return out.reshape(arr.shape[:-1] + (len(self._forward),))
 
     def table(self) -> np.ndarray:
         """All images as an int64 array of shape ``input_shape + (m,)``."""
@@ -469,7 +483,9 @@ class Layout:
         inv = None if sol is None else Layout.from_exprs(self.output_shape, sol)
         if inv is None or not self._round_trips(inv):
             inv = self._f2_inverse()
-        if inv is None or not self._round_trips(inv):
+            if inv is not None and not self._round_trips(inv):
+                inv = None
+        if inv is None:
             raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
         self._cache["inverse"] = inv
         return inv

@@ -1,0 +1,148 @@
+"""Timing, formatting and profiling helpers for ``benchmarks/run.py`` (standard library only)."""
+
+from __future__ import annotations
+
+import cProfile
+import gc
+import os
+import pstats
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of ``reps`` timed calls (``time.perf_counter``)."""
+
+    median: float
+    min: float
+    reps: int
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long to keep repeating one measurement: at least ``min_reps`` calls, then more until
+    ``seconds`` of wall time have passed (or ``max_reps`` calls)."""
+
+    seconds: float = 0.5
+    min_reps: int = 5
+    max_reps: int = 2000
+    warmup: int = 1
+
+
+def measure(fn: Callable, setup: Callable | None = None, budget: Budget | None = None) -> Timing:
+    """Time ``fn()`` (or ``fn(setup())`` when ``setup`` is given; setup is not timed).
+
+    The garbage collector is paused while timing, as ``timeit`` does.  ``budget.warmup`` untimed
+    calls come first (imports, first-call caches); they are not part of the result.
+    """
+    budget = budget or Budget()
+    call = fn if setup is None else (lambda: fn(setup()))
+    for _ in range(budget.warmup):
+        call()
+    times: list[float] = []
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        while len(times) < budget.min_reps or (
+            time.perf_counter() - start < budget.seconds and len(times) < budget.max_reps
+        ):
+            if setup is None:
+                t0 = time.perf_counter()
+                fn()
+                t1 = time.perf_counter()
+            else:
+                arg = setup()
+                t0 = time.perf_counter()
+                fn(arg)
+                t1 = time.perf_counter()
+            times.append(t1 - t0)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return Timing(statistics.median(times), min(times), len(times))
+
+
+def fmt_time(seconds: float | None) -> str:
+    """``12.3 us`` / ``1.234 ms`` / ``2.51 s`` (ASCII only)."""
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.2f} s"
+
+
+def fmt_ratio(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value:.0f}x"
+    if value >= 10:
+        return f"{value:.1f}x"
+    return f"{value:.2f}x"
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  ") -> None:
+    """Plain-text table: first column left-aligned, the others right-aligned."""
+    cells = [[str(c) for c in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(headers))]
+
+    def line(row: Sequence[str]) -> str:
+        parts = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        return indent + "  ".join(parts).rstrip()
+
+    print(line(cells[0]))
+    print(indent + "  ".join("-" * w for w in widths))
+    for row in cells[1:]:
+        print(line(row))
+
+
+def section(title: str) -> None:
+    print()
+    print("=" * len(title))
+    print(title)
+    print("=" * len(title))
+
+
+def profile_top(fn: Callable, setup: Callable | None = None, reps: int = 200, top: int = 8) -> list[str]:
+    """cProfile ``reps`` calls of ``fn`` and return the ``top`` functions by own (tottime) time,
+    as lines ``tottime/call  cumtime/call  ncalls  where``."""
+    args = [setup() if setup is not None else None for _ in range(reps)]
+    prof = cProfile.Profile()
+    prof.enable()
+    for arg in args:
+        if setup is not None:
+            fn(arg)
+        else:
+            fn()
+    prof.disable()
+    stats = pstats.Stats(prof)
+    entries = []
+    for (filename, lineno, name), (_cc, ncalls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        entries.append((tottime, cumtime, ncalls, _where(filename, lineno, name)))
+    entries.sort(key=lambda e: e[0], reverse=True)
+    total = sum(e[0] for e in entries) or 1.0
+    out = [f"{'own/call':>10}  {'cum/call':>10}  {'own %':>6}  {'calls/rep':>9}  function"]
+    for tottime, cumtime, ncalls, where in entries[:top]:
+        out.append(
+            f"{fmt_time(tottime / reps):>10}  {fmt_time(cumtime / reps):>10}  {100 * tottime / total:5.1f}%  "
+            f"{ncalls / reps:9.1f}  {where}"
+        )
+    return out
+
+
+def _where(filename: str, lineno: int, name: str) -> str:
+    if filename == "~":  # built-in
+        return name
+    parts = filename.replace(os.sep, "/").split("/")
+    for anchor in ("layoutkit", "numpy", "islpy", "pycute", "tilelang", "tvm"):
+        if anchor in parts:
+            idx = len(parts) - 1 - parts[::-1].index(anchor)
+            return f"{'/'.join(parts[idx:])}:{lineno}({name})"
+    return f"{parts[-1]}:{lineno}({name})"
