@@ -16,11 +16,15 @@ from .errors import (
     ShapeError,
     UnsupportedError,
 )
+from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Const",
+    "Fragment",
+    "PartialFragment",
+    "make_fully_replicated_fragment",
     "Expr",
     "F2Linear",
     "Layout",

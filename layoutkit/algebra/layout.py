@@ -331,10 +331,7 @@ class Layout:
                 f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
                 f"{self.size} * {num} != {math.prod(new_shape)} * {den}"
             )
-        new_vars = [placeholder(d, e) for d, e in enumerate(new_shape)]
-        flat: Expr = Const(0)
-        for v, stride in zip(new_vars, _strides(new_shape)):
-            flat = add(flat, scale(v, stride))
+        flat = row_major_flat(new_shape)
         g = math.gcd(num, den)
         num, den = num // g, den // g
         if den == 1 and num > 1:
@@ -346,9 +343,7 @@ class Layout:
             old_flat = flat
         else:
             raise UnsupportedError(f"reshape rescale {rescale_num}/{rescale_den} is neither a narrowing nor a widening")
-        mapping = {}
-        for v, stride, e in zip(self._vars, _strides(self._input_shape), self._input_shape):
-            mapping[v] = floormod(floordiv(old_flat, Const(stride)), Const(e))
+        mapping = unflatten_mapping(self._input_shape, old_flat)
         exprs = [substitute(x, mapping) for x in self._forward]
         if num > 1:
             exprs[-1] = add(scale(exprs[-1], num), floormod(flat, Const(num)))
@@ -576,6 +571,28 @@ def _tuple_text(items) -> str:
     """Python tuple syntax: ``(a, b)``, ``(a,)``."""
     parts = [str(x) for x in items]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def row_major_flat(shape: Sequence[int]) -> Expr:
+    """``sum_d x_d * stride_d`` over the placeholders of ``shape`` (row-major)."""
+    flat: Expr = Const(0)
+    for d, (e, stride) in enumerate(zip(shape, _strides(shape))):
+        flat = add(flat, scale(placeholder(d, e), stride))
+    return flat
+
+
+def unflatten_mapping(shape: Sequence[int], flat: Expr) -> dict[Var, Expr]:
+    """Placeholders of ``shape`` as digits of a row-major flat index expression."""
+    return {
+        placeholder(d, e): floormod(floordiv(flat, Const(stride)), Const(e))
+        for d, (e, stride) in enumerate(zip(shape, _strides(shape)))
+    }
+
+
+def reshape_mapping(old_shape: Sequence[int], new_shape: Sequence[int]) -> dict[Var, Expr]:
+    """Substitution that re-expresses the placeholders of ``old_shape`` through those of
+    ``new_shape`` (same element count, row-major on both sides)."""
+    return unflatten_mapping(old_shape, row_major_flat(new_shape))
 
 
 def _strides(shape: Sequence[int]) -> list[int]:

@@ -64,3 +64,21 @@ def build_named(case_id: str) -> lk.Layout:
     if case_id == "layout_ops/linear8x8":
         return lk.Layout([8, 8], lambda i, j: i * 8 + j)
     raise KeyError(case_id)
+
+
+def assert_fragment_matches(frag: lk.Fragment, record: dict) -> None:
+    """Whole-table comparison of a Fragment with a ``kind == "fragment"`` record: every replica's
+    thread table and the index table."""
+    rid = record["id"]
+    assert list(frag.input_shape) == record["input_shape"], rid
+    assert list(frag.output_shape) == record["output_shape"], rid
+    assert frag.replicate_size == record["replicate"], rid
+    assert frag.thread_extent == record["thread_extent"], rid
+    want_range = record["thread_range"]
+    assert (None if frag.thread_range is None else list(frag.thread_range)) == want_range, rid
+    threads = frag.thread_table().reshape(-1)
+    want = np.asarray(record["thread"])
+    bad = np.flatnonzero(threads != want)
+    assert bad.size == 0, f"{rid}: {bad.size} thread entries differ, first at flat {bad[0]}"
+    assert not record["index_depends_on_rep"], rid
+    assert np.array_equal(frag.index_table().ravel(), np.asarray(record["index_linear"])), rid

@@ -1,0 +1,495 @@
+"""Fragment: logical coordinate -> (thread, register index), with replication (TileLang ``T.Fragment``).
+
+A fragment is a :class:`~layoutkit.Layout` whose outputs are the register index inside a thread,
+plus a *thread map* that may use the replication variable ``_rep`` in ``[0, replicate)``: replica
+``r`` of element ``x`` lives in thread ``thread(x, r)`` at register ``index(x)``.
+
+>>> import layoutkit as lk
+>>> F = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
+>>> print(F)
+Fragment([8, 8] -> [2], replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, forward_index: [_j % 2])
+>>> F.map_forward_thread([3, 5]), F.map_forward_index([3, 5])
+(14, (1,))
+
+Without ``forward_index_fn`` the index is the row-major flattening of the digits the thread map
+does not use (REFERENCE section 1):
+
+>>> G = lk.Fragment([16, 16], forward_thread_fn=lambda i, j: i % 8 * 4 + j % 8 // 2)
+>>> print(G.forward_index[0])
+_i // 8 * 4 + _j // 8 * 2 + _j % 2
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..algebra.evaluate import compile_numpy, grid
+from ..algebra.layout import Layout, _arity, _positive, check_shape, normalize_outputs, placeholder, reshape_mapping
+from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
+from ..algebra.proof import Proof
+from ..algebra.simplify import add, floordiv, floormod, scale, substitute
+from ..errors import ExprError, LayoutError, ShapeError
+from .splits import flatten_digits, unused_digits
+
+REP_NAME = "_rep"
+
+
+def rep_var(replicate: int) -> Var:
+    """The replication placeholder ``_rep`` with range ``[0, replicate)``."""
+    return Var(REP_NAME, replicate)
+
+
+class Fragment(Layout):
+    """A thread/register layout of a tile (see the module docstring).
+
+    ``forward_thread_fn`` receives one placeholder per input dim, plus ``_rep`` when it takes one
+    more argument; ``forward_fn`` (TileLang's other form) returns ``(thread, index)``.
+    ``thread_range``: ``(start, extent)`` of the hardware threads the fragment is bound to.
+    """
+
+    __slots__ = ("_thread", "_replicate", "_thread_range")
+
+    def __init__(
+        self,
+        input_shape: Sequence[int] | int,
+        forward_fn: Callable | None = None,
+        forward_thread_fn: Callable | Expr | None = None,
+        replicate: int = 1,
+        forward_index_fn: Callable | Sequence | None = None,
+        *,
+        thread_range: tuple[int, int] | None = None,
+    ):
+        shape = check_shape(input_shape, "Fragment input shape")
+        replicate = _positive(replicate, "replicate")
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        rep = rep_var(replicate)
+        index = None
+        if forward_fn is not None:
+            result = _call(forward_fn, variables, rep, "Fragment forward_fn")
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise ExprError("Fragment forward_fn must return (thread, index)")
+            thread, index = as_expr(result[0]), normalize_outputs(result[1], "Fragment forward_fn index")
+        elif forward_thread_fn is not None:
+            if callable(forward_thread_fn):
+                (thread,) = normalize_outputs(_call(forward_thread_fn, variables, rep, "forward_thread_fn"),
+                                              "forward_thread_fn")
+            else:
+                thread = as_expr(forward_thread_fn)
+        else:
+            raise ExprError("Fragment needs forward_thread_fn (or forward_fn returning (thread, index))")
+        if forward_index_fn is not None:
+            if callable(forward_index_fn):
+                index = _call_index(forward_index_fn, variables)
+            else:
+                index = normalize_outputs(forward_index_fn, "Fragment forward index")
+        self._init_fragment(shape, thread, replicate, index, thread_range)
+
+    def _init_fragment(self, shape, thread: Expr, replicate: int, index, thread_range) -> None:
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        rep = rep_var(replicate)
+        if replicate == 1:
+            thread = substitute(thread, {rep: Const(0)})
+        allowed = set(variables) | {rep}
+        for v in free_vars(thread):
+            if v not in allowed:
+                raise ExprError(f"thread map {thread} uses {v!r}, which is neither an input placeholder nor _rep")
+        if index is None:
+            index = (flatten_digits(unused_digits(thread, variables)),)
+        for e in index:
+            if rep in free_vars(e):
+                raise ExprError(f"the register index {e} must not depend on _rep (only the thread may)")
+        self._init(shape, variables, tuple(index))
+        object.__setattr__(self, "_thread", thread)
+        object.__setattr__(self, "_replicate", replicate)
+        object.__setattr__(self, "_thread_range", _check_range(thread_range))
+
+    @classmethod
+    def from_exprs(cls, input_shape, index, thread=None, replicate=1, thread_range=None) -> Fragment:  # type: ignore[override]
+        """Build from expressions over the placeholders ``_i, _j, ...`` and ``_rep``."""
+        if thread is None:
+            raise ExprError("Fragment.from_exprs needs a thread expression")
+        obj = cls.__new__(cls)
+        obj._init_fragment(check_shape(input_shape), as_expr(thread), _positive(replicate, "replicate"),
+                           None if index is None else tuple(as_expr(e) for e in index), thread_range)
+        return obj
+
+    def _rebuild(self, **changes) -> Fragment:
+        args = dict(input_shape=self.input_shape, index=self.forward_index, thread=self._thread,
+                    replicate=self._replicate, thread_range=self._thread_range)
+        args.update(changes)
+        return Fragment.from_exprs(**args)
+
+    # ---- properties ---------------------------------------------------------------------------
+    @property
+    def forward_thread(self) -> Expr:
+        return self._thread
+
+    @property
+    def replicate_size(self) -> int:
+        return self._replicate
+
+    @property
+    def rep_var(self) -> Var:
+        return rep_var(self._replicate)
+
+    @property
+    def thread_range(self) -> tuple[int, int] | None:
+        """``(start, extent)`` of the hardware threads, or None when unbound."""
+        return self._thread_range
+
+    @property
+    def thread_extent(self) -> int:
+        """``max(thread) + 1`` over every coordinate and replica (TileLang's ``get_thread_size``)."""
+        hit = self._cache.get("thread_extent")
+        if hit is None:
+            t = self.thread_table()
+            if t.min() < 0:
+                raise LayoutError(f"{self.describe()}: the thread map is negative somewhere (min {t.min()})")
+            hit = int(t.max()) + 1
+            self._cache["thread_extent"] = hit
+        return hit
+
+    @property
+    def local_size(self) -> int:
+        """Registers per thread: the product of the index output shape."""
+        return math.prod(self.output_shape)
+
+    def bind_thread_range(self, start: int, extent: int) -> Fragment:
+        """The same fragment bound to hardware threads ``[start, start + extent)``."""
+        return self._rebuild(thread_range=(start, extent))
+
+    # ---- evaluation ---------------------------------------------------------------------------
+    def map_forward_thread(self, coord: Sequence[int | Expr], rep: int | Expr = 0):
+        """Thread of replica ``rep`` of ``coord`` (ints in, int out; expressions in, expression out)."""
+        coord = tuple(coord)
+        if len(coord) != len(self.input_shape):
+            raise ShapeError(f"{self.describe()} takes {len(self.input_shape)} coordinates; found {coord}")
+        if all(isinstance(c, (int, np.integer)) for c in coord) and isinstance(rep, (int, np.integer)):
+            return int(self.apply_thread(np.asarray(coord, dtype=np.int64), rep=int(rep)))
+        mapping = {v: as_expr(c) for v, c in zip(self.forward_vars, coord)}
+        mapping[self.rep_var] = as_expr(rep)
+        return substitute(self._thread, mapping)
+
+    def apply_thread(self, coords, rep: int | None = 0) -> np.ndarray:
+        """Threads of an int array of coordinates ``[..., n]`` -> ``[...]`` for one replica, or
+        ``[R, ...]`` for every replica when ``rep is None``."""
+        arr = np.asarray(coords)
+        n = len(self.input_shape)
+        if arr.ndim == 0 or arr.shape[-1] != n:
+            raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
+        flat = arr.reshape(-1, n).astype(np.int64)
+        self._check_coords(flat)
+        reps = np.arange(self._replicate) if rep is None else np.asarray([self._rep_index(rep)])
+        run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
+        (t,) = run(*(flat[:, d][None, :] for d in range(n)), reps[:, None])
+        t = np.broadcast_to(t, (len(reps), flat.shape[0])).reshape((len(reps),) + arr.shape[:-1])
+        return t if rep is None else t[0]
+
+    def _rep_index(self, rep: int) -> int:
+        if isinstance(rep, bool) or not isinstance(rep, (int, np.integer)) or not 0 <= rep < self._replicate:
+            raise ShapeError(f"replica {rep!r} is outside [0, {self._replicate}) of {self.describe()}")
+        return int(rep)
+
+    def thread_table(self) -> np.ndarray:
+        """Threads of every replica of every coordinate: shape ``(replicate,) + input_shape``."""
+        hit = self._cache.get("thread_table")
+        if hit is None:
+            run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
+            g = [c[None, ...] for c in grid(self.input_shape)]
+            rep = np.arange(self._replicate, dtype=np.int64).reshape((-1,) + (1,) * len(self.input_shape))
+            (t,) = run(*g, rep)
+            hit = np.broadcast_to(t, (self._replicate,) + self.input_shape)
+            hit.setflags(write=False)
+            self._cache["thread_table"] = hit
+        return hit
+
+    def index_table(self) -> np.ndarray:
+        """Register index (row-major over ``output_shape``) of every coordinate."""
+        return self.linear_table()
+
+    # ---- algebra --------------------------------------------------------------------------------
+    def repeat(self, repeats: Sequence[int], repeat_on_thread: bool = False, lower_dim_first: bool = True):  # type: ignore[override]
+        """Tile the fragment ``repeats[d]`` times along each dim.
+
+        Each coordinate is taken modulo the old shape; the repeat number ``ri`` is the mixed-radix
+        number of ``x_d // shape_d`` (``lower_dim_first``: the last dim is fastest).  On threads:
+        ``thread += thread_extent * ri``; otherwise ``index[0] += output_shape[0] * ri`` (1-D index).
+        """
+        reps = tuple(repeats) if not isinstance(repeats, int) else (repeats,)
+        if len(reps) != len(self.input_shape):
+            raise ShapeError(f"repeat needs one factor per input dim ({len(self.input_shape)}); found {reps}")
+        reps = tuple(_positive(r, "repeat factor") for r in reps)
+        shape = tuple(e * r for e, r in zip(self.input_shape, reps))
+        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+        mapping = {v: floormod(nv, Const(e)) for v, nv, e in zip(self.forward_vars, new_vars, self.input_shape)}
+        order = range(len(shape) - 1, -1, -1) if lower_dim_first else range(len(shape))
+        ri: Expr = Const(0)
+        stride = 1
+        for d in order:
+            ri = add(ri, scale(floordiv(new_vars[d], Const(self.input_shape[d])), stride))
+            stride *= reps[d]
+        index = [substitute(e, mapping) for e in self.forward_index]
+        thread = substitute(self._thread, mapping)
+        if repeat_on_thread:
+            thread = add(thread, scale(ri, self.thread_extent))
+        else:
+            if len(index) != 1:
+                raise ShapeError(f"repeat on the index needs a 1-D index; {self.describe()} has {len(index)} dims")
+            index[0] = add(index[0], scale(ri, self.output_shape[0]))
+        return Fragment.from_exprs(shape, index, thread, self._replicate)
+
+    def replicate(self, k: int) -> Fragment:
+        """``k`` times more replicas: ``thread'(rep) = thread(rep % R) + thread_extent * (rep // R)``."""
+        k = _positive(k, "replicate factor")
+        r = self._replicate
+        new_rep = rep_var(r * k)
+        thread = substitute(self._thread, {self.rep_var: floormod(new_rep, Const(r))})
+        thread = add(thread, scale(floordiv(new_rep, Const(r)), self.thread_extent))
+        return Fragment.from_exprs(self.input_shape, self.forward_index, thread, r * k)
+
+    def condense_rep_var(self) -> Fragment:
+        """Keep only the digits of ``_rep`` the thread map reads: ``_rep % 2 * 32`` with R=4
+        becomes ``_rep * 32`` with R=2."""
+        from .splits import digit_expr, digit_extent, used_digits
+
+        rep = self.rep_var
+        used = sorted(set(used_digits(self._thread, (rep,))[rep]))
+        if not used:
+            return self._rebuild(thread=self._thread, replicate=1)
+        digits = []
+        for lo, up in used:
+            if digits and lo < digits[-1][2]:
+                digits[-1] = (rep, digits[-1][1], max(up, digits[-1][2]))
+            else:
+                digits.append((rep, lo, up))
+        new_r = math.prod(digit_extent(d) for d in digits)
+        new_rep = rep_var(new_r)
+        mapping = {}
+        stride = 1
+        for d in digits:
+            mapping[digit_expr(d)] = floormod(floordiv(new_rep, Const(stride)), Const(digit_extent(d)))
+            stride *= digit_extent(d)
+        thread = substitute(self._thread, mapping)
+        if rep in free_vars(thread):
+            raise LayoutError(f"cannot condense _rep in {self._thread}: it is read other than through digits")
+        return self._rebuild(thread=thread, replicate=new_r)
+
+    def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:  # type: ignore[override]
+        """Reshape both the index and the thread map (row-major flattening on both sides)."""
+        if rescale_num != rescale_den:
+            raise ShapeError("Fragment.reshape does not change element widths; reshape a plain Layout for that")
+        new_shape = check_shape(shape, "reshape shape")
+        if math.prod(new_shape) != self.size:
+            raise ShapeError(f"reshape of {self.input_shape} to {new_shape}: {self.size} != {math.prod(new_shape)}")
+        mapping = reshape_mapping(self.input_shape, new_shape)
+        index = tuple(substitute(e, mapping) for e in self.forward_index)
+        return Fragment.from_exprs(new_shape, index, substitute(self._thread, mapping), self._replicate,
+                                     self._thread_range)
+
+    def expand(self, leading_shape: Sequence[int]) -> Fragment:  # type: ignore[override]
+        """Prepend dims that pass through as leading index outputs.  Unlike TileLang (whose
+        ``Fragment.expand`` returns a plain Layout and drops the thread map), the thread map is
+        kept: the new leading dims stay in the same thread."""
+        lead = check_shape(leading_shape, "expand leading shape")
+        shape = lead + self.input_shape
+        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+        mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self.forward_vars)}
+        index = tuple(new_vars[: len(lead)]) + tuple(substitute(e, mapping) for e in self.forward_index)
+        return Fragment.from_exprs(shape, index, substitute(self._thread, mapping), self._replicate,
+                                     self._thread_range)
+
+    def inverse(self) -> Layout:
+        """Inverse of ``[coords..., rep] -> [index..., thread]``: a Layout from
+        ``output_shape + (thread_extent,)`` to ``input_shape + (replicate,)``."""
+        n = len(self.input_shape)
+        rep_dim = placeholder(n, self._replicate)
+        thread = substitute(self._thread, {self.rep_var: rep_dim})
+        return Layout.from_exprs(self.input_shape + (self._replicate,), self.forward_index + (thread,)).inverse()
+
+    def is_fully_replicated(self) -> bool:
+        """True when every thread in ``[0, thread_extent)`` holds every element."""
+        t = np.sort(self.thread_table().reshape(self._replicate, -1), axis=0)
+        return self._replicate == self.thread_extent and bool(
+            np.all(t == np.arange(self._replicate)[:, None])
+        )
+
+    def contains(self, other: Fragment) -> Proof:
+        """Prove that every replica of every element of ``other`` lives in a thread that also
+        holds that element here (so ``self`` can replace ``other``).  A fully replicated ``self``
+        contains everything, as in TileLang.  Decided by exhaustive enumeration."""
+        claim = "contains"
+        if not isinstance(other, Fragment):
+            raise LayoutError(f"contains expects a Fragment, found {type(other).__name__}")
+        if other.input_shape != self.input_shape:
+            return Proof(claim, False, "enumerate", {"shape": (self.input_shape, other.input_shape)},
+                         detail="different input shapes")
+        if self.is_fully_replicated():
+            return Proof(claim, True, "enumerate", detail="the containing fragment is fully replicated")
+        big = self.thread_table().reshape(self._replicate, -1)
+        small = other.thread_table().reshape(other.replicate_size, -1)
+        width = int(max(big.max(), small.max())) + 1
+        x = np.arange(big.shape[1], dtype=np.int64)
+        have = np.unique((big + x * width).ravel())
+        want = small + x * width
+        ok = np.isin(want, have)
+        if ok.all():
+            return Proof(claim, True, "enumerate", detail=f"{want.size} (element, thread) pairs")
+        r, flat = np.argwhere(~ok)[0]
+        coord = tuple(int(v) for v in np.unravel_index(int(flat), self.input_shape))
+        return Proof(claim, False, "enumerate",
+                     {"missing": (coord, int(r), int(small[r, flat]), sorted(set(big[:, flat].tolist())))},
+                     detail="element (coord) of replica r is on a thread that does not hold it here")
+
+    def prove_injective(self) -> Proof:
+        """Every (thread, register) slot holds at most one element (replicas included)."""
+        claim = "injective (one element per thread register)"
+        threads = self.thread_table().reshape(self._replicate, -1)
+        index = self.index_table().reshape(1, -1)
+        keys = threads * self.local_size + index
+        flat = keys.ravel()
+        order = np.argsort(flat, kind="stable")
+        dup = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+        if dup.size == 0:
+            return Proof(claim, True, "enumerate", detail=f"{flat.size} slots")
+        a, b = order[dup[0]], order[dup[0] + 1]
+        n = threads.shape[1]
+
+        def where(k):
+            r, x = divmod(int(k), n)
+            return tuple(int(v) for v in np.unravel_index(x, self.input_shape)), r
+
+        (xa, ra), (xb, rb) = where(a), where(b)
+        slot = (int(threads.ravel()[a]), int(index.ravel()[a % n]))
+        return Proof(claim, False, "enumerate", {"collision": ((xa, ra), (xb, rb), slot)})
+
+    # ---- registers ------------------------------------------------------------------------------
+    def distribute(self, tile: np.ndarray, fill=0) -> np.ndarray:
+        """Per-thread registers ``[thread_extent, local_size]`` holding ``tile`` (every replica)."""
+        tile = np.asarray(tile)
+        if tile.shape != self.input_shape:
+            raise ShapeError(f"tile shape {tile.shape} != fragment input shape {self.input_shape}")
+        regs = np.full((self.thread_extent, self.local_size), fill, dtype=tile.dtype)
+        threads = self.thread_table().reshape(self._replicate, -1)
+        regs[threads, self.index_table().reshape(1, -1)] = tile.reshape(1, -1)
+        return regs
+
+    def collect(self, registers: np.ndarray, rep: int = 0) -> np.ndarray:
+        """The tile read back from per-thread registers (replica ``rep``)."""
+        regs = np.asarray(registers)
+        threads = self.thread_table()[self._rep_index(rep)]
+        return regs[threads, self.index_table()]
+
+    # ---- identity and text ------------------------------------------------------------------------
+    def is_equal(self, other: Layout) -> bool:  # type: ignore[override]
+        """Semantic equality: same input shape, same register index everywhere, and the same set
+        of threads for every element.  TileLang's ``Fragment.is_equal`` says True for different
+        input shapes and compares text; layoutkit does not copy that."""
+        if not isinstance(other, Fragment) or other.input_shape != self.input_shape:
+            return False
+        if not Layout.is_equal(self, other):
+            return False
+        a = np.sort(self.thread_table().reshape(self._replicate, -1), axis=0)
+        b = np.sort(other.thread_table().reshape(other.replicate_size, -1), axis=0)
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Fragment)
+            and type(other) is type(self)
+            and Layout.__eq__(self, other)
+            and other._thread == self._thread
+            and other._replicate == self._replicate
+            and other._thread_range == self._thread_range
+        )
+
+    def __hash__(self) -> int:
+        return hash((Layout.__hash__(self), self._thread, self._replicate, self._thread_range))
+
+    def __reduce__(self):
+        return (Fragment.from_exprs, (self.input_shape, self.forward_index, self._thread, self._replicate,
+                                        self._thread_range))
+
+    def describe(self) -> str:
+        return (f"Fragment{list(self.input_shape)} thread {self._thread}, index "
+                f"{[str(e) for e in self.forward_index]}, replicate {self._replicate}")
+
+    def __str__(self) -> str:
+        try:
+            out, threads = list(self.output_shape), self.thread_extent
+        except LayoutError:
+            return self.describe()
+        text = (f"Fragment({list(self.input_shape)} -> {out}, replicate: {self._replicate}, thread: {threads}, "
+                f"forward_thread: {self._thread}, forward_index: [{', '.join(str(e) for e in self.forward_index)}]")
+        if self._thread_range is not None:
+            start, extent = self._thread_range
+            text += f", thread_range: [{start}, {start + extent})"
+        return text + ")"
+
+    __repr__ = __str__
+
+    def text(self) -> str:
+        """The four-line view: Shape / Thread / Index / Replicate."""
+        bound = "" if self._thread_range is None else f", bound to threads {self._thread_range}"
+        return "\n".join([
+            f"Shape:     {list(self.input_shape)} -> {list(self.output_shape)} registers per thread",
+            f"Thread:    {self._thread}  (extent {self.thread_extent}{bound})",
+            f"Index:     {', '.join(str(e) for e in self.forward_index)}",
+            f"Replicate: {self._replicate}",
+        ])
+
+
+def _call(fn: Callable, variables: tuple[Var, ...], rep: Var, what: str):
+    """Call a thread function with the placeholders, plus ``_rep`` when it takes one more."""
+    n = len(variables)
+    arity = _arity(fn)
+    if arity is None:
+        return fn(*variables)
+    lo, hi = arity
+
+    def accepts(k: int) -> bool:
+        return lo <= k and (hi is None or k <= hi)
+
+    if accepts(n + 1) and (lo == n + 1 or not accepts(n)):
+        return fn(*variables, rep)
+    if accepts(n):
+        return fn(*variables)
+    raise ShapeError(f"{what} must take {n} arguments (one per input dim), or {n + 1} with _rep; it takes {lo}..{hi}")
+
+
+def _call_index(fn: Callable, variables: tuple[Var, ...]) -> tuple[Expr, ...]:
+    from ..algebra.layout import call_index_fn
+
+    return call_index_fn(fn, variables, "Fragment forward_index_fn")
+
+
+def _check_range(thread_range) -> tuple[int, int] | None:
+    if thread_range is None:
+        return None
+    try:
+        start, extent = (int(v) for v in thread_range)
+    except (TypeError, ValueError):
+        raise ShapeError(f"thread_range must be (start, extent); found {thread_range!r}") from None
+    if start < 0 or extent <= 0:
+        raise ShapeError(f"thread_range must have start >= 0 and extent > 0; found {thread_range!r}")
+    return start, extent
+
+
+def make_fully_replicated_fragment(shape: Sequence[int], threads: int) -> Fragment:
+    """Every one of ``threads`` threads holds the whole buffer (thread ``_rep``, index = coords
+    row-major), bound to threads ``[0, threads)``.
+
+    >>> print(make_fully_replicated_fragment([4], 128))
+    Fragment([4] -> [4], replicate: 128, thread: 128, forward_thread: _rep, forward_index: [_i], thread_range: [0, 128))
+    """
+    shape = check_shape(shape, "fully replicated fragment shape")
+    threads = _positive(threads, "threads")
+    variables = [placeholder(d, e) for d, e in enumerate(shape)]
+    flat: Expr = Const(0)
+    stride = 1
+    for v, e in zip(reversed(variables), reversed(shape)):
+        flat = add(flat, scale(v, stride))
+        stride *= e
+    return Fragment.from_exprs(shape, (flat,), rep_var(threads), threads, (0, threads))
