@@ -51,7 +51,7 @@ def test_every_error_is_a_layout_error():
 def test_negative_outputs_are_rejected_with_a_witness():
     L = lk.Layout([4, 4], lambda i, j: i - j)
     with pytest.raises(lk.LayoutError) as info:
-        L.output_shape
+        _ = L.output_shape
     assert "(0, 3)" in str(info.value)
 
 

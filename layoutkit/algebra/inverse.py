@@ -27,26 +27,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .nodes import Const, Expr, FloorMod, Sum, Var, Xor
-from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view
+from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view, substitute
 
 _TOP = None  # an unbounded upper factor
 
 
-def _digits(expr: Expr, out: Var) -> list[tuple[Expr, Expr]] | None:
-    """``[(atom, value_expr)]`` for one output, or None when it is not a mixed-radix number."""
+def _digits(expr: Expr, value: Expr, extent: float) -> list[tuple[Expr, Expr]] | None:
+    """``[(atom, value_expr)]`` for ``expr == value`` when ``expr`` is a mixed-radix number over
+    ``[0, extent)``, or None.  A term ``-c * a`` (``a`` in ``[0, R)``) is read as the reflected
+    digit ``R - 1 - a`` with coefficient ``c`` (so ``2 - i`` inverts)."""
     terms, const = linear(expr)
+    items = []
+    for atom, coeff in terms.items():
+        if atom.lo != 0 or atom.hi == float("inf"):
+            return None
+        if coeff < 0:
+            top = int(atom.hi)
+            atom = add(Const(top), scale(atom, -1))
+            coeff = -coeff
+            const -= coeff * top
+        items.append((atom, coeff))
     if const != 0:
         return None
-    items = sorted(terms.items(), key=lambda t: t[1])
+    items.sort(key=lambda t: t[1])
     place = 1
     found = []
     for atom, coeff in items:
-        if coeff != place or atom.lo != 0 or atom.hi == float("inf"):
+        if coeff != place:
             return None
         radix = int(atom.hi) + 1
-        found.append((atom, floordiv(floormod(out, Const(place * radix)), Const(place))))
+        found.append((atom, floordiv(floormod(value, Const(place * radix)), Const(place))))
         place *= radix
-    if out.extent is not None and out.extent > place:
+    if extent > place:
         return None
     return found
 
@@ -56,6 +68,7 @@ class _Knowledge:
 
     def __init__(self, variables: Sequence[Var]):
         self.pieces: dict[Var, list[tuple[int, int | None, Expr]]] = {v: [] for v in variables}
+        self.atoms: dict[Expr, Expr] = {}
 
     def learn(self, var: Var, lower: int, upper: int | None, value: Expr) -> None:
         if upper is not None and var.extent is not None and upper >= var.extent:
@@ -64,6 +77,8 @@ class _Knowledge:
 
     def digit(self, var: Var, lower: int, upper: int | None) -> Expr | None:
         """Expression for ``var % upper // lower`` from known pieces, or None."""
+        if var.extent == 1:
+            return Const(0)
         if var.extent is not None and upper is not None and upper >= var.extent:
             upper = _TOP
         pieces = self.pieces.get(var)
@@ -95,6 +110,8 @@ class _Knowledge:
         """``e`` rewritten over the outputs, or None if some digit it needs is unknown."""
         if isinstance(e, Const):
             return e
+        if e in self.atoms:
+            return self.atoms[e]
         base, lower, upper = split_view(e)
         if isinstance(base, Var):
             return self.digit(base, lower, upper)
@@ -107,25 +124,58 @@ class _Knowledge:
         return rebuild(e, new)
 
 
+def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Expr, Var]:
+    """Sums that outputs take digits of (``(i*3 + j) % 2``): each becomes a fresh variable."""
+    found: dict[Expr, Var] = {}
+    stack = list(exprs)
+    seen: set[Expr] = set()
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        base, lower, upper = split_view(e)
+        if (isinstance(base, Sum) and (lower > 1 or upper is not None) and base not in found
+                and base.lo == 0 and base.hi != float("inf")):
+            var = Var(f"_t{len(found)}", int(base.hi) + 1)
+            if _digits(base, var, var.extent) is not None:  # only sums that decompose again
+                found[base] = var
+        stack.extend(e.children())
+    return found
+
+
 def solve_inverse(
     exprs: Sequence[Expr], variables: Sequence[Var], outputs: Sequence[Var]
 ) -> tuple[Expr, ...] | None:
     """Express each of ``variables`` through ``outputs`` (one Var per expr), or None."""
+    composites = _composite_bases(exprs, variables)
+    if composites:
+        exprs = [substitute(e, composites) for e in exprs]
     pending: list[tuple[Expr, Expr]] = []
     for e, o in zip(exprs, outputs):
-        found = _digits(e, o)
+        found = _digits(e, o, o.extent if o.extent is not None else float("inf"))
         if found is None:
             return None
         pending.extend(found)
-    know = _Knowledge(variables)
+    know = _Knowledge(tuple(variables) + tuple(composites.values()))
+    waiting = dict(composites)  # composite sum -> its variable, until the variable is known
     progress = True
-    while pending and progress:
+    while (pending or waiting) and progress:
         progress = False
         for item in list(pending):
             derived = _step(item, know)
             if derived is not None:
                 pending.remove(item)
                 pending.extend(derived)
+                progress = True
+        for base, var in list(waiting.items()):
+            value = know.digit(var, 1, _TOP)
+            if value is not None:
+                parts = _digits(base, value, var.extent)
+                if parts is None:
+                    return None
+                del waiting[base]
+                pending.extend(parts)
                 progress = True
     if pending:
         return None
@@ -143,10 +193,14 @@ def _step(item: tuple[Expr, Expr], know: _Knowledge) -> list[tuple[Expr, Expr]] 
     atom, value = item
     if isinstance(atom, Const):
         return []
+    know.atoms.setdefault(atom, value)
     base, lower, upper = split_view(atom)
     if isinstance(base, Var) and base in know.pieces:
         know.learn(base, lower, upper, value)
         return []
+    if isinstance(atom, Sum) and len(atom.terms) == 1 and atom.terms[0][1] in (1, -1):
+        (inner, sign), = atom.terms
+        return [(inner, scale(add(value, Const(-atom.const)), sign))]
     if isinstance(atom, Xor):
         for known, unknown in ((atom.b, atom.a), (atom.a, atom.b)):
             k = know.resolve(known)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import CoordinateError, ExprError, LayoutError, NotBijectiveError, ShapeError, UnsupportedError
-from .evaluate import compile_numpy, grid
+from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Const, Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, describe_witness
 from .simplify import add, floordiv, floormod, scale, substitute
@@ -34,7 +34,6 @@ ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
 _NAMES = "ijklmnopqrstuvwxyzabcdefgh"
-_CHUNK = 8192
 
 
 def placeholder(dim: int, extent: int | None) -> Var:
@@ -252,13 +251,7 @@ class Layout:
             raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
         flat = arr.reshape(-1, n).astype(np.int64, copy=False)
         self._check_coords(flat)
-        out = np.empty((flat.shape[0], len(self._forward)), dtype=np.int64)
-        # Chunks keep every temporary of the compiled program in cache (and out of the allocator's
-        # release/fault cycle), which is several times faster than one pass over a large array.
-        for start in range(0, flat.shape[0], _CHUNK):
-            part = flat[start : start + _CHUNK]
-            for k, o in enumerate(self._evaluate([part[:, d] for d in range(n)])):
-                out[start : start + _CHUNK, k] = o
+        out = evaluate_columns(self._forward, self._vars, [flat[:, d] for d in range(n)])
         return out.reshape(arr.shape[:-1] + (len(self._forward),))
 
     def table(self) -> np.ndarray:

@@ -122,7 +122,9 @@ def bijection_by_isl(
 def _hole(m, box, rng, exprs, variables, input_shape, output_shape) -> dict:
     from .isl import point_coords
 
-    if "exists" not in str(m):
+    # islpy has already decided; naming a hole by subtraction can take islpy minutes, so small
+    # domains find it by enumeration and only large quasi-affine ones ask islpy.
+    if math.prod(input_shape) > (1 << 22) and "exists" not in str(m):
         return {"unreachable": point_coords(box.subtract(rng).sample_point(), len(output_shape))}
     if math.prod(input_shape) <= (1 << 22):
         from .evaluate import compile_numpy, grid

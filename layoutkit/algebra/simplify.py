@@ -114,7 +114,9 @@ def _merge_digits(terms: dict[Expr, int]) -> dict[Expr, int]:
 def _flatten(terms: dict[Expr, int], const: int) -> tuple[dict[Expr, int], int]:
     flat: dict[Expr, int] = {}
     for atom, coeff in terms.items():
-        if isinstance(atom, (Sum, Const)):
+        if atom.lo == atom.hi:  # a variable of extent 1, or anything its bounds pin down
+            const += int(atom.lo) * coeff
+        elif isinstance(atom, (Sum, Const)):
             sub, k = linear(atom)
             const += k * coeff
             for a, c in sub.items():
@@ -280,12 +282,29 @@ def _disjoint(a: Expr, b: Expr) -> bool:
     return _fits_below(a, low_zero_bits(b)) or _fits_below(b, low_zero_bits(a))
 
 
+def _xor_operands(e: Expr) -> list[Expr]:
+    return _xor_operands(e.a) + _xor_operands(e.b) if isinstance(e, Xor) else [e]
+
+
 def bitxor(a: Expr, b: Expr) -> Expr:
-    """``a ^ b``; bit-disjoint operands become ``a + b``."""
+    """``a ^ b``; equal operands of a xor chain cancel (``j ^ i ^ i -> j``), bit-disjoint
+    operands become ``a + b``."""
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(a.value ^ b.value)
     if a == b:
         return Const(0)
+    if isinstance(a, Xor) or isinstance(b, Xor):
+        ops = _xor_operands(a) + _xor_operands(b)
+        kept = [x for x in dict.fromkeys(ops) if ops.count(x) % 2]
+        if len(kept) < len(ops):
+            out: Expr = Const(0)
+            for x in kept:
+                out = bitxor(out, x)
+            return out
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
     if _disjoint(a, b):
         return add(a, b)
     return Xor(a, b)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..algebra.evaluate import compile_numpy, grid
+from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
 from ..algebra.layout import Layout, _arity, _positive, check_shape, normalize_outputs, placeholder, reshape_mapping
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
@@ -182,11 +182,15 @@ class Fragment(Layout):
             raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
         flat = arr.reshape(-1, n).astype(np.int64)
         self._check_coords(flat)
-        reps = np.arange(self._replicate) if rep is None else np.asarray([self._rep_index(rep)])
-        run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
-        (t,) = run(*(flat[:, d][None, :] for d in range(n)), reps[:, None])
-        t = np.broadcast_to(t, (len(reps), flat.shape[0])).reshape((len(reps),) + arr.shape[:-1])
-        return t if rep is None else t[0]
+        reps = range(self._replicate) if rep is None else [self._rep_index(rep)]
+        variables = self.forward_vars + (self.rep_var,)
+        cols = [flat[:, d] for d in range(n)]
+        out = np.stack([
+            evaluate_columns((self._thread,), variables, cols + [np.full(flat.shape[0], r, dtype=np.int64)])[:, 0]
+            for r in reps
+        ])
+        out = out.reshape((len(out),) + arr.shape[:-1])
+        return out if rep is None else out[0]
 
     def _rep_index(self, rep: int) -> int:
         if isinstance(rep, bool) or not isinstance(rep, (int, np.integer)) or not 0 <= rep < self._replicate:
@@ -266,6 +270,8 @@ class Fragment(Layout):
             else:
                 digits.append((rep, lo, up))
         new_r = math.prod(digit_extent(d) for d in digits)
+        if new_r == self._replicate:
+            return self
         new_rep = rep_var(new_r)
         mapping = {}
         stride = 1
@@ -330,13 +336,17 @@ class Fragment(Layout):
             return Proof(claim, True, "enumerate", detail="the containing fragment is fully replicated")
         big = self.thread_table().reshape(self._replicate, -1)
         small = other.thread_table().reshape(other.replicate_size, -1)
-        width = int(max(big.max(), small.max())) + 1
-        x = np.arange(big.shape[1], dtype=np.int64)
-        have = np.unique((big + x * width).ravel())
-        want = small + x * width
-        ok = np.isin(want, have)
+        if big.shape[0] * small.shape[0] <= 256:
+            # few replicas: compare each small replica with every large one, element-wise
+            ok = np.zeros(small.shape, dtype=bool)
+            for row in big:
+                ok |= small == row
+        else:
+            width = int(max(big.max(), small.max())) + 1
+            x = np.arange(big.shape[1], dtype=np.int64)
+            ok = np.isin(small + x * width, np.unique((big + x * width).ravel()))
         if ok.all():
-            return Proof(claim, True, "enumerate", detail=f"{want.size} (element, thread) pairs")
+            return Proof(claim, True, "enumerate", detail=f"{small.size} (element, thread) pairs")
         r, flat = np.argwhere(~ok)[0]
         coord = tuple(int(v) for v in np.unravel_index(int(flat), self.input_shape))
         return Proof(claim, False, "enumerate",

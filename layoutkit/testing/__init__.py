@@ -34,6 +34,7 @@ _STRATEGIES = (
     "quasi_affine_layouts",
     "xor_layouts",
     "layouts",
+    "fragments",
 )
 
 __all__ = ["assert_bijective", "assert_inverse_round_trip", "assert_layouts_equal", *_STRATEGIES]

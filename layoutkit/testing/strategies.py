@@ -7,9 +7,12 @@ properties can be checked by enumerating tables.  Layouts are built the way real
   non-powers of two included), the digits are transformed and permuted, and consecutive digits are
   grouped into outputs as mixed-radix numbers (row-major, column-major and transposes are the
   special cases without splitting);
-* digit transforms: flips ``radix - 1 - d``, XOR swizzles ``d ^ (e // 2**t % radix)`` on
-  power-of-two digits (``((j // v) ^ (i % k)) * v + j % v``), and TileLang-style modular adds
-  ``(d + c * e) % radix`` (``(a + b) % 2`` is a bit xor);
+* digit transforms: XOR swizzles ``d ^ (e // 2**t % radix)`` of power-of-two digits on
+  power-of-two shapes (``((j // v) ^ (i % k)) * v + j % v``), TileLang bit xors ``(a + b) % 2``,
+  and for quasi-affine layouts flips ``radix - 1 - d`` and modular adds ``(d + c * e) % radix``;
+  every transform keeps the digits a bijection, so bijectivity holds by construction;
+* non-bijective layouts are digit layouts damaged by an edit or two (a dropped, duplicated or
+  moved term, an offset, a wrap);
 * layout transforms on top: ``reshape``, ``repeat``, ``expand``, ``compose`` with another
   bijection and ``linearized``.
 
@@ -35,7 +38,16 @@ from hypothesis.errors import InvalidArgument
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..algebra.nodes import Const, Expr
 
-__all__ = ["MAX_SIZE", "shapes", "coordinates", "bijective_layouts", "quasi_affine_layouts", "xor_layouts", "layouts"]
+__all__ = [
+    "MAX_SIZE",
+    "shapes",
+    "coordinates",
+    "bijective_layouts",
+    "quasi_affine_layouts",
+    "xor_layouts",
+    "layouts",
+    "fragments",
+]
 
 MAX_SIZE = 4096
 """Default bound on the number of input coordinates of generated layouts."""
@@ -76,7 +88,9 @@ def _fixed_shape(shape: Sequence[int] | None, what: str, pow2: bool = False) -> 
 
 
 @st.composite
-def _free_shape(draw, min_rank: int, max_rank: int, max_extent: int, pow2: bool, max_size: int) -> tuple[int, ...]:
+def _free_shape(
+    draw: st.DrawFn, min_rank: int, max_rank: int, max_extent: int, pow2: bool, max_size: int
+) -> tuple[int, ...]:
     rank = draw(st.integers(min_rank, max_rank))
     dims: list[int] = []
     budget = max_size
@@ -94,9 +108,9 @@ def _free_shape(draw, min_rank: int, max_rank: int, max_extent: int, pow2: bool,
 
 
 @st.composite
-def _shape_of_size(draw, size: int, max_rank: int) -> tuple[int, ...]:
+def _shape_of_size(draw: st.DrawFn, size: int, max_rank: int, min_rank: int = 1) -> tuple[int, ...]:
     """A shape with ``prod(shape) == size`` (every factorisation, extents of 1 included)."""
-    rank = draw(st.integers(1, max_rank))
+    rank = draw(st.integers(min_rank, max_rank))
     dims: list[int] = []
     rest = size
     for _ in range(rank - 1):
@@ -108,22 +122,36 @@ def _shape_of_size(draw, size: int, max_rank: int) -> tuple[int, ...]:
 
 
 def shapes(
-    max_rank: int = 3, max_extent: int = 64, pow2: bool = False, *, min_rank: int = 1, max_size: int = MAX_SIZE
+    max_rank: int = 3,
+    max_extent: int = 64,
+    pow2: bool = False,
+    *,
+    min_rank: int = 1,
+    max_size: int = MAX_SIZE,
+    size: int | None = None,
 ) -> st.SearchStrategy[tuple[int, ...]]:
     """Input shapes: ``min_rank..max_rank`` positive extents, each at most ``max_extent``, with at
     most ``max_size`` coordinates in all; ``pow2=True`` gives power-of-two extents only.
 
+    ``size=n`` gives the factorisations of exactly ``n`` coordinates instead (extents of 1
+    included; ``max_extent``, ``max_size`` and ``pow2`` do not apply), e.g. to draw reshape targets.
+
     >>> import math
     >>> from hypothesis import given, settings
     >>> @settings(max_examples=20, deadline=None)
-    ... @given(shapes(max_rank=2, max_extent=16, pow2=True))
-    ... def test_shape(shape):
+    ... @given(shapes(max_rank=2, max_extent=16, pow2=True), shapes(size=24))
+    ... def test_shape(shape, reshaped):
     ...     assert 1 <= len(shape) <= 2 and all(e & (e - 1) == 0 and e <= 16 for e in shape)
+    ...     assert math.prod(reshaped) == 24
     >>> test_shape()
     """
     _check_limits(max_rank, max_size, max_extent)
     if not 1 <= min_rank <= max_rank:
         raise InvalidArgument(f"need 1 <= min_rank <= max_rank, found min_rank={min_rank}, max_rank={max_rank}")
+    if size is not None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidArgument(f"size must be a positive integer, found {size!r}")
+        return _shape_of_size(size, max_rank, min_rank)
     return _free_shape(min_rank, max_rank, max_extent, pow2, max_size)
 
 
@@ -162,7 +190,7 @@ def _unravel(shape: Sequence[int]) -> Layout:
 
 
 @st.composite
-def _radices(draw, extent: int) -> list[int]:
+def _radices(draw: st.DrawFn, extent: int) -> list[int]:
     """A mixed-radix factorisation of ``extent`` (lowest digit first, every radix >= 2)."""
     out: list[int] = []
     rest = extent
@@ -178,7 +206,7 @@ def _radices(draw, extent: int) -> list[int]:
 
 
 @st.composite
-def _digits(draw, shape: tuple[int, ...]) -> list[_Digit]:
+def _digits(draw: st.DrawFn, shape: tuple[int, ...]) -> list[_Digit]:
     digits = []
     for d, e in enumerate(shape):
         v = placeholder(d, e)
@@ -213,7 +241,7 @@ class _Recipe:
 
 
 @st.composite
-def _transform_digits(draw, digits: list[_Digit], ops: tuple[str, ...], general_add: bool) -> list[_Digit]:
+def _transform_digits(draw: st.DrawFn, digits: list[_Digit], ops: tuple[str, ...], general_add: bool) -> list[_Digit]:
     """Apply 0-3 invertible digit transforms (each keeps the digit vector a bijection of itself):
     a flip ``radix - 1 - d``, a swizzle ``d ^ (e // 2**t % radix)`` of a power-of-two digit, or a
     modular add ``(d + c * e) % radix`` (``c = 1`` and ``radix = 2`` unless ``general_add``)."""
@@ -247,7 +275,7 @@ def _transform_digits(draw, digits: list[_Digit], ops: tuple[str, ...], general_
 
 
 @st.composite
-def _groups(draw, n: int) -> list[list[int]]:
+def _groups(draw: st.DrawFn, n: int) -> list[list[int]]:
     """A permutation of ``range(n)`` cut into 1..3 non-empty consecutive groups."""
     order = draw(st.permutations(range(n)))
     n_out = draw(st.integers(1, min(n, _MAX_OUTPUTS)))
@@ -269,7 +297,7 @@ def _mixed_radix(group: list[int], digits: list[_Digit]) -> list[tuple[int, int]
 
 
 @st.composite
-def _core(draw, shape: tuple[int, ...], recipe: _Recipe) -> Layout:
+def _core(draw: st.DrawFn, shape: tuple[int, ...], recipe: _Recipe) -> Layout:
     """A digit layout over ``shape``: split, transform, permute and group digits into outputs."""
     ops = recipe.digit_ops
     if not all(_is_pow2(e) for e in shape):
@@ -295,7 +323,14 @@ def _core(draw, shape: tuple[int, ...], recipe: _Recipe) -> Layout:
     return Layout.from_exprs(shape, tuple(exprs))
 
 
-def _damage(draw, outputs, consts, wraps, n_digits: int, f2: bool) -> None:
+def _damage(
+    draw: st.DrawFn,
+    outputs: list[list[tuple[int, int]]],
+    consts: list[int],
+    wraps: list[tuple[str, int] | None],
+    n_digits: int,
+    f2: bool,
+) -> None:
     """One edit that may break bijectivity: drop, duplicate or move a term, offset or wrap an
     output.  In ``f2`` mode every edit keeps the map linear over F2 (places stay powers of two)."""
     kinds = ("drop", "dup", "place") if f2 else ("drop", "dup", "place", "offset", "wrap")
@@ -333,14 +368,16 @@ def _check_transforms(transforms: Sequence[str]) -> tuple[str, ...]:
 
 
 @st.composite
-def _onto(draw, target: tuple[int, ...], recipe: _Recipe, max_rank: int) -> Layout:
+def _onto(draw: st.DrawFn, target: tuple[int, ...], recipe: _Recipe, max_rank: int) -> Layout:
     """A bijection from a drawn shape of size ``prod(target)`` onto exactly the box ``target``."""
     core = draw(_core(draw(_shape_of_size(math.prod(target), max_rank)), recipe.bijective()))
     return _unravel(target).compose(core.linearized())
 
 
 @st.composite
-def _transformed(draw, layout: Layout, recipe: _Recipe, fixed_size: bool, max_rank: int, max_size: int, max_steps: int):
+def _transformed(
+    draw: st.DrawFn, layout: Layout, recipe: _Recipe, fixed_size: bool, max_rank: int, max_size: int, max_steps: int
+) -> Layout:
     """Apply up to ``max_steps`` of reshape / repeat / expand / compose (with a bijection onto the
     input shape) / linearized; every step keeps a bijection bijective."""
     kinds = [k for k in recipe.transforms if not (fixed_size and k in ("repeat", "expand"))]
@@ -371,7 +408,7 @@ def _transformed(draw, layout: Layout, recipe: _Recipe, fixed_size: bool, max_ra
 
 @st.composite
 def _layout(
-    draw,
+    draw: st.DrawFn,
     recipe: _Recipe,
     shape: tuple[int, ...] | None,
     onto: tuple[int, ...] | None,
@@ -538,3 +575,47 @@ def layouts(
     if pow2:
         options.append(xor_layouts(shape, max_rank=max_rank, max_size=max_size))
     return st.one_of(options)
+
+
+@st.composite
+def fragments(
+    draw: st.DrawFn,
+    replicate: int | None = None,
+    *,
+    max_rank: int = 2,
+    max_size: int = 256,
+    injective: bool | None = None,
+):
+    """Fragments: a bijective layout ``p`` of the tile split into ``(thread, index) =
+    (p // local, p % local)`` (injective by construction), replicated over ``_rep`` with a
+    thread stride (sometimes skipping a replica digit, so ``condense_rep_var`` has work), and —
+    unless ``injective=True`` — sometimes with threads folded so that slots collide.
+
+    >>> from hypothesis import given, settings
+    >>> @settings(max_examples=10, deadline=None)
+    ... @given(fragments(replicate=1, injective=True))
+    ... def test_injective(frag):
+    ...     assert frag.prove_injective()
+    >>> test_injective()
+    """
+    from ..fragment import Fragment
+
+    shape = draw(shapes(max_rank=max_rank, max_extent=32, max_size=max_size))
+    perm = draw(bijective_layouts(shape=shape, max_steps=1)).linearized()
+    p = perm.forward_index[0]
+    size = math.prod(shape)
+    local = draw(st.sampled_from(_divisors(size)))
+    index, thread = p % local, p // local
+    threads = size // local
+    if injective is False or (injective is None and draw(st.booleans())):
+        fold = draw(st.sampled_from(_divisors(threads)))
+        thread = thread % fold
+        threads = fold
+    r = replicate if replicate is not None else draw(st.sampled_from([1, 1, 2, 4]))
+    if r > 1:
+        from ..fragment import rep_var
+
+        rep = rep_var(r)
+        gap = draw(st.sampled_from([1, 2])) if r % 2 == 0 else 1
+        thread = thread + (rep // gap) * threads
+    return Fragment.from_exprs(shape, (index,), thread, r)
