@@ -35,24 +35,18 @@ def assert_layout_matches(layout: lk.Layout, record: dict) -> None:
         assert np.array_equal(layout.table()[..., k].ravel(), np.asarray(per_dim)), (record["id"], k)
 
 
-# ---- reference swizzles (REFERENCE.md section 2), until the NV target provides them ----------
+# ---- swizzles referenced by name: built by the NV target (REFERENCE.md section 2) -------------
 
-_PER = {"quarter": 2, "half": 4, "full": 8}
 _BITS = {"fp16": 16, "bf16": 16, "fp32": 32, "int8": 8, "fp8e4m3": 8, "fp64": 64}
+_DTYPE_OF_BITS = {8: "int8", 16: "float16", 32: "float32", 64: "float64"}
 
 
 def reference_swizzle(kind: str, bits: int, shape: tuple[int, ...]) -> lk.Layout:
-    per, vec = _PER[kind], 128 // bits
-    shift = {2: 2, 4: 1, 8: 0}[per]
+    """``nv.make_{kind}_bank_swizzled_layout`` for an element of ``bits`` bits (the map depends on the
+    width only)."""
+    from layoutkit.targets import nv
 
-    def fn(*idx):
-        *lead, i, j = idx
-        ts, s = i // 8, i % 8
-        chunk = j // vec
-        tc, c, v = chunk // per, chunk % per, j % vec
-        return (*lead, tc, ts, v + ((c ^ (s >> shift)) + s * per) * vec)
-
-    return lk.Layout(list(shape), fn)
+    return getattr(nv, f"make_{kind}_bank_swizzled_layout")(shape, _DTYPE_OF_BITS[bits])
 
 
 def build_named(case_id: str) -> lk.Layout:

@@ -1,1 +1,119 @@
-"""NVIDIA target: swizzles, MMA fragments, warp partition, bank model (coming with the NV issue)."""
+"""NVIDIA target: shared-memory swizzles, MMA fragments, warp partition, copy instruction selection,
+the GEMM layout rule and an exact shared-memory bank model (REFERENCE.md sections 2-4).
+
+Modules: :mod:`.swizzle` (32/64/128B xor swizzles, padded, linear, fp64, Hopper/sm_100 and Volta
+rules, merging), :mod:`.mma` (mma.sync atoms, load/store fragments, ldmatrix/stmatrix maps),
+:mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.partition` (warp partition),
+:mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
+selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.report` (swizzle x move cost table),
+:mod:`.dtype` (element types).
+
+>>> from layoutkit.targets import nv
+>>> nv.make_swizzled_layout((32, 32), "float16").swizzle.kind
+'half'
+>>> nv.compute_warp_partition(64, 64, 4)
+(2, 2)
+>>> print(nv.make_mma_store_layout(2, 2, 16, 16).forward_thread)
+_j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
+"""
+
+from .banks import BankReport, InstructionSpec, bank_conflicts, instruction_spec, transpose_read_access
+from .copy import (
+    CopyInstruction,
+    CopyOperand,
+    CopySelectionError,
+    copy_layout_requirement,
+    select_copy_instruction,
+    tma_shared_layout,
+)
+from .dtype import DtypeError, canonical_dtype, element_bits
+from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
+from .mma import (
+    MmaAtom,
+    ldmatrix_layout,
+    make_gemm_fragment_8x8,
+    make_gemm_fragment_8x8_transposed,
+    make_mma_load_layout,
+    make_mma_store_layout,
+    mma_atom,
+    stmatrix_layout,
+)
+from .partition import WarpPartitionError, compute_warp_partition
+from .report import BankRow, bank_report, format_bank_report
+from .swizzle import (
+    BANK_SWIZZLES,
+    SHARED_LAYOUTS,
+    SwizzledLayout,
+    SwizzleInfo,
+    make_bank_swizzled_layout,
+    make_full_bank_swizzled_layout,
+    make_half_bank_swizzled_layout,
+    make_linear_layout,
+    make_padded_layout,
+    make_quarter_bank_swizzled_layout,
+    make_swizzled_layout,
+    make_tcgen05mma_swizzled_layout,
+    make_volta_swizzled_layout,
+    make_wgmma_swizzled_layout,
+    merge_swizzles,
+    swizzle_info,
+)
+from .volta import make_volta_load_layout, make_volta_store_layout
+from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout, wgmma_inst_n
+
+__all__ = [
+    "BANK_SWIZZLES",
+    "SHARED_LAYOUTS",
+    "BankReport",
+    "BankRow",
+    "CopyInstruction",
+    "CopyOperand",
+    "CopySelectionError",
+    "DtypeError",
+    "GemmLayouts",
+    "GemmOperand",
+    "InstructionSpec",
+    "MmaAtom",
+    "SwizzleInfo",
+    "SwizzledLayout",
+    "WarpPartitionError",
+    "bank_conflicts",
+    "bank_report",
+    "canonical_dtype",
+    "compute_warp_partition",
+    "copy_layout_requirement",
+    "element_bits",
+    "format_bank_report",
+    "gemm_layouts",
+    "gemm_shape",
+    "instruction_spec",
+    "ldmatrix_layout",
+    "make_bank_swizzled_layout",
+    "make_full_bank_swizzled_layout",
+    "make_gemm_fragment_8x8",
+    "make_gemm_fragment_8x8_transposed",
+    "make_half_bank_swizzled_layout",
+    "make_linear_layout",
+    "make_mma_load_layout",
+    "make_mma_store_layout",
+    "make_padded_layout",
+    "make_quarter_bank_swizzled_layout",
+    "make_swizzled_layout",
+    "make_tcgen05mma_swizzled_layout",
+    "make_volta_load_layout",
+    "make_volta_store_layout",
+    "make_volta_swizzled_layout",
+    "make_wgmma_load_layout",
+    "make_wgmma_store_layout",
+    "make_wgmma_swizzled_layout",
+    "merge_swizzles",
+    "mma_atom",
+    "pipelined_shape",
+    "select_copy_instruction",
+    "select_gemm_instruction",
+    "stmatrix_layout",
+    "swizzle_info",
+    "tma_shared_layout",
+    "transpose_read_access",
+    "wgmma_inst_n",
+]

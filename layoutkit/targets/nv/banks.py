@@ -1,0 +1,458 @@
+"""Exact shared-memory bank model: wavefronts and conflict ways of a warp-level access.
+
+Shared memory has 32 banks of 4-byte words; word ``w`` lives in bank ``w % 32``.  An instruction is
+served in *phases*; a phase costs ``max over banks of the number of distinct words it touches in
+that bank`` wavefronts (one thread reading a word another thread also reads is a broadcast, free).
+
+* ``ld.shared`` / ``st.shared`` ``.b32 / .b64 / .b128``: each lane moves 4/8/16 bytes; a phase is
+  32 / 16 / 8 consecutive lanes (128 bytes when every lane is busy).
+* ``ldmatrix`` / ``stmatrix`` ``.x1 / .x2 / .x4`` (``.trans``): each lane moves 1/2/4 32-bit
+  registers; register ``r`` of every lane belongs to matrix ``r`` (8 rows of 16 bytes), and each
+  matrix is one phase.  ``.trans`` only permutes registers between lanes: the words of a phase,
+  hence the cost, are the same.
+
+An *access* says which elements each thread moves, in register order: a :class:`~layoutkit.Fragment`
+(register ``index`` of thread ``thread``; every replica moves its copy) or an int array
+``[threads, elems, rank]`` of coordinates (a negative coordinate marks an unused slot).  Registers
+are consumed in order, ``bytes_per_lane`` per instruction; threads ``32*w .. 32*w + 31`` form warp
+``w``.  The shared layout maps a coordinate to an element offset (its outputs linearised row-major
+over ``output_shape``, as TileLang stores it).  When a lane's elements in one instruction are not
+contiguous (``vectorizable`` is False: no single vector instruction can move them), the count is that
+of the words they touch, as if gathered by that instruction.
+
+Known figures (REFERENCE.md section 2): transposing a 16x32 fp32 tile reads in 256 / 32 / 16
+wavefronts with a row-major / ``xor row`` / ``xor 2*row`` layout:
+
+>>> import numpy as np, layoutkit as lk
+>>> t, k = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")   # lane t, load k
+>>> reads = np.stack([t % 16, 2 * k + t // 16], axis=-1)               # column pairs, 16 rows
+>>> for fn in (lambda i, j: i * 32 + j, lambda i, j: i * 32 + (j ^ i), lambda i, j: i * 32 + (j ^ (2 * i))):
+...     r = bank_conflicts(lk.Layout([16, 32], fn), reads, "float32")
+...     print(r.wavefronts, r.ways)
+256 16
+32 2
+16 1
+
+``method="f2"`` counts power-of-two, F2-linear cases from basis vectors alone (every phase of a
+linear access costs ``2**(rank(words) - rank(banks))``); ``"auto"`` uses it when it applies and the
+exact enumeration otherwise.  Both give the same numbers (tested on every swizzle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ...algebra.layout import Layout
+from ...errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
+from ...fragment.fragment import Fragment
+from .dtype import canonical_dtype, element_bits
+
+NUM_BANKS = 32
+BANK_BYTES = 4
+WARP = 32
+
+
+@dataclass(frozen=True)
+class InstructionSpec:
+    """How one warp-level shared-memory instruction is served.
+
+    ``bytes_per_lane``: bytes each lane moves; ``phase_lanes``: lanes served together (SIMT);
+    ``matrices``: 8x8 matrices (ldmatrix/stmatrix, one phase each; 0 for SIMT).
+    """
+
+    name: str
+    bytes_per_lane: int
+    phase_lanes: int
+    matrices: int = 0
+    trans: bool = False
+    store: bool = False
+
+    @property
+    def is_matrix(self) -> bool:
+        return self.matrices > 0
+
+    @property
+    def registers_per_lane(self) -> int:
+        return self.bytes_per_lane // 4
+
+
+_SIMT_WIDTHS = {"b32": 4, "u32": 4, "s32": 4, "f32": 4, "b64": 8, "u64": 8, "f64": 8, "v2.b32": 8,
+                "b128": 16, "v4.b32": 16, "v2.b64": 16, "v4.u32": 16, "v4.f32": 16}
+
+
+def instruction_spec(name: str | InstructionSpec) -> InstructionSpec:
+    """Parse an instruction name: ``ld.shared.b32|b64|b128`` (also ``v2.b32``, ``v4.b32``),
+    ``st.shared.*``, ``ldmatrix.x1|x2|x4[.trans]``, ``stmatrix.x1|x2|x4[.trans]``.
+
+    >>> instruction_spec("ldmatrix.x4.trans")
+    InstructionSpec(name='ldmatrix.x4.trans', bytes_per_lane=16, phase_lanes=32, matrices=4, trans=True, store=False)
+    >>> instruction_spec("st.shared.v4.b32").phase_lanes
+    8
+    """
+    if isinstance(name, InstructionSpec):
+        return name
+    text = str(name).strip().lower()
+    if "matrix" in text:
+        store = text.startswith("stmatrix")
+        if not (store or text.startswith("ldmatrix")):
+            raise UnsupportedError(f"unknown matrix instruction {name!r}: expected ldmatrix.x4 / stmatrix.x2 / ...")
+        num = next((n for n in (1, 2, 4) if f".x{n}" in text), None)
+        if num is None:
+            raise UnsupportedError(f"{name!r}: say how many matrices (.x1, .x2 or .x4)")
+        trans = ".trans" in text
+        canon = f"{'stmatrix' if store else 'ldmatrix'}.x{num}" + (".trans" if trans else "")
+        return InstructionSpec(canon, 4 * num, WARP, num, trans, store)
+    for prefix, store in (("ld.shared.", False), ("st.shared.", True)):
+        if text.startswith(prefix):
+            width = _SIMT_WIDTHS.get(text[len(prefix):])
+            if width is None:
+                break
+            return InstructionSpec(f"{prefix}b{8 * width}", width, WARP * 4 // width, 0, False, store)
+    raise UnsupportedError(
+        f"unknown shared-memory instruction {name!r}: expected ld.shared.b32/b64/b128, st.shared.b32/b64/b128, "
+        "ldmatrix.x1/x2/x4[.trans] or stmatrix.x1/x2/x4[.trans]"
+    )
+
+
+@dataclass(frozen=True)
+class BankReport:
+    """The cost of an access.
+
+    ``wavefronts``: total over all warps and instructions; ``instructions``: warp-level instructions
+    issued; ``per_instruction``: wavefronts of each (in warp-major order); ``ways``: the worst
+    conflict degree (most distinct words one bank serves in one phase); ``ideal_wavefronts``: the
+    count with no conflicts (each phase's distinct words / 32, rounded up); ``vectorizable``: every
+    lane's words in each instruction are contiguous and aligned (ldmatrix: each phase is 16-byte
+    rows); ``method``: ``"exact"`` or ``"f2"``.
+    """
+
+    instruction: str
+    dtype: str
+    wavefronts: int
+    instructions: int
+    ways: int
+    ideal_wavefronts: int
+    phases: int
+    vectorizable: bool
+    method: str
+    per_instruction: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def wavefronts_per_instruction(self) -> float:
+        return self.wavefronts / self.instructions if self.instructions else 0.0
+
+    @property
+    def conflict_free(self) -> bool:
+        return self.wavefronts == self.ideal_wavefronts
+
+    def __str__(self) -> str:
+        return (f"{self.instruction} ({self.dtype}): {self.wavefronts} wavefronts over {self.instructions} "
+                f"instructions ({self.wavefronts_per_instruction:g} each, ideal {self.ideal_wavefronts}), "
+                f"{self.ways}-way")
+
+
+# ---- access normalisation ----------------------------------------------------------------------
+
+
+def _slots(layout: Layout, access) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(thread, slot, flat_coord)`` of every access, and the thread count."""
+    if isinstance(access, Fragment):
+        if access.input_shape != layout.input_shape:
+            raise ShapeError(
+                f"the access fragment covers {access.input_shape} but the shared layout takes {layout.input_shape}"
+            )
+        threads = access.thread_table().reshape(access.replicate_size, -1)
+        index = access.index_table().reshape(-1)
+        n = index.size
+        t = threads.reshape(-1).astype(np.int64)
+        s = np.tile(index, access.replicate_size).astype(np.int64)
+        x = np.tile(np.arange(n, dtype=np.int64), access.replicate_size)
+        return t, s, x, int(t.max()) + 1
+    arr = np.asarray(access)
+    if arr.dtype.kind not in "iu" or arr.ndim != 3 or arr.shape[-1] != len(layout.input_shape):
+        raise ShapeError(
+            f"an access array must be integers of shape [threads, elems, {len(layout.input_shape)}]; "
+            f"found {arr.dtype} {arr.shape}"
+        )
+    n_threads, n_elems, _ = arr.shape
+    t = np.repeat(np.arange(n_threads, dtype=np.int64), n_elems)
+    s = np.tile(np.arange(n_elems, dtype=np.int64), n_threads)
+    coords = arr.reshape(-1, arr.shape[-1]).astype(np.int64)
+    active = np.all(coords >= 0, axis=1)
+    shape = np.asarray(layout.input_shape)
+    outside = active & np.any(coords >= shape, axis=1)
+    if outside.any():
+        k = int(np.flatnonzero(outside)[0])
+        raise CoordinateError(
+            f"access of thread {t[k]}, element {s[k]} is {tuple(int(v) for v in coords[k])}, outside the layout's "
+            f"input shape {layout.input_shape}"
+        )
+    flat = np.ravel_multi_index(tuple(coords[active].T), layout.input_shape)
+    return t[active], s[active], flat.astype(np.int64), n_threads
+
+
+def _offsets(layout: Layout) -> np.ndarray:
+    """Element offset of every coordinate (row-major over ``output_shape``), flat."""
+    return np.asarray(layout.linear_table()).reshape(-1).astype(np.int64)
+
+
+def _register_words(slot: np.ndarray, offset: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Expand element accesses to 32-bit register words: ``(entry, register_word, memory_word)``."""
+    if bits >= 32:
+        per = bits // 32
+        h = np.arange(per, dtype=np.int64)
+        entry = np.repeat(np.arange(slot.size, dtype=np.int64), per)
+        rw = (slot[:, None] * per + h).reshape(-1)
+        mw = (offset[:, None] * per + h).reshape(-1)
+        return entry, rw, mw
+    return np.arange(slot.size, dtype=np.int64), slot // (32 // bits), (offset * bits) // 32
+
+
+# ---- the exact count -----------------------------------------------------------------------------
+
+
+def _unique(x: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort + compare: faster than ``np.unique`` on these int64 keys)."""
+    a = np.sort(x, kind="stable")
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
+
+
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start index and length of each run of equal values in a sorted array."""
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    return starts, np.diff(np.r_[starts, sorted_keys.size])
+
+
+def _exact(spec: InstructionSpec, t, rw, mw) -> dict:
+    rpi = spec.registers_per_lane
+    warp, lane, q = t // WARP, t % WARP, rw // rpi
+    phase = rw % spec.matrices if spec.is_matrix else lane // spec.phase_lanes
+    n_phase = spec.matrices if spec.is_matrix else WARP // spec.phase_lanes
+    inst = warp * (int(q.max()) + 1) + q
+    group = inst * n_phase + phase
+    big = (int(mw.max()) // 4 + 1) * 4  # a multiple of 4, so (key // 4) keeps 16-byte rows apart
+    words = _unique(group * big + mw)  # distinct (phase, word)
+    g, w = words // big, words % big
+    bank_keys = np.sort(g * NUM_BANKS + w % NUM_BANKS)  # one entry per distinct word, grouped by (phase, bank)
+    starts, per_bank = _runs(bank_keys)
+    kg = bank_keys[starts] // NUM_BANKS
+    phase_starts, _ = _runs(kg)
+    group_ids = kg[phase_starts]
+    wave = np.maximum.reduceat(per_bank, phase_starts)  # max over banks of distinct words, per phase
+    _, distinct = _runs(g)
+    ideal = -(-distinct // NUM_BANKS)
+    inst_of_phase = group_ids // n_phase
+    inst_starts, _ = _runs(inst_of_phase)
+    per_instruction = np.add.reduceat(wave, inst_starts).astype(np.int64)
+    if spec.is_matrix:  # each phase reads whole, aligned 16-byte rows
+        vec = _unique(words // 4).size * 4 == words.size
+    else:  # each lane's words of one instruction are contiguous and aligned
+        lane_words = _unique((t * (int(q.max()) + 1) + q) * big + mw)
+        key, word = lane_words // big, lane_words % big
+        starts_k, count = _runs(key)
+        lo, hi = word[starts_k], np.maximum.reduceat(word, starts_k)
+        vec = bool(np.all((hi - lo + 1 == count) & (lo % count == 0) & (count <= rpi)))
+    return dict(wavefronts=int(wave.sum()), instructions=int(inst_starts.size), ways=int(wave.max()),
+                ideal=int(ideal.sum()), phases=int(group_ids.size), vectorizable=bool(vec),
+                per_instruction=per_instruction)
+
+
+# ---- the F2 fast path ----------------------------------------------------------------------------
+
+
+def _log2(n: int) -> int | None:
+    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
+
+
+def _rank(vectors) -> int:
+    basis: list[int] = []
+    for v in vectors:
+        for b in basis:
+            v = min(v, v ^ b)
+        if v:
+            basis.append(v)
+    return len(basis)
+
+
+def _bit_bases(table: np.ndarray, shape: tuple[int, ...]) -> list[list[np.ndarray]] | None:
+    """Images of the input bits of ``table`` (shape ``shape + (m,)``) when it is F2-linear, else None.
+
+    The table is predicted from the images of the row-major flat index's bits by doubling
+    (``pred = [pred, pred ^ image]`` per bit, 2N work in all) and compared once."""
+    bits = [_log2(e) for e in shape]
+    if any(b is None for b in bits):
+        return None
+    m = table.shape[-1]
+    flat = table.reshape(-1, m)
+    if np.any(flat[0] != 0):
+        return None
+    images = [flat[1 << k] for k in range(sum(bits))]  # bit k of the row-major flat index
+    pred = np.zeros((1, m), dtype=flat.dtype)
+    for image in images:
+        pred = np.concatenate([pred, pred ^ image])
+    if not np.array_equal(pred, flat):
+        return None
+    out: list[list[np.ndarray]] = []
+    low = sum(bits)
+    for b in bits:  # the first dim holds the highest flat bits
+        low -= b
+        out.append(images[low:low + b])
+    return out
+
+
+@lru_cache(maxsize=256)
+def _layout_bases(layout: Layout) -> tuple[tuple[int, ...], ...] | None:
+    """Offset of every input bit when the linearised layout is F2-linear, else None."""
+    bases = _bit_bases(np.asarray(layout.linear_table())[..., None], layout.input_shape)
+    if bases is None:
+        return None
+    return tuple(tuple(int(img[0]) for img in per) for per in bases)
+
+
+def _f2(spec: InstructionSpec, layout: Layout, t, s, x, n_threads: int, bits: int) -> dict | None:
+    """Counts from basis vectors, or None when the case is not power-of-two and F2-linear."""
+    lb = _layout_bases(layout)
+    n_slots = int(s.max()) + 1 if s.size else 0
+    tb, sb, wb = _log2(n_threads), _log2(n_slots), _log2(bits)
+    if lb is None or tb is None or sb is None or wb is None or bits > 64 or t.size != n_threads * n_slots:
+        return None
+    grid = np.full((n_threads, n_slots), -1, dtype=np.int64)
+    grid[t, s] = x
+    if np.any(grid < 0):
+        return None
+    coords = np.stack(np.unravel_index(grid, layout.input_shape), axis=-1)
+    access = _bit_bases(coords, (n_threads, n_slots))
+    if access is None:
+        return None
+
+    def offset(coord) -> int:
+        out = 0
+        for d, value in enumerate(coord):
+            for k, img in enumerate(lb[d]):
+                if (int(value) >> k) & 1:
+                    out ^= img
+        return out
+
+    # input bits: thread bits, slot bits, then (bits >= 32) the 32-bit half index within an element
+    addr = [offset(c) << wb for per in access for c in per]
+    in_thread = list(range(tb))
+    in_slot = list(range(tb, tb + sb))
+    per = max(1, bits // 32)
+    half_bits = _log2(per) or 0
+    addr += [32 << h for h in range(half_bits)]
+    half = list(range(tb + sb, tb + sb + half_bits))
+    # register-word bits: (slot, half) for wide elements; slot >> log2(32/bits) for narrow ones
+    sub = _log2(32 // bits) if bits < 32 else 0
+    rw_bits = half + in_slot[sub:]
+    elem_in_word = in_slot[:sub]
+    rpi = _log2(spec.registers_per_lane)
+    if spec.is_matrix:
+        internal = in_thread[:5] + elem_in_word
+        phases_per_inst = spec.matrices
+    else:
+        internal = in_thread[: _log2(spec.phase_lanes)] + elem_in_word + rw_bits[:rpi]
+        phases_per_inst = WARP // spec.phase_lanes
+    if len(in_thread) < 5 or len(rw_bits) < rpi:
+        return None  # partial warps or instructions: leave them to the exact count
+    words = [addr[b] >> 5 for b in internal]
+    banks = [(addr[b] >> 5) % NUM_BANKS for b in internal]
+    rank_w, rank_b = _rank(words), _rank(banks)
+    per_phase = 1 << (rank_w - rank_b)
+    n_warps = n_threads // WARP
+    n_inst = (1 << len(rw_bits)) // spec.registers_per_lane
+    phases = n_warps * n_inst * phases_per_inst
+    ideal_per_phase = -(-(1 << rank_w) // NUM_BANKS)
+    if spec.is_matrix:  # whole 16-byte rows: the words of a phase include both low word bits
+        vec = _rank(words + [1, 2]) == rank_w
+    else:  # a lane's words span exactly the low bits: contiguous and aligned
+        lane = [addr[b] >> 5 for b in elem_in_word + rw_bits[:rpi]]
+        r = _rank(lane)
+        vec = all(w < (1 << r) for w in lane) and r <= rpi
+    return dict(wavefronts=per_phase * phases, instructions=n_warps * n_inst, ways=per_phase,
+                ideal=ideal_per_phase * phases, phases=phases, vectorizable=bool(vec),
+                per_instruction=np.full(n_warps * n_inst, per_phase * phases_per_inst, dtype=np.int64))
+
+
+# ---- public entry ----------------------------------------------------------------------------------
+
+
+def bank_conflicts(
+    smem_layout: Layout, access, dtype: object, instruction: str = "ld.shared.b32", *, method: str = "auto"
+) -> BankReport:
+    """Wavefronts and conflict ways of moving ``access`` through ``smem_layout`` (module doc).
+
+    ``dtype`` is the element type in shared memory; ``instruction`` one of :func:`instruction_spec`'s
+    names; ``method``: ``"auto"`` (F2 when it applies, else exact), ``"exact"`` or ``"f2"`` (raises
+    :class:`~layoutkit.UnsupportedError` when it does not apply).
+
+    >>> from layoutkit.targets import nv
+    >>> C = nv.make_mma_store_layout(1, 1, 16, 16)            # one warp's fp16 accumulator
+    >>> plain = nv.make_linear_layout((16, 64), "float16")
+    >>> swz = nv.make_full_bank_swizzled_layout((16, 64), "float16")
+    >>> C64 = C.repeat([1, 4], repeat_on_thread=False)       # 16 x 64: four 16x16 tiles per thread
+    >>> nv.bank_conflicts(plain, C64, "float16", "st.shared.b32").ways
+    8
+    >>> nv.bank_conflicts(swz, C64, "float16", "st.shared.b32").ways
+    1
+    """
+    if not isinstance(smem_layout, Layout):
+        raise LayoutError(f"bank_conflicts expects a shared-memory Layout; found {type(smem_layout).__name__}")
+    spec = instruction_spec(instruction)
+    name = canonical_dtype(dtype)
+    bits = element_bits(name)
+    if spec.is_matrix and bits > 32:
+        raise UnsupportedError(f"{spec.name} moves 16-bit pairs; {name} ({bits}-bit) cannot be loaded with it")
+    if method not in ("auto", "exact", "f2"):
+        raise ShapeError(f"method must be 'auto', 'exact' or 'f2'; found {method!r}")
+    t, s, x, n_threads = _slots(smem_layout, access)
+    if t.size == 0:
+        raise ShapeError("expected an access that touches at least one element; found none")
+    keys = t * (int(s.max()) + 1) + s
+    if _unique(keys).size != t.size:
+        order = np.argsort(keys, kind="stable")
+        k = int(np.flatnonzero(keys[order][1:] == keys[order][:-1])[0])
+        a, b = order[k], order[k + 1]
+        coords = [tuple(int(v) for v in np.unravel_index(int(x[i]), smem_layout.input_shape)) for i in (a, b)]
+        raise ShapeError(
+            f"expected one element per (thread, register) slot; found {coords[0]} and {coords[1]} both in "
+            f"thread {int(t[a])}, register {int(s[a])}"
+        )
+    result = None
+    if method in ("auto", "f2"):
+        result = _f2(spec, smem_layout, t, s, x, n_threads, bits)
+        if result is None and method == "f2":
+            raise UnsupportedError(
+                "the F2 fast path needs a power-of-two, F2-linear layout and access with every slot of whole warps "
+                "used; use method='exact'"
+            )
+    used = "f2" if result is not None else "exact"
+    if result is None:
+        offsets = _offsets(smem_layout)[x]
+        entry, rw, mw = _register_words(s, offsets, bits)
+        result = _exact(spec, t[entry], rw, mw)
+    return BankReport(
+        instruction=spec.name, dtype=name, wavefronts=result["wavefronts"], instructions=result["instructions"],
+        ways=result["ways"], ideal_wavefronts=result["ideal"], phases=result["phases"],
+        vectorizable=result["vectorizable"], method=used, per_instruction=result["per_instruction"],
+    )
+
+
+def transpose_read_access(rows: int, cols: int, threads: int = WARP) -> np.ndarray:
+    """The access ``[threads, rows*cols/threads, 2]`` that reads a ``rows x cols`` tile column by
+    column (load ``k`` of lane ``t`` reads flat element ``k*threads + t`` of the transposed tile).
+
+    >>> transpose_read_access(16, 32)[:, 0][:3].tolist()
+    [[0, 0], [1, 0], [2, 0]]
+    """
+    if (rows * cols) % threads:
+        raise ShapeError(f"{rows}x{cols} elements do not split evenly over {threads} threads")
+    t, k = np.meshgrid(np.arange(threads), np.arange(rows * cols // threads), indexing="ij")
+    flat = k * threads + t
+    return np.stack([flat % rows, flat // rows], axis=-1)
+
+
+__all__ = ["BankReport", "InstructionSpec", "bank_conflicts", "instruction_spec", "transpose_read_access",
+           "NUM_BANKS", "BANK_BYTES"]

@@ -1,0 +1,288 @@
+"""The GEMM layout rule the inference engine calls for ``T.gemm(A, B, C)`` on an NVIDIA target.
+
+1. Pick the instruction family as TileLang's ``Gemm::SelectInst`` does: TCGEN05 (sm_100, C in tensor
+   memory), WGMMA (sm_90, ``M >= 64``, whole warp groups, B shared and a supported dtype triple),
+   FMA (sm_70 / sm_75 when their MMA cannot take the dtypes or shape), else MMA.
+2. Partition the warps (:func:`~layoutkit.targets.nv.partition.compute_warp_partition`).
+3. Layouts: A/B in shared memory get swizzles over the whole buffer, so leading (pipeline stage)
+   dims pass through (``[S, R, C]`` -> ``swizzle.expand([S])``); C gets the accumulator (store)
+   fragment; A/B in registers get the MMA load fragments.  Fragments are bound to the block's
+   thread range.
+
+>>> from layoutkit.targets import nv
+>>> r = nv.gemm_layouts(("shared", (2, 32, 32), "float16"), ("shared", (2, 32, 32), "float16"),
+...                     ("local.fragment", (32, 32), "float32"), threads=128)
+>>> r.instruction, r.warp_partition
+('mma', (2, 2))
+>>> print(r["A"].forward_index[-1])
+_j % 8 * 32 + (_k // 8 ^ _j % 8 // 2) * 8 + _k % 8
+>>> r["A"].input_shape, r["A"].swizzle.kind      # the 64B swizzle of [32, 32], stage dim passed through
+((2, 32, 32), 'half')
+>>> print(r["C"].forward_thread, r["C"].thread_range)
+_j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2 (0, 128)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...algebra.layout import Layout, check_shape
+from ...errors import ShapeError, UnsupportedError
+from ...fragment.fragment import Fragment
+from .copy import FRAGMENT_SCOPES, SHARED_SCOPES, TMEM_SCOPES
+from .dtype import canonical_dtype, element_bits, is_float8
+from .mma import _arch_number, make_mma_load_layout, make_mma_store_layout
+from .partition import compute_warp_partition, normalize_policy
+from .swizzle import (
+    make_full_bank_swizzled_layout,
+    make_half_bank_swizzled_layout,
+    make_linear_layout,
+    make_quarter_bank_swizzled_layout,
+    make_swizzled_layout,
+    make_volta_swizzled_layout,
+)
+from .volta import make_volta_load_layout, make_volta_store_layout
+from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout
+
+WARP = 32
+
+
+@dataclass(frozen=True)
+class GemmOperand:
+    """A GEMM operand buffer: memory ``scope``, full buffer ``shape`` (leading pipeline dims
+    included) and element ``dtype``."""
+
+    scope: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", check_shape(self.shape, "GEMM operand shape"))
+        object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
+        if len(self.shape) < 2:
+            raise ShapeError(f"a GEMM operand needs rank >= 2; found shape {self.shape}")
+
+    @property
+    def shared(self) -> bool:
+        return self.scope in SHARED_SCOPES
+
+    @property
+    def fragment(self) -> bool:
+        return self.scope in FRAGMENT_SCOPES
+
+    @property
+    def tmem(self) -> bool:
+        return self.scope in TMEM_SCOPES
+
+
+def _operand(x, name: str) -> GemmOperand:
+    if isinstance(x, GemmOperand):
+        return x
+    if isinstance(x, (tuple, list)) and len(x) == 3:
+        return GemmOperand(x[0], tuple(x[1]), x[2])
+    raise ShapeError(f"GEMM operand {name} must be a GemmOperand or (scope, shape, dtype); found {x!r}")
+
+
+@dataclass(frozen=True)
+class GemmLayouts:
+    """What the rule decided: ``instruction`` (``mma | wgmma | fma | tcgen05``), ``warp_partition``
+    ``(m_warps, n_warps)``, ``M, N, K`` and ``layouts`` (``"A" | "B" | "C"`` -> Layout/Fragment; only
+    the operands the instruction constrains)."""
+
+    instruction: str
+    warp_partition: tuple[int, int]
+    M: int
+    N: int
+    K: int
+    layouts: dict[str, Layout] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> Layout:
+        return self.layouts[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.layouts
+
+
+def gemm_shape(A: GemmOperand, B: GemmOperand, C: GemmOperand, transpose_A: bool, transpose_B: bool):
+    """``(M, N, K)`` from the last two dims of the operands (A ``[M, K]`` or ``[K, M]``, B ``[K, N]`` or
+    ``[N, K]``, C ``[M, N]``), checking that they agree."""
+    a0, a1 = A.shape[-2:]
+    b0, b1 = B.shape[-2:]
+    M, Ka = (a1, a0) if transpose_A else (a0, a1)
+    Kb, N = (b1, b0) if transpose_B else (b0, b1)
+    if Ka != Kb or tuple(C.shape[-2:]) != (M, N):
+        raise ShapeError(
+            f"GEMM shapes disagree: A {A.shape} (transpose_A={transpose_A}) gives M={M}, K={Ka}; B {B.shape} "
+            f"(transpose_B={transpose_B}) gives K={Kb}, N={N}; C is {C.shape}, expected [..., {M}, {N}]"
+        )
+    return M, N, Ka
+
+
+def _wgmma_dtypes_ok(a: str, b: str, c: str, trans_a: bool, trans_b: bool, K: int) -> bool:
+    """TileLang's ``CheckWgmma`` dtype table (float32 operands are not tf32: no WGMMA)."""
+    k_major_only = (not trans_a) and trans_b
+    if c == "float16":
+        if a == b == "float16":
+            return K % 16 == 0
+        return is_float8(a) and is_float8(b) and k_major_only and K % 32 == 0
+    if c == "float32":
+        if a == b and a in ("float16", "bfloat16"):
+            return K % 16 == 0
+        if a == b == "tfloat32":
+            return k_major_only and K % 8 == 0
+        return is_float8(a) and is_float8(b) and k_major_only and K % 32 == 0
+    if c == "int32":
+        return a in ("int8", "uint8") and b in ("int8", "uint8") and k_major_only and K % 32 == 0
+    return False
+
+
+def select_gemm_instruction(
+    A, B, C, *, transpose_A: bool = False, transpose_B: bool = False, threads: int = 128, arch: str | int = "sm_80"
+) -> str:
+    """The instruction family of ``T.gemm`` (TileLang ``Gemm::SelectInst`` without the explicit
+    ``T.wgmma_gemm`` / ``T.tcgen05_gemm`` forms).
+
+    >>> select_gemm_instruction(("shared", (64, 32), "float16"), ("shared", (32, 64), "float16"),
+    ...                         ("local.fragment", (64, 64), "float32"), arch="sm_90")
+    'wgmma'
+    >>> select_gemm_instruction(("shared", (64, 32), "bfloat16"), ("shared", (32, 64), "bfloat16"),
+    ...                         ("local.fragment", (64, 64), "float32"), arch="sm_70")
+    'fma'
+    """
+    A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
+    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
+    sm = _arch_number(arch)
+    num_warps = int(threads) // WARP
+    if 100 <= sm <= 110 and (A.shared or A.tmem) and B.shared and C.tmem:
+        return "tcgen05"
+    if (90 <= sm < 100 and M >= 64 and num_warps % 4 == 0 and B.shared
+            and _wgmma_dtypes_ok(A.dtype, B.dtype, C.dtype, transpose_A, transpose_B, K)):
+        return "wgmma"
+    if 70 <= sm < 75:
+        volta_ok = ((A.shared or A.fragment) and B.shared and not transpose_A and A.dtype == B.dtype == "float16"
+                    and C.dtype in ("float16", "float32") and M % 16 == 0 and N % 16 == 0 and K % 4 == 0)
+        return "mma" if volta_ok else "fma"
+    if 75 <= sm < 80:
+        a = A.dtype
+        ok = a == B.dtype and (
+            (a == "float16" and C.dtype in ("float16", "float32"))
+            or (a in ("int8", "uint8", "int4", "uint4") and C.dtype == "int32")
+        )
+        return "mma" if ok else "fma"
+    return "mma"
+
+
+def _linear_fragment(shape: tuple[int, ...], threads: int) -> Fragment:
+    """TileLang's FMA fallback: row-major flat index ``f`` -> thread ``f % threads``, index ``f // threads``."""
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+
+    def fn(*idx):
+        flat = sum(i * s for i, s in zip(idx, strides))
+        return flat % threads, flat // threads
+
+    return Fragment(list(shape), forward_fn=fn)
+
+
+def gemm_layouts(
+    A,
+    B,
+    C,
+    *,
+    transpose_A: bool = False,
+    transpose_B: bool = False,
+    threads: int = 128,
+    arch: str | int = "sm_80",
+    policy: object = "square",
+    thread_range: tuple[int, int] | None = None,
+    instruction: str | None = None,
+) -> GemmLayouts:
+    """The layouts ``T.gemm(A, B, C)`` imposes (see the module doc).
+
+    Operands are :class:`GemmOperand` or ``(scope, shape, dtype)``; ``threads`` is the block's thread
+    count (the extent of ``thread_range`` when given, e.g. ``(128, 128)`` for warp-specialised
+    consumers); ``instruction`` overrides the selection.
+    """
+    A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
+    if thread_range is not None:
+        start, extent = (int(v) for v in thread_range)
+        threads = extent
+    else:
+        start, extent = 0, int(threads)
+    if threads % WARP:
+        raise ShapeError(f"T.gemm needs whole warps; found {threads} threads")
+    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
+    sm = _arch_number(arch)
+    inst = instruction or select_gemm_instruction(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B,
+                                                   threads=threads, arch=arch)
+    pol = normalize_policy(policy)
+    m_warp, n_warp = compute_warp_partition(M, N, threads // WARP, pol, arch, instruction=inst)
+    wrt, wct = M // m_warp, N // n_warp
+    out: dict[str, Layout] = {}
+
+    def bind(frag: Fragment) -> Fragment:
+        return frag.bind_thread_range(start, extent)
+
+    if not (C.fragment or C.tmem):
+        raise ShapeError(f"T.gemm accumulates into a fragment (local.fragment); C is in {C.scope!r}")
+    if inst == "tcgen05":
+        raise UnsupportedError("TCGEN05 (sm_100 tensor-memory) GEMM layouts are not modelled by layoutkit")
+    if inst == "fma":
+        for name, op in (("A", A), ("B", B), ("C", C)):
+            if op.fragment:
+                out[name] = bind(_linear_fragment(op.shape, threads))
+        return GemmLayouts(inst, (1, threads // WARP), M, N, K, out)
+    if inst == "wgmma":
+        if not B.shared or not (A.shared or A.fragment):
+            raise UnsupportedError(f"WGMMA needs B in shared memory and A in shared memory or registers; "
+                                   f"found A {A.scope}, B {B.scope}")
+        vec = 128 // element_bits(A.dtype)
+        cont_a = K if not transpose_A else 64
+        from .wgmma import wgmma_inst_n
+
+        cont_b = K if transpose_B else wgmma_inst_n(wct)
+
+        def shared(op: GemmOperand, continuity: int) -> Layout:
+            for per, make in ((8, make_full_bank_swizzled_layout), (4, make_half_bank_swizzled_layout),
+                              (2, make_quarter_bank_swizzled_layout)):
+                if continuity % (vec * per) == 0:
+                    return make(op.shape, op.dtype)
+            return make_linear_layout(op.shape, op.dtype)
+
+        out["A"] = shared(A, cont_a) if A.shared else bind(
+            make_wgmma_load_layout(A.dtype, m_warp, n_warp, wrt, wct, K, transpose_A))
+        out["B"] = shared(B, cont_b)
+        out["C"] = bind(make_wgmma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, chunk=K))
+        return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
+    if 70 <= sm < 75:
+        if not B.shared:
+            raise UnsupportedError(f"sm_70 MMA needs B in shared memory; found {B.scope}")
+        out["A"] = (make_volta_swizzled_layout(A.shape, A.dtype, True, not transpose_A) if A.shared else
+                    bind(make_volta_load_layout("A", A.dtype, m_warp, n_warp, wrt, wct, K, transpose_A)))
+        out["B"] = make_volta_swizzled_layout(B.shape, B.dtype, False, bool(transpose_B))
+        out["C"] = bind(make_volta_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, accum_dtype=C.dtype))
+        return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
+    for name, op, trans in (("A", A, transpose_A), ("B", B, transpose_B)):
+        if op.shared:
+            out[name] = make_swizzled_layout(op.shape, op.dtype)
+        elif op.fragment:
+            out[name] = bind(make_mma_load_layout(name, op.dtype, m_warp, n_warp, wrt, wct, K, trans, arch=arch))
+        else:
+            raise UnsupportedError(f"MMA takes {name} from shared memory or registers; found {op.scope!r}")
+    out["C"] = bind(make_mma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, accum_dtype=C.dtype,
+                                             arch=arch, chunk=K))
+    return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
+
+
+def pipelined_shape(shape: Sequence[int], num_stages: int) -> tuple[int, ...]:
+    """The shape a shared buffer takes inside ``T.Pipelined(num_stages=S)``: ``[S, *shape]``.
+
+    >>> pipelined_shape((32, 32), 2)
+    (2, 32, 32)
+    """
+    dims = check_shape(shape)
+    if num_stages is None or int(num_stages) <= 1:
+        return dims
+    return (int(num_stages),) + dims
