@@ -4,7 +4,7 @@ side with pycute (CUTLASS CuTe in Python) and TileLang when they are importable.
 
     python benchmarks/run.py                 # everything (about a minute with both oracles)
     python benchmarks/run.py --quick         # fewer repeats
-    python benchmarks/run.py --only eval     # sections: eval, inverse, proof, compare, allocator
+    python benchmarks/run.py --only eval     # sections: eval, inverse, proof, compare, allocator, fragment, nv
     python benchmarks/run.py --profile       # cProfile the evaluation paths even when on target
     python benchmarks/run.py --json out.json # also write every measurement as JSON
 
@@ -38,7 +38,9 @@ except ImportError:  # pragma: no cover - layout of the package changed
     compile_numpy = None
 
 import oracles  # noqa: E402
+from fragments import bench_fragments  # noqa: E402
 from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
+from nv import bench_nv  # noqa: E402
 
 TARGET_S = 1e-3
 """Full-domain evaluation target for the 16,384-coordinate swizzle."""
@@ -47,7 +49,7 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
-SECTIONS = ("eval", "inverse", "proof", "compare", "allocator")
+SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv")
 
 
 # ---- the layouts (plain functions: they run on layoutkit placeholders, TileLang vars and ints) ----
@@ -560,7 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "eval" in sections:
         bench_evaluation(budget, args.profile)
     pycute = tilelang = oracles.Oracle("-", None, None, "not requested")
-    if sections & {"inverse", "compare"}:  # imported after section 1 so that torch & co. do not shape its heap
+    # imported after section 1 so that torch & co. do not shape its heap
+    if sections & {"inverse", "compare", "fragment"}:
         pycute = oracles.load_pycute()
         tilelang = oracles.load_tilelang()
         print(f"\n  oracles: pycute {pycute.version if pycute.ok else pycute.status}; ", end="")
@@ -573,6 +576,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bench_compare(budget, slow, pycute, tilelang)
     if "allocator" in sections:
         bench_allocator(seconds)
+    if "fragment" in sections:
+        FAILURES.extend(bench_fragments(budget, slow, tilelang))
+    if "nv" in sections:
+        FAILURES.extend(bench_nv(budget))
 
     section("Summary")
     for label, t in EVAL_TARGETS:
