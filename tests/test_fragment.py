@@ -43,6 +43,10 @@ def test_paper_construction_equals_the_mma_load_layout():
     assert np.array_equal(built.thread_table(), expected.thread_table())
     assert built.thread_extent == 128 and built.local_size == 32 and built.replicate_size == 2
     assert str(built.forward_thread) == "_rep * 64 + _i // 64 * 32 + _i % 8 * 4 + _j % 8 // 2"
+    from layoutkit.targets import nv
+
+    target = nv.make_mma_load_layout("A", "float16", 2, 2, 64, 64, 16)
+    assert built.is_equal(target) and np.array_equal(built.thread_table(), target.thread_table())
 
 
 def test_construction_errors():
