@@ -6,14 +6,7 @@ Later issues grow this into the GEMM demo (inference, plots, kernels).
 from __future__ import annotations
 
 import layoutkit as lk
-
-
-def _full_bank_swizzle_fp16(rows: int, cols: int) -> lk.Layout:
-    """TileLang's 128-byte swizzle for fp16 (8 elements per 16-byte chunk, 8 chunks per row)."""
-    return lk.Layout(
-        [rows, cols],
-        lambda i, j: (j // 64, i // 8, j % 8 + ((j % 64 // 8 ^ i % 8) + i % 8 * 8) * 8),
-    )
+from layoutkit.targets import nv
 
 
 def main() -> None:
@@ -28,7 +21,7 @@ def main() -> None:
     print("  inverse:       ", mixed.inverse())
     print("  proof:         ", mixed.prove_bijective("isl"))
 
-    swz = _full_bank_swizzle_fp16(32, 64)
+    swz = nv.make_full_bank_swizzled_layout([32, 64], "float16")
     print("\na 128-byte swizzle (fp16 32x64):", swz)
     inv = swz.inverse()
     print("  inverse (TileLang cannot invert its swizzles):", inv)
@@ -36,10 +29,17 @@ def main() -> None:
     print("  proof by islpy:      ", swz.prove_bijective("isl"))
     print("  F2-linear bases of _i:", swz.to_linear().bases[0])
 
+    acc = nv.make_mma_store_layout(2, 2, 32, 32)
+    print("\nthe MMA accumulator fragment of a 64x64 tile on 4 warps:")
+    print("  " + acc.text().replace("\n", "\n  "))
+    print("  injective:", acc.prove_injective())
+    print("\nshared-memory wavefronts per warp instruction, 64x64x64 fp16 GEMM tile:")
+    print("  " + nv.format_bank_report(nv.bank_report(64, 64, 64)).replace("\n", "\n  "))
+
     padded = lk.Layout([64, 128], lambda i, j: i * 136 + j)
     print("\na padded layout:", padded)
     print("  output_shape is a bounding box:", padded.output_shape)
-    print("  ", padded.prove_bijective())
+    print("  proof:", padded.prove_bijective())
     try:
         padded.inverse()
     except lk.NotBijectiveError as err:
