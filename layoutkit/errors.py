@@ -27,6 +27,10 @@ class CoordinateError(ShapeError, IndexError):
     """A coordinate lies outside the domain it is used with."""
 
 
+class DtypeError(ShapeError):
+    """A dtype name layoutkit does not know, or one an operation does not support."""
+
+
 class ExprError(LayoutError, TypeError):
     """An index expression cannot be built (float constants, true division, bad operand)."""
 
@@ -59,6 +63,7 @@ __all__ = [
     "LayoutError",
     "ShapeError",
     "CoordinateError",
+    "DtypeError",
     "ExprError",
     "NotBijectiveError",
     "LayoutConflictError",

@@ -1,0 +1,119 @@
+"""Element types: names (TVM spelling), aliases and widths in bits, shared by every target.
+
+Dtypes are strings as TVM/TileLang spell them (``"float16"``, ``"bfloat16"``, ``"float8_e4m3fn"``
+...); short aliases (``"fp16"``, ``"bf16"``, ``"fp8e4m3"`` ...), ``torch.`` names and numpy dtypes
+are accepted too.  An unknown name raises :class:`~layoutkit.errors.DtypeError`.
+
+>>> element_bits("float16"), element_bits("fp8e4m3"), element_bits("float64"), element_bits("torch.bfloat16")
+(16, 8, 64, 16)
+>>> canonical_dtype("bf16")
+'bfloat16'
+>>> c0("float16"), c0("float32"), c0("int8"), c0("int4")
+(16, 8, 32, 64)
+"""
+
+from __future__ import annotations
+
+from .errors import DtypeError
+
+_BITS: dict[str, int] = {
+    "float16": 16,
+    "bfloat16": 16,
+    "float32": 32,
+    "tfloat32": 32,
+    "float64": 64,
+    "float8_e4m3": 8,
+    "float8_e4m3fn": 8,
+    "float8_e4m3fnuz": 8,
+    "float8_e5m2": 8,
+    "float8_e5m2fnuz": 8,
+    "float4_e2m1fn": 4,
+    "int4": 4,
+    "uint4": 4,
+    "int8": 8,
+    "uint8": 8,
+    "int16": 16,
+    "uint16": 16,
+    "int32": 32,
+    "uint32": 32,
+    "int64": 64,
+    "uint64": 64,
+    "bool": 8,
+    "float8_e8m0fnu": 8,
+    "hifloat8": 8,
+    "float4_e1m2": 4,
+}
+
+_ALIASES: dict[str, str] = {
+    "fp16": "float16",
+    "half": "float16",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "fp32": "float32",
+    "float": "float32",
+    "f32": "float32",
+    "tf32": "tfloat32",
+    "fp64": "float64",
+    "double": "float64",
+    "f64": "float64",
+    "fp8e4m3": "float8_e4m3fn",
+    "fp8_e4m3": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn",
+    "fp8e5m2": "float8_e5m2",
+    "fp8_e5m2": "float8_e5m2",
+    "e5m2": "float8_e5m2",
+    "fp4": "float4_e2m1fn",
+    "e2m1": "float4_e2m1fn",
+    "float4_e2m1": "float4_e2m1fn",
+    "float8_e8m0": "float8_e8m0fnu",
+    "fp8": "float8_e4m3fn",
+    "s8": "int8",
+    "u8": "uint8",
+    "s32": "int32",
+}
+
+
+def canonical_dtype(dtype: object) -> str:
+    """The TVM spelling of ``dtype`` (a string alias or a numpy dtype)."""
+    if isinstance(dtype, str):
+        name = dtype.strip()
+        if name.lower().startswith("torch."):
+            name = name[len("torch.") :]
+    elif isinstance(getattr(dtype, "name", None), str) and not hasattr(dtype, "kind"):
+        name = dtype.name  # type: ignore[union-attr]
+    else:
+        try:
+            import numpy as np
+
+            name = np.dtype(dtype).name  # type: ignore[arg-type]
+        except TypeError:
+            raise DtypeError(f"dtype must be a string such as 'float16'; found {dtype!r}") from None
+    key = name.lower()
+    if key in _BITS:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    raise DtypeError(
+        f"unknown dtype {dtype!r}: expected one of {', '.join(sorted(_BITS))} (or an alias such as fp16, bf16, fp8e4m3)"
+    )
+
+
+def element_bits(dtype: object) -> int:
+    """Width of one element of ``dtype`` in bits."""
+    return _BITS[canonical_dtype(dtype)]
+
+
+def is_float8(dtype: object) -> bool:
+    """True for the 8-bit float formats (e4m3 / e5m2 variants)."""
+    return canonical_dtype(dtype).startswith("float8")
+
+
+def c0(dtype: object) -> int:
+    """Ascend ``C0``: elements in 32 bytes (one fractal row), ``256 / bits``."""
+    bits = element_bits(dtype)
+    if 256 % bits:
+        raise DtypeError(f"C0 needs an element width dividing 256 bits; {dtype!r} has {bits}")
+    return 256 // bits
+
+
+__all__ = ["DtypeError", "canonical_dtype", "element_bits", "is_float8", "c0"]

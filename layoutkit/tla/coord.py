@@ -1,0 +1,219 @@
+"""Coordinates <-> indices over nested shapes (CuTe ``crd2idx`` / ``idx2crd``, TLA ``crd2offset``).
+
+A coordinate is congruent to (a coarsening of) its shape: where the coordinate holds an integer
+and the shape a tuple, the integer is split **colexicographically** over the sub-modes (first
+sub-mode fastest) and the LAST sub-mode takes the remaining quotient with no modulo -- so a tile
+layout accepts coordinates of its parent.  Leaves may be Python ints, numpy integer arrays
+(vectorised) or :mod:`layoutkit.algebra` index expressions (symbolic).
+
+>>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
+37
+>>> idx2crd(17, ((2, 3), 4)), crd2idx(((1, 2), 2), ((2, 3), 4))
+(((1, 2), 2), 17)
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..algebra.nodes import Expr
+from ..errors import CoordinateError, ShapeError
+from .int_tuple import Int, compact_col_major, congruent, leaves, to_str
+
+
+def _leaf_ok(c: object) -> bool:
+    if isinstance(c, bool):
+        return False
+    if isinstance(c, numbers.Integral):
+        return True
+    if isinstance(c, np.ndarray):
+        return c.dtype.kind in "iu"
+    return isinstance(c, Expr)
+
+
+def check_coord(coord: object, what: str = "coordinate") -> object:
+    """Normalise a coordinate (lists -> tuples, numpy scalars -> int) and reject negative or
+    non-integer leaves with a :class:`CoordinateError` naming the leaf."""
+    return _check(coord, coord, (), what)
+
+
+def _check(c: object, whole: object, path: tuple, what: str) -> object:
+    t = type(c)
+    if t is int or t is Int:
+        if c < 0:  # type: ignore[operator]
+            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")  # type: ignore[call-overload]
+        return c
+    if isinstance(c, (tuple, list)):
+        return tuple(_check(v, whole, path + (k,), what) for k, v in enumerate(c))
+    if isinstance(c, np.ndarray) and c.ndim == 0:
+        c = c.item() if c.dtype.kind in "iu" else c
+    if not _leaf_ok(c):
+        raise CoordinateError(
+            f"{what} {_show(whole)}: leaf {path} is {type(c).__name__} {c!r}, expected a non-negative integer "
+            "(or an integer numpy array / index expression)"
+        )
+    if isinstance(c, numbers.Integral):
+        if c < 0:
+            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
+        return c if type(c) is Int else int(c)
+    if isinstance(c, np.ndarray) and c.size and int(c.min()) < 0:
+        raise CoordinateError(f"{what} {_show(whole)}: leaf {path} holds a negative value ({int(c.min())})")
+    return c
+
+
+def _show(x: object) -> str:
+    if isinstance(x, (tuple, list)):
+        return "(" + ",".join(_show(v) for v in x) + ")"
+    if isinstance(x, np.ndarray):
+        return f"array{list(x.shape)}"
+    return str(x)
+
+
+def _iprod(x: object) -> int:
+    """Product of a mode, static when every leaf is (cheaper than ``product``'s Int arithmetic)."""
+    if type(x) is not tuple:
+        return x  # type: ignore[return-value]
+    p, static = 1, True
+    for v in leaves(x):
+        p *= v
+        static = static and type(v) is Int
+    return Int(p) if static else p
+
+
+class _Mismatch(Exception):
+    def __init__(self, path: tuple, message: str):
+        super().__init__(message)
+        self.path = path
+
+
+def crd2idx(coord: object, shape: object, stride: object = None) -> object:
+    """Index of ``coord`` in the layout ``shape:stride`` (``stride`` defaults to compact
+    column-major, giving the colexicographic 1-D index).
+
+    >>> crd2idx((1, 2), (4, 8), (8, 1)), crd2idx(13, (4, 8)), crd2idx((1, 3), (4, 8))
+    (10, 13, 13)
+    >>> crd2idx((1, 2, 3), (4, 8))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.CoordinateError: coordinate (1,2,3) does not fit the shape (4,8): at mode () the coordinate ...
+    """
+    if stride is None:
+        stride = compact_col_major(shape)
+    elif not congruent(shape, stride):
+        raise ShapeError(f"crd2idx: shape {to_str(shape)} and stride {to_str(stride)} are not congruent")
+    c = check_coord(coord)
+    try:
+        return _crd2idx(c, shape, stride, ())
+    except _Mismatch as err:
+        raise CoordinateError(
+            f"coordinate {_show(c)} does not fit the shape {to_str(shape)}: at mode {err.path} {err}"
+        ) from None
+
+
+def crd2offset(coord: object, shape: object, stride: object) -> object:
+    """TLA ``crd2offset(coord, shape, stride)``: the memory offset of a logical coordinate.
+
+    Same map as :func:`crd2idx` with an explicit stride.
+
+    >>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
+    37
+    """
+    return crd2idx(coord, shape, stride)
+
+
+def _crd2idx(c: object, s: object, d: object, path: tuple) -> object:
+    if type(c) is tuple:
+        if type(s) is not tuple:
+            raise _Mismatch(path, f"the coordinate is a tuple of rank {len(c)} but the shape is the integer "
+                                  f"{to_str(s)}")
+        if len(c) != len(s):
+            raise _Mismatch(path, f"the coordinate has rank {len(c)} but the shape has rank {len(s)}")
+        total: object = Int(0)
+        for k, (ci, si, di) in enumerate(zip(c, s, d)):
+            total = total + _crd2idx(ci, si, di, path + (k,))
+        return total
+    if type(s) is tuple:
+        total = Int(0)
+        last = len(s) - 1
+        for k in range(last):
+            p = _iprod(s[k])
+            total = total + _crd2idx(c % p, s[k], d[k], path + (k,))  # type: ignore[operator]
+            c = c // p  # type: ignore[operator]
+        return total + _crd2idx(c, s[last], d[last], path + (last,))
+    return c * d  # type: ignore[operator]
+
+
+def idx2crd(idx: object, shape: object, stride: object = None) -> object:
+    """Split ``idx`` into a coordinate congruent to ``shape``.
+
+    Without ``stride`` (C++ ``idx2crd(i, s)``): an integer is split colexicographically with the
+    last mode unbounded; a tuple index is split mode by mode (pycute instead uses the global
+    prefix strides for every mode of a tuple index, which is wrong).  With ``stride`` (C++
+    ``idx2crd(i, s, d)``, compact layouts only): each leaf is ``(i // d) % s``.
+
+    >>> idx2crd(17, (4, 2)), idx2crd((5, 1), ((2, 3), 4)), idx2crd(17, (4, 2), (1, 4))
+    ((1, 4), ((1, 2), 1), (1, 0))
+    """
+    i = check_coord(idx, "index")
+    try:
+        if stride is None:
+            return _idx2crd(i, shape, ())
+        if not congruent(shape, stride):
+            raise ShapeError(f"idx2crd: shape {to_str(shape)} and stride {to_str(stride)} are not congruent")
+        return _idx2crd_strided(i, shape, stride, ())
+    except _Mismatch as err:
+        raise CoordinateError(
+            f"index {_show(i)} does not fit the shape {to_str(shape)}: at mode {err.path} {err}"
+        ) from None
+
+
+def _idx2crd(i: object, s: object, path: tuple) -> object:
+    if type(i) is tuple:
+        if type(s) is not tuple or len(i) != len(s):
+            raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
+                                  f"{len(s) if type(s) is tuple else 1}")
+        return tuple(_idx2crd(ik, sk, path + (k,)) for k, (ik, sk) in enumerate(zip(i, s)))
+    if type(s) is tuple:
+        out = []
+        last = len(s) - 1
+        for k in range(last):
+            p = _iprod(s[k])
+            out.append(_idx2crd(i % p, s[k], path + (k,)))  # type: ignore[operator]
+            i = i // p  # type: ignore[operator]
+        out.append(_idx2crd(i, s[last], path + (last,)))
+        return tuple(out)
+    return i
+
+
+def _idx2crd_strided(i: object, s: object, d: object, path: tuple) -> object:
+    if type(i) is tuple:
+        if type(s) is not tuple or len(i) != len(s):
+            raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
+                                  f"{len(s) if type(s) is tuple else 1}")
+        return tuple(_idx2crd_strided(ik, sk, dk, path + (k,)) for k, (ik, sk, dk) in enumerate(zip(i, s, d)))
+    if type(s) is tuple:
+        return tuple(_idx2crd_strided(i, sk, dk, path + (k,)) for k, (sk, dk) in enumerate(zip(s, d)))
+    if s == 1:
+        return Int(0)
+    return (i // d) % s  # type: ignore[operator]
+
+
+def crd2crd(coord: object, src_shape: object, dst_shape: object) -> object:
+    """Re-express a coordinate of ``src_shape`` as a coordinate of ``dst_shape`` through the
+    colexicographic 1-D index (mode by mode where all three are tuples of one rank).
+
+    >>> crd2crd(13, (4, 8), (2, 16)), crd2crd((1, 3), (4, 8), (2, 16))
+    ((1, 6), (1, 3))
+    """
+    if type(coord) is tuple and type(src_shape) is tuple and type(dst_shape) is tuple:
+        if not len(coord) == len(src_shape) == len(dst_shape):
+            raise CoordinateError(
+                f"crd2crd: ranks differ: coordinate {_show(coord)}, {to_str(src_shape)}, {to_str(dst_shape)}"
+            )
+        return tuple(crd2crd(c, s, d) for c, s, d in zip(coord, src_shape, dst_shape))
+    return idx2crd(crd2idx(coord, src_shape), dst_shape)
+
+
+__all__ = ["check_coord", "crd2idx", "crd2offset", "idx2crd", "crd2crd"]

@@ -1,0 +1,414 @@
+"""TLA / CuTe layouts: ``(shape, stride, origin_shape)`` over nested IntTuples.
+
+``layout(coord) = crd2offset(coord, shape, stride)``.  ``origin_shape`` is CATLASS's logical
+extent of each top-level mode (what is valid data); it never changes addressing.  It defaults to
+the product of each top-level mode.  Integer (1-D) indices into a layout are colexicographic, as
+in CuTe; :meth:`Layout.offset_table` and :meth:`Layout.to_layout` use the logical rank-``rank``
+coordinates (one per top-level mode) instead.
+
+>>> from layoutkit import tla
+>>> w2xh4 = tla.make_layout(tla.make_shape(tla._2, 4), tla.make_stride(tla._12, tla._1))
+>>> str(w2xh4), w2xh4.origin_shape
+('(_2,4):(_12,_1)', (2, 4))
+>>> a = tla.make_layout(((4, 2), (4, 3)), ((4, 16), (1, 32)))
+>>> a(1, 5), a.origin_shape, a.size, a.cosize
+(37, (8, 12), 96, 96)
+>>> print(tla.get_tile_layout(a, (4, 4), (6, 10)).origin_shape)
+(2, 2)
+>>> print(a.to_layout())
+Layout((8, 12) -> (96,), (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
+from .coord import _crd2idx, _Mismatch, _show, check_coord
+from .int_tuple import (
+    Int,
+    as_int_tuple,
+    ceil_div,
+    compact_col_major,
+    congruent,
+    depth,
+    get,
+    is_int,
+    leaves,
+    product,
+    product_each,
+    to_str,
+)
+
+
+class Layout:
+    """An immutable, hashable ``shape:stride`` layout with a CATLASS ``origin_shape``.
+
+    ``Layout(shape, stride=None, origin_shape=None)``: ``stride`` defaults to compact column-major
+    (CuTe ``LayoutLeft``); ``origin_shape`` to the product of each top-level mode.
+
+    >>> L = Layout((4, (2, 3)), (2, (1, 8)))
+    >>> str(L), L.rank, L.depth, L(0, (1, 2)), L(5)
+    ('(4,(2,3)):(2,(1,8))', 2, 2, 17, 3)
+    """
+
+    __slots__ = ("_tla_shape", "_stride", "_origin", "_hash")
+
+    def __init__(self, shape: object, stride: object = None, origin_shape: object = None):
+        shape = as_int_tuple(shape, "Layout shape", minimum=1)
+        if stride is None:
+            stride = compact_col_major(shape)
+        else:
+            stride = as_int_tuple(stride, "Layout stride")
+            if not congruent(shape, stride):
+                raise ShapeError(
+                    f"Layout shape {to_str(shape)} and stride {to_str(stride)} must be congruent (same nesting)"
+                )
+        origin = None if origin_shape is None else check_origin(origin_shape, shape)
+        self._tla_shape = shape
+        self._stride = stride
+        self._origin = origin
+        self._hash = None
+
+    @classmethod
+    def _make(cls, shape: object, stride: object, origin: tuple | None = None) -> Layout:
+        """Trusted constructor for results of the algebra (no validation).
+
+        Layouts are immutable: ``shape``, ``stride`` and ``origin_shape`` are read-only properties
+        and ``__slots__`` forbids new attributes (the private slots are set only here)."""
+        obj = object.__new__(cls)
+        obj._tla_shape = shape
+        obj._stride = stride
+        obj._origin = origin
+        obj._hash = None
+        return obj
+
+    # ---- accessors ------------------------------------------------------------------------------
+    @property
+    def shape(self) -> object:
+        return self._tla_shape
+
+    @property
+    def stride(self) -> object:
+        return self._stride
+
+    @property
+    def origin_shape(self) -> tuple:
+        """Logical extent of each top-level mode (CATLASS ``originShape``)."""
+        if self._origin is None:
+            return tuple(int(v) for v in product_each(self._tla_shape))
+        return self._origin
+
+    @property
+    def rank(self) -> int:
+        s = self._tla_shape
+        return len(s) if type(s) is tuple else 1
+
+    @property
+    def depth(self) -> int:
+        return depth(self._tla_shape)
+
+    @property
+    def size(self) -> int:
+        """Number of coordinates (``size(shape)``)."""
+        return product(self._tla_shape)  # type: ignore[return-value]
+
+    @property
+    def cosize(self) -> int:
+        """``max(layout(i)) + 1`` over the domain with absolute strides (C++ ``cosize``)."""
+        total = 1
+        for s, d in zip(leaves(self._tla_shape), leaves(self._stride)):
+            total += (s - 1) * abs(d)
+        return total
+
+    def mode(self, *index: int) -> Layout:
+        """The sub-layout ``get<I0, I1, ...>(layout)`` (default origin).
+
+        >>> print(Layout(((4, 2), (4, 3)), ((4, 16), (1, 32))).mode(1))
+        (4,3):(1,32)
+        """
+        s, d = self._tla_shape, self._stride
+        if len(index) == 1 and type(s) is tuple and type(index[0]) is int and -len(s) <= index[0] < len(s):
+            return Layout._make(s[index[0]], d[index[0]])
+        return Layout._make(get(s, *index), get(d, *index))
+
+    def __getitem__(self, index: int) -> Layout:
+        return self.mode(index)
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __iter__(self) -> Iterator[Layout]:
+        return (self.mode(i) for i in range(self.rank))
+
+    def with_origin_shape(self, origin_shape: object) -> Layout:
+        """The same layout with another ``origin_shape``."""
+        return Layout._make(self._tla_shape, self._stride, check_origin(origin_shape, self._tla_shape))
+
+    # ---- evaluation -----------------------------------------------------------------------------
+    def __call__(self, *coord: object) -> object:
+        """``layout(coord)`` = ``crd2offset(coord, shape, stride)``; ``layout(i, j)`` packs the
+        arguments into one coordinate.  Integer leaves give an int; numpy integer arrays are
+        evaluated element-wise; index expressions give an expression."""
+        if not coord:
+            raise CoordinateError(f"{self} needs a coordinate")
+        c = coord[0] if len(coord) == 1 else coord
+        c = check_coord(c)
+        try:
+            value = _crd2idx(c, self._tla_shape, self._stride, ())
+        except _Mismatch as err:
+            raise CoordinateError(
+                f"coordinate {_show(c)} does not fit the layout {self}: at mode {err.path} {err}"
+            ) from None
+        return int(value) if is_int(value) else value
+
+    def table(self) -> np.ndarray:
+        """``layout(i)`` for every colexicographic index ``i < size`` (int64 array)."""
+        out = _crd2idx(np.arange(self.size, dtype=np.int64), self._tla_shape, self._stride, ())
+        return np.broadcast_to(np.asarray(out, dtype=np.int64), (self.size,)).copy()
+
+    def offset_table(self) -> np.ndarray:
+        """Offsets over the logical ``origin_shape``: ``out[i, j, ...] = layout((i, j, ...))``
+        (one coordinate per top-level mode; numpy indexing)."""
+        origin = self.origin_shape
+        modes = self._modes()
+        coords = tuple(
+            np.arange(e, dtype=np.int64).reshape([e if k == d else 1 for k in range(len(origin))])
+            for d, e in enumerate(origin)
+        )
+        total = _crd2idx(coords, modes[0], modes[1], ())
+        return np.broadcast_to(np.asarray(total, dtype=np.int64), origin).copy()
+
+    def _modes(self) -> tuple[tuple, tuple]:
+        s, d = self._tla_shape, self._stride
+        return (s, d) if type(s) is tuple else ((s,), (d,))
+
+    def to_layout(self):
+        """An ``lk.Layout`` over the logical ``origin_shape`` with one output, the offset, built
+        from index expressions (symbolic, printable, provable).
+
+        >>> from layoutkit import tla
+        >>> print(tla.make_layout_from_tag("zN", "float16", 32, 32).to_layout())
+        Layout((32, 32) -> (1024,), (_i, _j) -> (_j // 16 * 512 + _i * 16 + _j % 16,))
+        """
+        from ..algebra.layout import Layout as LkLayout
+        from ..algebra.layout import placeholder
+
+        origin = self.origin_shape
+        if any(e <= 0 for e in origin):
+            raise ShapeError(
+                f"to_layout: the origin shape {to_str(origin)} of {self} has an empty dim "
+                "(a tile past the end holds no valid elements)"
+            )
+        shape, stride = self._modes()
+        variables = tuple(placeholder(d, int(e)) for d, e in enumerate(origin))
+        offset = _crd2idx(variables, shape, stride, ())
+        return LkLayout.from_exprs(tuple(int(e) for e in origin), (offset,))
+
+    def compose(self, other: object) -> object:
+        """``composition(self, other)``."""
+        from .algebra import composition
+
+        return composition(self, other)
+
+    # ---- identity, printing ---------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return (self._tla_shape, self._stride, self.origin_shape)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self._tla_shape == other._tla_shape and self._stride == other._stride and (
+            self.origin_shape == other.origin_shape
+        )
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if h is None:
+            h = hash(("tla.Layout",) + self._key())
+            self._hash = h
+        return h
+
+    def __reduce__(self):
+        return (Layout._make, (self._tla_shape, self._stride, self._origin))
+
+    def __str__(self) -> str:
+        return f"{to_str(self._tla_shape)}:{to_str(self._stride)}"
+
+    def __repr__(self) -> str:
+        if self._origin is None or self._origin == tuple(product_each(self._tla_shape)):
+            return str(self)
+        return f"{self} (origin {to_str(self._origin)})"
+
+
+def check_origin(origin: object, shape: object) -> tuple:
+    """Validate an origin shape: a flat tuple (or an int for rank 1) of non-negative ints, one
+    per top-level mode of ``shape``."""
+    o = as_int_tuple(origin, "origin_shape", minimum=0)
+    if type(o) is not tuple:
+        o = (o,)
+    r = len(shape) if type(shape) is tuple else 1
+    if len(o) != r or any(type(v) is tuple for v in o):
+        raise ShapeError(
+            f"origin_shape must be a flat tuple with one extent per top-level mode of {to_str(shape)} "
+            f"(rank {r}); found {to_str(o)}"
+        )
+    return tuple(int(v) for v in o)
+
+
+def is_layout(x: object) -> bool:
+    return isinstance(x, Layout)
+
+
+def make_layout(*args: object, origin_shape: object = None) -> Layout:
+    """Build a layout (CATLASS ``MakeLayout`` / CuTe ``make_layout``).
+
+    * ``make_layout(shape, stride, origin_shape=None)``;
+    * ``make_layout(shape)``: compact column-major strides (CuTe ``LayoutLeft``);
+    * ``make_layout(n)`` with an integer: the TLA vector layout ``(n):(_1)``;
+    * ``make_layout(layout0, layout1, ...)``: concatenate layouts as modes.
+
+    >>> print(make_layout((16, 2), (1, 16)), make_layout(128), make_layout((4, 8)))
+    (16,2):(1,16) (128):(_1) (4,8):(_1,4)
+    >>> print(make_layout(make_layout(4, 2), make_layout((2, 2), (1, 8))))
+    (4,(2,2)):(2,(1,8))
+    """
+    if args and all(isinstance(a, Layout) for a in args):
+        if origin_shape is not None:
+            raise ShapeError("make_layout of layouts takes no origin_shape")
+        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    if len(args) == 1:
+        shape = args[0]
+        if is_int(shape):
+            n = as_int_tuple(shape, "vector length", minimum=1)
+            return Layout((n,), (Int(1),), origin_shape)
+        return Layout(shape, None, origin_shape)
+    if len(args) == 2:
+        return Layout(args[0], args[1], origin_shape)
+    if len(args) == 3 and origin_shape is None:
+        return Layout(args[0], args[1], args[2])
+    raise ShapeError(
+        f"make_layout takes (shape), (shape, stride), (shape, stride, origin_shape) or layouts; found {len(args)} "
+        f"arguments: {', '.join(type(a).__name__ for a in args)}"
+    )
+
+
+def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout:
+    """CATLASS ``GetTileLayout``: the layout of the tile of ``tile_shape`` elements whose first
+    element is at the logical element coordinate ``coord`` of ``layout``.
+
+    The stride is unchanged.  A flat (depth <= 1) layout takes ``tile_shape`` as its shape; a mode
+    ``(inner, outer)`` of a nested layout becomes ``(inner, ceil(tile / inner))`` (fractal round-up).
+    ``origin[d] = min(tile[d], max(parent_origin[d] - coord[d], 0))``: clipped to what is left,
+    0 past the end.
+
+    >>> from layoutkit import tla
+    >>> zn = tla.make_layout_from_tag("zN", "float16", 100, 100)
+    >>> t = get_tile_layout(zn, (32, 48), (96, 64))
+    >>> str(t), t.origin_shape
+    ('((_16,2),(_16,3)):((_16,_256),(_1,1792))', (4, 36))
+    """
+    if not isinstance(layout, Layout):
+        raise ShapeError(f"get_tile_layout expects a tla.Layout, found {type(layout).__name__}")
+    tile = as_int_tuple(tile_shape, "tile_shape", minimum=1)
+    crd = as_int_tuple(coord, "tile coordinate")
+    if type(tile) is not tuple or depth(tile) != 1:
+        raise ShapeError(f"get_tile_layout: tile_shape must be a flat tuple (depth 1); found {to_str(tile)}")
+    if type(crd) is not tuple or depth(crd) != 1 or len(crd) != len(tile):
+        raise CoordinateError(
+            f"get_tile_layout: coord must be a flat tuple of rank {len(tile)} like tile_shape {to_str(tile)}; "
+            f"found {to_str(crd)}"
+        )
+    if any(c < 0 for c in crd):
+        raise CoordinateError(f"get_tile_layout: coord {to_str(crd)} has a negative element")
+    if len(tile) != layout.rank:
+        raise ShapeError(
+            f"get_tile_layout: tile_shape {to_str(tile)} has rank {len(tile)} but the layout {layout} has rank "
+            f"{layout.rank}"
+        )
+    parent = layout.origin_shape
+    origin = tuple(min(int(t), max(int(o) - int(c), 0)) for t, o, c in zip(tile, parent, crd))
+    shape = layout.shape
+    if type(shape) is not tuple:
+        return Layout._make(tile[0], layout.stride, origin)
+    if depth(shape) <= 1:
+        return Layout._make(tile, layout.stride, origin)
+    return Layout._make(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, tile)), layout.stride, origin)
+
+
+def _tile_mode(mode: object, extent: int, layout: Layout) -> object:
+    if type(mode) is not tuple:
+        return int(extent)
+    if len(mode) == 2 and all(type(v) is not tuple for v in mode):
+        inner = mode[0]
+        return (inner, int(ceil_div(int(extent), int(inner))))
+    raise UnsupportedError(
+        f"get_tile_layout: mode {to_str(mode)} of {layout} is neither an integer nor an (inner, outer) pair; "
+        "CATLASS tiles only flat layouts and rank-2 fractal modes"
+    )
+
+
+def crd2offset(coord: object, shape: object, stride: object) -> object:
+    """TLA ``crd2offset``; see :func:`layoutkit.tla.coord.crd2offset`.
+
+    >>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
+    37
+    """
+    from .coord import crd2offset as impl
+
+    return impl(coord, shape, stride)
+
+
+def size(x: object) -> int:
+    """Number of elements of a layout or a shape.
+
+    >>> size(make_layout((4, 8))), size((2, (3, 4)))
+    (32, 24)
+    """
+    if isinstance(x, (tuple, int)):
+        return product(x)  # type: ignore[return-value]
+    value = getattr(x, "size", None)
+    if value is None:
+        raise LayoutError(f"size needs a layout or a shape; found {type(x).__name__}")
+    return value
+
+
+def cosize(x: object) -> int:
+    """``max(layout(i)) + 1`` (C++ ``cosize``).
+
+    >>> cosize(make_layout((4, 8), (8, 1)))
+    32
+    """
+    value = getattr(x, "cosize", None)
+    if value is None:
+        raise LayoutError(f"cosize needs a layout; found {type(x).__name__}")
+    return value
+
+
+def shape(x: Layout) -> object:
+    return x.shape
+
+
+def stride(x: Layout) -> object:
+    return x.stride
+
+
+def origin_shape(x: Layout) -> tuple:
+    return x.origin_shape
+
+
+__all__ = [
+    "Layout",
+    "is_layout",
+    "make_layout",
+    "get_tile_layout",
+    "crd2offset",
+    "size",
+    "cosize",
+    "shape",
+    "stride",
+    "origin_shape",
+    "check_origin",
+]

@@ -1,0 +1,249 @@
+"""CuTe ``Swizzle<B, M, S>`` and composed (swizzled) layouts ``outer o offset o inner``.
+
+``Swizzle(b, m, s)(x) = x ^ ((x & yyy) >> s)`` with ``yyy = (2**b - 1) << (m + max(0, s))``: the
+``b`` bits starting at ``m + max(0, s)`` are xor-ed into the ``b`` bits starting at ``m - min(0, s)``
+(``s < 0`` shifts left).  ``|s| >= b`` keeps the two bit fields apart, so a swizzle is its own
+inverse.
+
+>>> from layoutkit import tla
+>>> sw = tla.Swizzle(3, 3, 3)
+>>> sw(9), sw(sw(9)), sw.size
+(9, 9, 512)
+>>> S = tla.composition(sw, tla.make_layout((tla._8, tla._64), (tla._64, tla._1)))
+>>> str(S), S(3, 9)
+('Sw<3,3,3> o _0 o (_8,_64):(_64,_1)', 209)
+>>> print(S.to_layout())
+Layout((8, 64) -> (512,), (_i, _j) -> (_i * 64 + _j ^ (_i * 64 + _j & 448) // 8,))
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..errors import CoordinateError, ShapeError
+from .coord import _crd2idx, check_coord
+from .int_tuple import Int, to_str
+from .layout import Layout
+
+
+def _shiftr(x: object, s: int) -> object:
+    return x >> s if s >= 0 else x << -s  # type: ignore[operator]
+
+
+class Swizzle:
+    """``Swizzle(bits, base, shift)``: xor ``bits`` bits from ``base + max(0, shift)`` into the
+    ``bits`` bits at ``base - min(0, shift)``.
+
+    >>> Swizzle(2, 0, 3).yyy_mask, Swizzle(2, 0, 3).zzz_mask
+    (24, 3)
+    >>> Swizzle(3, 0, 2)
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: Swizzle(3, 0, 2): |shift| must be >= bits so the xor-ed bit fields do not overlap
+    """
+
+    __slots__ = ("_b", "_m", "_s", "_yyy", "_zzz")
+
+    def __init__(self, bits: int, base: int, shift: int):
+        for name, v in (("bits", bits), ("base", base), ("shift", shift)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ShapeError(f"Swizzle {name} must be an integer; found {v!r}")
+        bits, base, shift = int(bits), int(base), int(shift)
+        if bits < 0 or base < 0:
+            raise ShapeError(f"Swizzle({bits}, {base}, {shift}): bits and base must be >= 0")
+        if abs(shift) < bits:
+            raise ShapeError(
+                f"Swizzle({bits}, {base}, {shift}): |shift| must be >= bits so the xor-ed bit fields do not overlap"
+            )
+        mask = (1 << bits) - 1
+        object.__setattr__(self, "_b", bits)
+        object.__setattr__(self, "_m", base)
+        object.__setattr__(self, "_s", shift)
+        object.__setattr__(self, "_yyy", mask << (base + max(0, shift)))
+        object.__setattr__(self, "_zzz", mask << (base - min(0, shift)))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("Swizzle is immutable")
+
+    bits = property(lambda self: self._b)
+    base = property(lambda self: self._m)
+    shift = property(lambda self: self._s)
+    yyy_mask = property(lambda self: self._yyy, doc="The source bits.")
+    zzz_mask = property(lambda self: self._zzz, doc="The destination bits.")
+
+    @property
+    def size(self) -> int:
+        """The smallest power of two the swizzle maps onto itself (C++ ``size``)."""
+        return 1 << (self._b + self._m + abs(self._s))
+
+    cosize = size
+
+    def __call__(self, offset: object) -> object:
+        """Swizzle an int, a numpy integer array or an index expression."""
+        if isinstance(offset, bool) or (isinstance(offset, numbers.Integral) and offset < 0):
+            raise CoordinateError(f"{self}: offsets must be non-negative integers; found {offset!r}")
+        if isinstance(offset, numbers.Integral):
+            offset = int(offset)
+        return offset ^ _shiftr(offset & self._yyy, self._s)  # type: ignore[operator]
+
+    def inverse(self) -> Swizzle:
+        """A swizzle is an involution."""
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Swizzle) and (self._b, self._m, self._s) == (other._b, other._m, other._s)
+
+    def __hash__(self) -> int:
+        return hash(("Swizzle", self._b, self._m, self._s))
+
+    def __reduce__(self):
+        return (Swizzle, (self._b, self._m, self._s))
+
+    def __str__(self) -> str:
+        return f"Sw<{self._b},{self._m},{self._s}>"
+
+    def __repr__(self) -> str:
+        return f"Swizzle({self._b},{self._m},{self._s})"
+
+
+class ComposedLayout:
+    """``outer o offset o inner``: ``x -> outer(offset + inner(x))`` (C++ ``ComposedLayout``).
+
+    ``outer`` and ``inner`` are each a :class:`Swizzle` or a :class:`~layoutkit.tla.Layout`; the
+    domain (shape, rank, size, origin) is the inner layout's.
+    """
+
+    __slots__ = ("_outer", "_offset", "_inner")
+
+    def __init__(self, outer: object, offset: int, inner: object):
+        if not isinstance(outer, (Swizzle, Layout)) or not isinstance(inner, (Swizzle, Layout)):
+            raise ShapeError(
+                f"ComposedLayout needs a Swizzle or tla.Layout on both sides; found {type(outer).__name__} and "
+                f"{type(inner).__name__}"
+            )
+        if isinstance(offset, bool) or not isinstance(offset, numbers.Integral):
+            raise ShapeError(f"ComposedLayout offset must be an integer; found {offset!r}")
+        object.__setattr__(self, "_outer", outer)
+        object.__setattr__(self, "_offset", offset if type(offset) is Int else int(offset))
+        object.__setattr__(self, "_inner", inner)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ComposedLayout is immutable")
+
+    outer = property(lambda self: self._outer)
+    offset = property(lambda self: self._offset)
+    inner = property(lambda self: self._inner)
+    layout_a = outer
+    layout_b = inner
+
+    def with_inner(self, inner: object) -> ComposedLayout:
+        return ComposedLayout(self._outer, self._offset, inner)
+
+    def _domain(self) -> Layout:
+        if isinstance(self._inner, Layout):
+            return self._inner
+        if isinstance(self._outer, Layout):
+            return self._outer
+        raise ShapeError(f"{self} has no layout to take a shape from")
+
+    @property
+    def _tla_shape(self) -> object:
+        return self._domain().shape
+
+    shape = _tla_shape
+    origin_shape = property(lambda self: self._domain().origin_shape)
+    rank = property(lambda self: self._domain().rank)
+    depth = property(lambda self: self._domain().depth)
+    size = property(lambda self: self._domain().size if isinstance(self._inner, Layout) else self._inner.size)
+
+    @property
+    def cosize(self) -> int:
+        return int(self.table().max()) + 1
+
+    def mode(self, *index: int) -> ComposedLayout:
+        if not isinstance(self._inner, Layout):
+            raise ShapeError(f"{self}: the inner function has no modes")
+        return self.with_inner(self._inner.mode(*index))
+
+    def __getitem__(self, index: int) -> ComposedLayout:
+        return self.mode(index)
+
+    def __len__(self) -> int:
+        return self.rank
+
+    def __call__(self, *coord: object) -> object:
+        c = coord[0] if len(coord) == 1 else coord
+        inner = self._inner(c) if isinstance(self._inner, Layout) else self._inner(check_coord(c))
+        out = self._outer(self._offset + inner)  # type: ignore[operator]
+        return int(out) if isinstance(out, numbers.Integral) else out
+
+    def table(self) -> np.ndarray:
+        """``self(i)`` for every colexicographic index ``i < size``."""
+        if isinstance(self._inner, Layout):
+            base = self._inner.table()
+        else:
+            base = self._inner(np.arange(self.size, dtype=np.int64))
+        y = base + int(self._offset)
+        if isinstance(self._outer, Swizzle):
+            return np.asarray(self._outer(y), dtype=np.int64)
+        return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
+
+    def offset_table(self) -> np.ndarray:
+        """Offsets over the inner layout's logical ``origin_shape`` (numpy indexing)."""
+        if not isinstance(self._inner, Layout):
+            return self.table()
+        y = self._inner.offset_table() + int(self._offset)
+        if isinstance(self._outer, Swizzle):
+            return np.asarray(self._outer(y), dtype=np.int64)
+        return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
+
+    def to_layout(self):
+        """An ``lk.Layout`` over the inner layout's ``origin_shape``; xor swizzles stay symbolic."""
+        from ..algebra.layout import Layout as LkLayout
+
+        if not isinstance(self._inner, Layout):
+            raise ShapeError(f"{self}: to_layout needs a tla.Layout as the inner function")
+        base = self._inner.to_layout()
+        expr = self._offset + base.forward_index[0]
+        if isinstance(self._outer, Swizzle):
+            expr = self._outer(expr)
+        else:
+            expr = _crd2idx(expr, self._outer.shape, self._outer.stride, ())
+        return LkLayout.from_exprs(base.input_shape, (expr,))
+
+    def compose(self, other: object) -> object:
+        from .algebra import composition
+
+        return composition(self, other)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ComposedLayout) and (self._outer, self._offset, self._inner) == (
+            other._outer,
+            other._offset,
+            other._inner,
+        )
+
+    def __hash__(self) -> int:
+        return hash(("ComposedLayout", self._outer, int(self._offset), self._inner))
+
+    def __reduce__(self):
+        return (ComposedLayout, (self._outer, self._offset, self._inner))
+
+    def __str__(self) -> str:
+        return f"{self._outer} o {to_str(self._offset)} o {self._inner}"
+
+    __repr__ = __str__
+
+
+def make_composed_layout(outer: object, offset: int, inner: object) -> ComposedLayout:
+    """``outer o offset o inner``.
+
+    >>> print(make_composed_layout(Swizzle(2, 0, 2), 0, Layout((4, 4), (4, 1))))
+    Sw<2,0,2> o 0 o (4,4):(4,1)
+    """
+    return ComposedLayout(outer, offset, inner)
+
+
+__all__ = ["Swizzle", "ComposedLayout", "make_composed_layout"]
