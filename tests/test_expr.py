@@ -134,7 +134,7 @@ def test_parse_index_fn_is_safe_and_checks_arity():
 def test_to_sympy_matches_evaluation():
     import sympy
 
-    e = (j // 8 ^ i % 8) * 8 + j % 8 + i // 4
+    e = (j // 8 ^ i % 8) * 8 + j % 8 + i // 4 + (i & j) * 3 + (i | j // 4)
     s = to_sympy(e)
     si, sj = sympy.Symbol("_i", integer=True, nonnegative=True), sympy.Symbol("_j", integer=True, nonnegative=True)
     for a, b in [(0, 0), (5, 13), (15, 15), (9, 2)]:

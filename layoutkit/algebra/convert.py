@@ -10,8 +10,9 @@ _j + 4*floor(_i/8)
 
 from __future__ import annotations
 
-import functools
+import math
 
+from ..errors import UnsupportedError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 from .simplify import linear
 
@@ -74,33 +75,33 @@ def to_c(e: Expr) -> str:
 # ---- sympy -------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=1)
-def _sympy_bitwise():
+def _sympy_bits(e: Expr, a, b):
+    """Bitwise ``a op b`` in plain sympy arithmetic, bit by bit (as the islpy translation does):
+    with ``a_k = floor(a / 2**k) mod 2``, xor is ``(a_k + b_k) mod 2``, and ``floor((a_k + b_k) / 2)``,
+    or ``floor((a_k + b_k + 1) / 2)``."""
     import sympy
 
-    def make(name, op):
-        class _Bit(sympy.Function):
-            is_integer = True
-
-            @classmethod
-            def eval(cls, a, b):
-                if a.is_Integer and b.is_Integer:
-                    return sympy.Integer(op(int(a), int(b)))
-                return None
-
-        _Bit.__name__ = name
-        return _Bit
-
-    return {
-        Xor: make("bitwise_xor", lambda a, b: a ^ b),
-        And: make("bitwise_and", lambda a, b: a & b),
-        Or: make("bitwise_or", lambda a, b: a | b),
-    }
+    x, y = e.a, e.b  # type: ignore[attr-defined]
+    if x.lo < 0 or y.lo < 0 or math.isinf(x.hi) or math.isinf(y.hi):
+        raise UnsupportedError(f"bitwise operands of {e} must be non-negative and bounded for sympy")
+    bits = max(int(x.hi).bit_length(), int(y.hi).bit_length(), 1)
+    total = sympy.Integer(0)
+    for k in range(bits):
+        ak = sympy.Mod(sympy.floor(a / 2**k), 2)
+        bk = sympy.Mod(sympy.floor(b / 2**k), 2)
+        if isinstance(e, Xor):
+            bit = sympy.Mod(ak + bk, 2)
+        elif isinstance(e, And):
+            bit = sympy.floor((ak + bk) / 2)
+        else:
+            bit = sympy.floor((ak + bk + 1) / 2)
+        total += 2**k * bit
+    return total
 
 
 def to_sympy(e: Expr):
     """sympy expression for ``e`` (integer, non-negative symbols; ``floor`` and ``Mod``; bitwise
-    operators as the functions ``bitwise_xor/and/or``)."""
+    operators of bounded non-negative operands expanded bit by bit)."""
     import sympy
 
     if isinstance(e, Const):
@@ -116,4 +117,4 @@ def to_sympy(e: Expr):
         return sympy.Mod(to_sympy(e.a), e.c)
     if isinstance(e, Mul):
         return to_sympy(e.a) * to_sympy(e.b)
-    return _sympy_bitwise()[type(e)](to_sympy(e.a), to_sympy(e.b))
+    return _sympy_bits(e, to_sympy(e.a), to_sympy(e.b))
