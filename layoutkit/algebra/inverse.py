@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .nodes import Const, Expr, FloorMod, Sum, Var, Xor
+from .nodes import Const, Expr, FloorMod, Sum, Var, Xor, walk
 from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view, substitute
 
 _TOP = None  # an unbounded upper factor
@@ -127,20 +127,13 @@ class _Knowledge:
 def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Expr, Var]:
     """Sums that outputs take digits of (``(i*3 + j) % 2``): each becomes a fresh variable."""
     found: dict[Expr, Var] = {}
-    stack = list(exprs)
-    seen: set[Expr] = set()
-    while stack:
-        e = stack.pop()
-        if e in seen:
-            continue
-        seen.add(e)
+    for e in walk(list(exprs)):
         base, lower, upper = split_view(e)
         if (isinstance(base, Sum) and (lower > 1 or upper is not None) and base not in found
                 and base.lo == 0 and base.hi != float("inf")):
             var = Var(f"_t{len(found)}", int(base.hi) + 1)
             if _digits(base, var, var.extent) is not None:  # only sums that decompose again
                 found[base] = var
-        stack.extend(e.children())
     return found
 
 

@@ -462,6 +462,26 @@ class Or(_Bitwise):
         return max(a.lo, b.lo), _bit_hi(max(a.hi, b.hi))
 
 
+def walk(roots, prune=None):
+    """Every distinct sub-expression of ``roots`` once, depth first, left to right; ``prune(e)``
+    returning True stops the descent below ``e`` (``e`` itself is still yielded).
+
+    >>> i = Var("_i", 4)
+    >>> [str(e) for e in walk([i * 4 + i % 2])]
+    ['_i * 4 + _i % 2', '_i', '_i % 2']
+    """
+    stack = list(reversed(roots if isinstance(roots, (list, tuple)) else [roots]))
+    seen: set[Expr] = set()
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        yield e
+        if prune is None or not prune(e):
+            stack.extend(reversed(e.children()))
+
+
 def free_vars(expr: Expr) -> tuple[Var, ...]:
     """Variables of ``expr`` in order of first appearance (depth first, left to right).
 
@@ -469,15 +489,4 @@ def free_vars(expr: Expr) -> tuple[Var, ...]:
     >>> [v.name for v in free_vars(j * 4 + i)]
     ['_j', '_i']
     """
-    seen: dict[Var, None] = {}
-    stack = [expr]
-    visited: set[Expr] = set()
-    while stack:
-        e = stack.pop()
-        if e in visited:
-            continue
-        visited.add(e)
-        if isinstance(e, Var):
-            seen.setdefault(e, None)
-        stack.extend(reversed(e.children()))
-    return tuple(seen)
+    return tuple(e for e in walk(expr) if isinstance(e, Var))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..algebra.nodes import Const, Expr, Var
+from ..algebra.nodes import Const, Expr, Var, walk
 from ..algebra.simplify import add, make_split, scale, split_view
 
 Digit = tuple[Var, int, int]  # (variable, lower, upper) with upper <= extent
@@ -35,19 +35,14 @@ def used_digits(expr: Expr, variables: Sequence[Var]) -> dict[Var, list[tuple[in
     """
     wanted = set(variables)
     used: dict[Var, list[tuple[int, int]]] = {v: [] for v in variables}
-    stack = [expr]
-    seen: set[Expr] = set()
-    while stack:
-        e = stack.pop()
-        if e in seen:
-            continue
-        seen.add(e)
+
+    def is_digit(e: Expr) -> bool:
+        return isinstance(split_view(e)[0], Var)
+
+    for e in walk(expr, prune=is_digit):
         base, lower, upper = split_view(e)
-        if isinstance(base, Var):
-            if base in wanted:
-                used[base].append((lower, _upper(base, upper)))
-            continue
-        stack.extend(e.children())
+        if isinstance(base, Var) and base in wanted:
+            used[base].append((lower, _upper(base, upper)))
     return used
 
 
