@@ -4,7 +4,7 @@ side with pycute (CUTLASS CuTe in Python) and TileLang when they are importable.
 
     python benchmarks/run.py                 # everything (about a minute with both oracles)
     python benchmarks/run.py --quick         # fewer repeats
-    python benchmarks/run.py --only eval     # sections: eval, inverse, proof, compare, allocator, fragment, nv, tla
+    python benchmarks/run.py --only eval     # one section: see SECTIONS below
     python benchmarks/run.py --profile       # cProfile the evaluation paths even when on target
     python benchmarks/run.py --json out.json # also write every measurement as JSON
 
@@ -38,6 +38,7 @@ except ImportError:  # pragma: no cover - layout of the package changed
     compile_numpy = None
 
 import oracles  # noqa: E402
+from ascend import bench_ascend  # noqa: E402
 from fragments import bench_fragments  # noqa: E402
 from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
 from nv import bench_nv  # noqa: E402
@@ -50,7 +51,7 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
-SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla")
+SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend")
 
 
 # ---- the layouts (plain functions: they run on layoutkit placeholders, TileLang vars and ints) ----
@@ -583,6 +584,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         FAILURES.extend(bench_nv(budget))
     if "tla" in sections:
         FAILURES.extend(bench_tla(budget))
+    if "ascend" in sections:
+        FAILURES.extend(bench_ascend(budget))
 
     section("Summary")
     for label, t in EVAL_TARGETS:

@@ -1,14 +1,27 @@
 """Ascend target: C0 and fractal layouts, CATLASS equivalence, numpy data-movement models.
 
 See :mod:`.layouts` (the TileLang constructors and :func:`fractal_info`), :mod:`.catlass` (the CATLASS
-TLA tags and the naming trap) and :mod:`.movement` (ND2NZ, NZ2ND, bursts, fixpipe, OOB fills,
+TLA tags and the naming trap: CATLASS zN == FRACTAL_NZ == ``make_ascend_nz_layout`` (MajorK), CATLASS
+nZ == MajorMN) and :mod:`.movement` (ND2NZ, NZ2ND, bursts, UB scatter, L1 -> L0, fixpipe, OOB fills,
 :func:`load_tile`).
 
 >>> from layoutkit.targets import ascend
 >>> ascend.c0("float16"), ascend.c0("float32"), ascend.c0("int8")
 (16, 8, 32)
+>>> ascend.catlass_tag(ascend.make_ascend_nz_layout((32, 32), "float16"))
+'zN'
 """
 
+from .catlass import (
+    KIND_OF_TAG,
+    TAG_OF_KIND,
+    CatlassMismatchError,
+    ascend_layout_from_tag,
+    catlass_equivalent,
+    catlass_tag,
+    tags_of_tla,
+    tla_layout,
+)
 from .layouts import (
     ROW_FRACTAL,
     AscendLayout,
@@ -22,8 +35,29 @@ from .layouts import (
     make_ascend_major_k_layout,
     make_ascend_major_mn_layout,
     make_ascend_nz_layout,
+    make_ascend_operand_layout,
     make_ascend_sf_layout,
     storage_offset_table,
+)
+from .movement import (
+    BLOCK_BYTES,
+    Fill,
+    Nd2NzParams,
+    burst_copy,
+    clamp_valid,
+    default_sentinel,
+    fixpipe_l0c_to_gm,
+    from_storage,
+    insert_nd2nz,
+    load_l1_to_l0,
+    load_tile,
+    nd2nz,
+    nd2nz_matrix,
+    nz2nd,
+    nz2nd_matrix,
+    oob_padding_fills,
+    to_storage,
+    ub_scatter_compact_nz,
 )
 
 __all__ = [
@@ -39,27 +73,33 @@ __all__ = [
     "make_ascend_major_k_layout",
     "make_ascend_major_mn_layout",
     "make_ascend_nz_layout",
+    "make_ascend_operand_layout",
     "make_ascend_sf_layout",
     "storage_offset_table",
-]
-from .catlass import (  # noqa: E402
-    KIND_OF_TAG,
-    TAG_OF_KIND,
-    CatlassMismatchError,
-    ascend_layout_from_tag,
-    catlass_equivalent,
-    catlass_tag,
-    tag_of_tla,
-    tla_layout,
-)
-
-__all__ += [
     "KIND_OF_TAG",
     "TAG_OF_KIND",
     "CatlassMismatchError",
     "ascend_layout_from_tag",
     "catlass_equivalent",
     "catlass_tag",
-    "tag_of_tla",
+    "tags_of_tla",
     "tla_layout",
+    "BLOCK_BYTES",
+    "Fill",
+    "Nd2NzParams",
+    "burst_copy",
+    "clamp_valid",
+    "default_sentinel",
+    "fixpipe_l0c_to_gm",
+    "from_storage",
+    "insert_nd2nz",
+    "load_l1_to_l0",
+    "load_tile",
+    "nd2nz",
+    "nd2nz_matrix",
+    "nz2nd",
+    "nz2nd_matrix",
+    "oob_padding_fills",
+    "to_storage",
+    "ub_scatter_compact_nz",
 ]

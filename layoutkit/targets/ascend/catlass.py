@@ -79,10 +79,11 @@ def ascend_layout_from_tag(tag: str, shape: Sequence[int], dtype: object = "floa
 
     >>> print(ascend_layout_from_tag("L0C", (16, 16)))
     Layout((16, 16) -> (1, 1, 16, 16), (_i, _j) -> (0, 0, _i, _j))
-    >>> ascend_layout_from_tag("zZ", (16, 16))
-    Traceback (most recent call last):
-    ...
-    layoutkit.errors.UnsupportedError: ascend_layout_from_tag: expected one of zN, nZ, L0C; found 'zZ': zZ (fractals stacked along rows) has no TileLang constructor
+    >>> try:
+    ...     ascend_layout_from_tag("zZ", (16, 16))
+    ... except UnsupportedError as err:
+    ...     print(str(err).split(": ", 2)[2])
+    zZ (fractals stacked along rows) has no TileLang constructor
     """
     if tag == "zN":
         return make_ascend_major_k_layout(shape, dtype)
@@ -130,24 +131,30 @@ def catlass_equivalent(layout: Layout) -> bool:
     return True
 
 
-def tag_of_tla(layout: tla.Layout, dtype: object, rows: int | None = None, cols: int | None = None) -> str:
-    """Name the CATLASS tag of a TLA layout by comparing it with every tag built for its ``origin_shape``
-    (``RowMajor``, ``ColumnMajor``, ``zN``, ``zZ``, ``nZ``, ``nN``, ``L0C``; the first that matches).
+def tags_of_tla(layout: tla.Layout, dtype: object, rows: int | None = None, cols: int | None = None) -> tuple:
+    """Name the CATLASS tags of a TLA layout: every tag (``RowMajor``, ``ColumnMajor``, ``zN``, ``zZ``,
+    ``nZ``, ``nN``, ``L0C``) whose layout for its ``origin_shape`` has the same offsets.  Several can match:
+    for a 16-bit type (C0 = 16) ``L0C`` and ``zN`` are the same map.
 
     >>> from layoutkit import tla
-    >>> tag_of_tla(tla.make_layout_from_tag("nZ", "float16", 32, 48), "float16")
-    'nZ'
+    >>> tags_of_tla(tla.make_layout_from_tag("nZ", "float32", 32, 48), "float32")
+    ('nZ',)
+    >>> tags_of_tla(tla.make_layout_from_tag("L0C", "float16", 32, 48), "float16")
+    ('zN', 'L0C')
     """
     origin = check_shape(tuple(int(x) for x in np.atleast_1d(layout.origin_shape)), "origin_shape")
     if len(origin) != 2:
-        raise ShapeError(f"tag_of_tla expects a rank-2 origin shape; found {origin}")
+        raise ShapeError(f"tags_of_tla expects a rank-2 origin shape; found {origin}")
     r, c = origin if rows is None or cols is None else (rows, cols)
     table = np.asarray(layout.offset_table())
-    for tag in ("RowMajor", "ColumnMajor", "zN", "zZ", "nZ", "nN", "L0C"):
-        cand = tla.make_layout_from_tag(tag, dtype, r, c)
-        if str(cand) == str(layout) or np.array_equal(np.asarray(cand.offset_table()), table):
-            return tag
-    raise UnsupportedError(f"tag_of_tla: expected a layout equal to one CATLASS tag for {r}x{c}; found {layout}")
+    found = tuple(
+        tag
+        for tag in ("RowMajor", "ColumnMajor", "zN", "zZ", "nZ", "nN", "L0C")
+        if np.array_equal(np.asarray(tla.make_layout_from_tag(tag, dtype, r, c).offset_table()), table)
+    )
+    if not found:
+        raise UnsupportedError(f"tags_of_tla: expected a layout equal to a CATLASS tag for {r}x{c}; found {layout}")
+    return found
 
 
 __all__ = [
@@ -158,5 +165,5 @@ __all__ = [
     "ascend_layout_from_tag",
     "tla_layout",
     "catlass_equivalent",
-    "tag_of_tla",
+    "tags_of_tla",
 ]

@@ -331,6 +331,24 @@ def make_ascend_compact_nz_layout(shape: Sequence[int], dtype: object) -> Ascend
     return _tagged(dims, (first, i, j % k0), FractalTag(FractalKind.COMPACT_NZ, dims, name, bits))
 
 
+def make_ascend_operand_layout(
+    operand: str, shape: Sequence[int], dtype: object, transposed: bool = False, k_align: int = 1
+) -> AscendLayout:
+    """The GEMM (MAD) rule: A not transposed -> MajorK, transposed -> MajorMN; B transposed -> MajorK,
+    not transposed -> MajorMN.  The reduce-K axis always lands on the C0 axis.
+
+    >>> make_ascend_operand_layout("B", (64, 32), "float16").fractal.kind.name      # B is K x N
+    'MAJOR_MN'
+    >>> make_ascend_operand_layout("A", (64, 32), "float16", transposed=True).fractal.kind.name
+    'MAJOR_MN'
+    """
+    if operand not in ("A", "B"):
+        raise ShapeError(f"make_ascend_operand_layout: operand must be 'A' or 'B'; found {operand!r}")
+    major_k = (operand == "A") != bool(transposed)
+    make = make_ascend_major_k_layout if major_k else make_ascend_major_mn_layout
+    return make(shape, dtype, k_align=k_align)
+
+
 # ---- analysis ----------------------------------------------------------------------------------
 
 
@@ -343,10 +361,11 @@ def fractal_info(layout: Layout) -> FractalInfo:
     >>> fractal_info(make_ascend_sf_layout((32, 8), "float8_e8m0fnu")).as_record()["outer1"]
     4
     >>> import layoutkit as lk
-    >>> fractal_info(lk.Layout([16, 16], lambda i, j: (0, 0, i, j)))
-    Traceback (most recent call last):
-    ...
-    layoutkit.errors.UnsupportedError: fractal_info expects a tagged Ascend fractal layout (built by an ascend.make_ascend_*_layout constructor); found an untagged Layout((16, 16) -> (1, 1, 16, 16), (_i, _j) -> (0, 0, _i, _j))
+    >>> try:
+    ...     fractal_info(lk.Layout([16, 16], lambda i, j: (0, 0, i, j)))
+    ... except lk.LayoutError as err:
+    ...     print(type(err).__name__, "untagged" in str(err))
+    UnsupportedError True
     """
     tag = getattr(layout, "fractal", None)
     if not isinstance(tag, FractalTag):
@@ -399,6 +418,7 @@ __all__ = [
     "make_ascend_l0c_layout",
     "make_ascend_sf_layout",
     "make_ascend_compact_nz_layout",
+    "make_ascend_operand_layout",
     "fractal_info",
     "storage_offset_table",
 ]

@@ -1,0 +1,51 @@
+"""Replays every public ``ascend`` record of TileLang 0.1.15 (tables, fractal info and errors)."""
+
+from __future__ import annotations
+
+import pytest
+
+import layoutkit as lk
+from layoutkit.errors import DtypeError, ShapeError, UnsupportedError
+from layoutkit.targets import ascend
+
+from .records import assert_layout_matches, load
+
+CASES = load("ascend")
+TABLE_CASES = [c for c in CASES.values() if c.get("kind") == "layout"]
+ERROR_CASES = [c for c in CASES.values() if "error" in c]
+
+# TileLang's ValueError / InternalError (ICHECK) -> the typed errors layoutkit raises for the same input.
+EXPECTED_ERRORS = (ShapeError, DtypeError, UnsupportedError)
+
+
+def construct(case: dict) -> lk.Layout:
+    args = case["args"]
+    ctor = getattr(ascend, case["constructor"])
+    shape, dtype = args["buffer_shape"], args.get("dtype", "float16")
+    if case["constructor"] == "make_ascend_l0c_layout":
+        return ctor(shape)
+    if "k_align" in args:
+        return ctor(shape, dtype, k_align=args["k_align"])
+    return ctor(shape, dtype)
+
+
+def test_public_counts():
+    assert len(TABLE_CASES) + len(ERROR_CASES) == len(CASES) >= 18
+
+
+@pytest.mark.parametrize("case", TABLE_CASES, ids=lambda c: c["id"])
+def test_ascend_tables(case):
+    layout = construct(case)
+    assert_layout_matches(layout, case)
+    if "C0" in case["args"] and case["constructor"] != "make_ascend_sf_layout":
+        assert ascend.c0(case["args"]["dtype"]) == case["args"]["C0"]
+    if "fractal_info" in case:
+        assert ascend.fractal_info(layout).as_record() == case["fractal_info"], case["id"]
+    else:
+        assert case.get("type_key") != "_AscendFractalLayout", case["id"]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES, ids=lambda c: c["id"])
+def test_ascend_errors(case):
+    with pytest.raises(EXPECTED_ERRORS):
+        construct(case)
