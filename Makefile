@@ -21,8 +21,15 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check layoutkit tests benchmarks
 
+# Benchmarks run beside pycute and TileLang when they install (a separate environment, so the
+# test environment never depends on them); anything that does not install is reported as skipped.
+BENCH_VENV := .venv-bench
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
+	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cutlass==4.2.0.0 || echo "pycute not installable: skipped"
+	@$(BENCH_VENV)/bin/python -m pip install -q tilelang==0.1.15 torch==2.13.0 || echo "tilelang not installable: skipped"
+	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md
 
 clean:
-	rm -rf $(VENV) build *.egg-info out
+	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info out

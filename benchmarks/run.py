@@ -532,13 +532,55 @@ def bench_allocator(seconds: float) -> None:
 # ---- main -----------------------------------------------------------------------------------------
 
 
+class _Tee:
+    """Copy everything printed to a second stream (the Markdown report)."""
+
+    def __init__(self, *streams):
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for s in self.streams:
+            s.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for s in self.streams:
+            s.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if "--markdown" not in args:
+        return _main(args)
+    path = Path(args[args.index("--markdown") + 1])
+    import io
+
+    buf = io.StringIO()
+    real = sys.stdout
+    sys.stdout = _Tee(real, buf)
+    try:
+        code = _main(args)
+    finally:
+        sys.stdout = real
+    head = (
+        "# layoutkit benchmark results\n\n"
+        f"Written by `python benchmarks/run.py {' '.join(args)}` (`make bench`). Times are median and min over\n"
+        "repeated calls; ratios are theirs / ours (> 1: layoutkit is faster). Machine, Python and library\n"
+        "versions are in the header below. Regenerate with `make bench`.\n\n"
+    )
+    path.write_text(head + "```text\n" + buf.getvalue().rstrip() + "\n```\n")
+    print(f"wrote {path}")
+    return code
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="layoutkit benchmarks (see benchmarks/README.md for how to read them)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats (noisier numbers)")
     parser.add_argument("--budget", type=float, default=None, help="seconds of repeats per measurement (default 0.5)")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run only these sections")
     parser.add_argument("--profile", action="store_true", help="cProfile the evaluation paths even when on target")
     parser.add_argument("--json", metavar="PATH", help="write all measurements to PATH as JSON")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the whole report to PATH as Markdown")
     parser.add_argument("--allocator-probe", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.allocator_probe is not None:  # internal: section 5 runs this in a fresh subprocess
@@ -551,7 +593,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sections = set(args.only or SECTIONS)
 
     print("layoutkit benchmarks")
-    print(f"  layoutkit {lk.__version__} from {Path(lk.__file__).resolve().parent}")
+    print(f"  layoutkit {lk.__version__}")
     print(f"  Python {platform.python_version()}, numpy {np.__version__}, {platform.platform()}, {os.cpu_count()} CPUs")
     if hasattr(os, "getloadavg"):
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
