@@ -42,6 +42,7 @@ from ascend import bench_ascend  # noqa: E402
 from fragments import bench_fragments  # noqa: E402
 from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
 from nv import bench_nv  # noqa: E402
+from plot import bench_plot  # noqa: E402
 from tla import bench_tla  # noqa: E402
 
 TARGET_S = 1e-3
@@ -51,7 +52,7 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
-SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend")
+SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot")
 
 
 # ---- the layouts (plain functions: they run on layoutkit placeholders, TileLang vars and ints) ----
@@ -628,6 +629,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         FAILURES.extend(bench_tla(budget))
     if "ascend" in sections:
         FAILURES.extend(bench_ascend(budget))
+    if "plot" in sections:
+        FAILURES.extend(bench_plot(budget))
 
     section("Summary")
     for label, t in EVAL_TARGETS:

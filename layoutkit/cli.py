@@ -1,50 +1,178 @@
 """The ``layoutkit`` command.
 
-``layoutkit show 8x8 "lambda i, j: (j, i)"`` prints a layout, its proof and its inverse;
-``layoutkit demo`` runs the quick-start demo.
+    layoutkit show "lambda i, j: (j, i)" --shape 8,8 [--plot DIR]   # layout, table, proof, inverse
+    layoutkit show 8x8 "lambda i, j: (j, i)"                         # the older positional form
+    layoutkit show "lambda i, j: j % 2" --shape 8,8 --thread "lambda i, j: i * 4 + j // 2"  # a fragment
+    layoutkit check "lambda i, j: i * 8 + (j ^ i)" --shape 8,8      # bijection proof; exit 0 / 1
+    layoutkit demo                                                   # the quick-start demo
+    layoutkit infer PROGRAM.py                                       # (not available yet)
+
+Index functions are lambda text parsed safely (no eval).  Errors go to stderr; exit codes: 0 success
+(``check``: bijective), 1 (``check``: not bijective), 2 bad input or failure.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 
 from .algebra import Layout, parse_index_fn
 from .errors import LayoutError
+from .fragment import Fragment
+
+EXIT_OK, EXIT_REFUTED, EXIT_ERROR = 0, 1, 2
+TABLE_CELLS = 256
+"""``show`` prints the ASCII table of layouts up to this many cells."""
 
 
-def _shape(text: str) -> list[int]:
+class CliError(LayoutError):
+    """Bad command-line input (reported on stderr with exit code 2)."""
+
+
+def parse_shape(text: str) -> list[int]:
+    """``"8,64"``, ``"8x64"`` or ``"8 64"`` -> ``[8, 64]``.
+
+    >>> parse_shape("8,64"), parse_shape("16x32"), parse_shape("128")
+    ([8, 64], [16, 32], [128])
+    """
+    parts = [p for p in text.lower().replace("x", ",").replace(" ", ",").split(",") if p]
     try:
-        return [int(x) for x in text.lower().split("x")]
+        dims = [int(p) for p in parts]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"shape must look like 16x32, found {text!r}") from None
+        dims = []
+    if not dims or any(d <= 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"shape must be positive integers like 8,64 or 16x32; found {text!r}")
+    return dims
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="layoutkit", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    show = sub.add_parser("show", help="print a layout, a bijectivity proof and the inverse")
-    show.add_argument("shape", type=_shape, help="input shape, e.g. 16x32")
-    show.add_argument("fn", help='index function, e.g. "lambda i, j: (j, i)"')
-    show.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl"])
-    sub.add_parser("demo", help="run the quick-start demo")
-    args = parser.parse_args(argv)
-    if args.cmd == "demo":
-        from .demo import main as demo
-
-        demo()
-        return 0
+def _looks_like_shape(text: str) -> bool:
     try:
-        layout = Layout(args.shape, parse_index_fn(args.fn))
-        print(layout)
+        parse_shape(text)
+    except argparse.ArgumentTypeError:
+        return False
+    return True
+
+
+def _build(args: argparse.Namespace) -> Layout:
+    """The Layout (or Fragment, with ``--thread``) that ``show`` / ``check`` describe."""
+    items = list(args.expr)
+    shape = args.shape
+    if len(items) == 2 and _looks_like_shape(items[0]):  # layoutkit show 8x8 "lambda ..."
+        if shape is not None:
+            raise CliError("give the shape once: either positionally (8x8 \"lambda ...\") or with --shape")
+        shape, items = parse_shape(items[0]), items[1:]
+    if len(items) != 1:
+        raise CliError(f"expected one index function (lambda text); found {len(items)} arguments: {items}")
+    if shape is None:
+        raise CliError("missing --shape, e.g. --shape 8,64")
+    fn = parse_index_fn(items[0])
+    thread = getattr(args, "thread", None)
+    if thread:
+        return Fragment(shape, forward_thread_fn=parse_index_fn(thread), forward_index_fn=fn,
+                        replicate=getattr(args, "replicate", 1))
+    return Layout(shape, fn)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    layout = _build(args)
+    print(layout)
+    if isinstance(layout, Fragment):
+        print(layout.text())
+        print(layout.prove_injective())
+    if layout.size <= args.table_cells:
+        from .plot.text import ascii_table
+
+        print(ascii_table(layout, max_cells=args.table_cells))
+    if not isinstance(layout, Fragment):
         proof = layout.prove_bijective(args.method)
         print(proof)
         if proof:
             print("inverse:", layout.inverse())
-    except LayoutError as err:
+    if args.plot:
+        from .plot import plot_layout
+
+        for view in ("input", "output"):
+            for path in plot_layout(layout, args.plot, f"layout_{view}", formats=args.formats, view=view):
+                print("wrote", path)
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    layout = _build(args)
+    print(layout)
+    if isinstance(layout, Fragment):
+        proof = layout.prove_injective()
+    else:
+        proof = layout.prove_bijective(args.method)
+    print(f"verdict: {'bijective' if proof else 'not bijective'}" if not isinstance(layout, Fragment)
+          else f"verdict: {'injective' if proof else 'not injective'}")
+    print(f"method:  {proof.method}")
+    if proof.witness:
+        from .algebra.proof import describe_witness
+
+        print(f"witness: {describe_witness(proof.witness)}")
+    if proof.detail:
+        print(f"detail:  {proof.detail}")
+    return EXIT_OK if proof else EXIT_REFUTED
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    """Hook for ``layoutkit infer`` (layout inference lands separately): replace this body."""
+    print("error: layoutkit infer is not available yet", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo
+
+    demo()
+    return EXIT_OK
+
+
+def _layout_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("expr", nargs="+", metavar="EXPR",
+                   help='index function, e.g. "lambda i, j: (j, i)" (or the old form: SHAPE EXPR)')
+    p.add_argument("--shape", type=parse_shape, help="input shape, e.g. 8,64 or 8x64")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl"], help="proof method")
+    p.add_argument("--thread", help="thread function: EXPR becomes a fragment's register index")
+    p.add_argument("--replicate", type=int, default=1, help="replicas of a fragment (with --thread)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="layoutkit", description="tensor-compiler layouts: show, check, demo",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    show = sub.add_parser("show", help="print a layout, its table, a bijectivity proof and the inverse")
+    _layout_args(show)
+    show.add_argument("--plot", metavar="DIR", help="also write figures (input and output views) to DIR")
+    show.add_argument("--formats", default="png", help="figure formats: png, svg, pdf or all")
+    show.add_argument("--table-cells", type=int, default=TABLE_CELLS, help="largest layout shown as a table")
+    show.set_defaults(run=cmd_show)
+    check = sub.add_parser("check", help="prove or refute bijectivity (exit 0: bijective, 1: not)")
+    _layout_args(check)
+    check.set_defaults(run=cmd_check)
+    infer = sub.add_parser("infer", help="infer the layouts of a program (not available yet)")
+    infer.add_argument("program", help="PROGRAM.py or PROGRAM.json")
+    infer.add_argument("--target", default="nv")
+    infer.add_argument("--cost-model")
+    infer.add_argument("--plot", metavar="DIR")
+    infer.add_argument("--emit", metavar="DIR")
+    infer.add_argument("--json", action="store_true")
+    infer.set_defaults(run=cmd_infer)
+    demo = sub.add_parser("demo", help="run the quick-start demo")
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return the exit code (argparse usage errors exit with 2)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except (LayoutError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -1,0 +1,117 @@
+"""The ``layoutkit`` command: the installed entry point in a subprocess, and ``main()`` in process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from layoutkit.cli import main
+
+_BIN = os.path.join(os.path.dirname(sys.executable), "layoutkit")
+
+
+def _command() -> list[str]:
+    """The installed entry point next to this interpreter, else ``python -m layoutkit.cli``."""
+    if os.path.exists(_BIN) and os.access(_BIN, os.X_OK):
+        return [_BIN]
+    found = shutil.which("layoutkit")
+    return [found] if found else [sys.executable, "-m", "layoutkit.cli"]
+
+
+def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(_command() + list(args), capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+# ---- the installed command (subprocess) ---------------------------------------------------------
+
+
+def test_show_new_form_with_table_and_plot(tmp_path):
+    out = run("show", "lambda i, j: i * 8 + (j ^ i)", "--shape", "4,8", "--plot", str(tmp_path), "--formats", "svg")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + (_j ^ _i),))"
+    assert "  1   9   8  11  10  13  12  15  14" in lines
+    assert "bijective onto the output box: proved by enumerate" in out.stdout
+    assert "inverse: Layout((32,) -> (4, 8)" in out.stdout
+    assert sorted(os.listdir(tmp_path)) == ["layout_input.svg", "layout_output.svg"]
+    ET.parse(tmp_path / "layout_input.svg")  # well-formed
+    assert out.stderr == ""
+
+
+def test_show_old_positional_form():
+    out = run("show", "8x8", "lambda i, j: (j, i)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))")
+    assert "inverse: Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))" in out.stdout
+
+
+def test_check_exit_codes():
+    ok = run("check", "lambda i, j: i * 8 + (j ^ i)", "--shape", "8x8")
+    assert ok.returncode == 0 and "verdict: bijective" in ok.stdout and "method:  enumerate" in ok.stdout
+    bad = run("check", "lambda i, j: i + j", "--shape", "8,8")
+    assert bad.returncode == 1
+    assert "verdict: not bijective" in bad.stdout and "witness: (0, 1) and (1, 0) both map to (1,)" in bad.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["check", "lambda i, j: i +", "--shape", "8,8"], "cannot parse index function"),
+    (["check", "lambda i, j: __import__('os')", "--shape", "2,2"], "unsupported syntax"),
+    (["check", "lambda i: i"], "missing --shape"),
+    (["show", "lambda i, j: i", "--shape", "0,4"], "shape must be positive integers"),
+    (["show", "lambda i: i", "--shape", "4,4"], "must take 2 arguments"),
+    (["infer", "gemm.py"], "not available yet"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_errors_go_to_stderr_with_exit_2(args, message):
+    out = run(*args)
+    assert out.returncode == 2
+    assert message in out.stderr and out.stdout == ""
+
+
+def test_module_fallback_runs():
+    out = subprocess.run([sys.executable, "-m", "layoutkit.cli", "check", "lambda i: i", "--shape", "4"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "verdict: bijective" in out.stdout
+
+
+# ---- in process (fast) ---------------------------------------------------------------------------
+
+
+def test_show_fragment_four_line_view(capsys):
+    assert main(["show", "lambda i, j: j % 2", "--shape", "4,4", "--thread", "lambda i, j: i * 2 + j // 2"]) == 0
+    out = capsys.readouterr().out
+    assert "Shape:     [4, 4] -> [2] registers per thread" in out
+    assert "Replicate: 1" in out and "  0  T0:L0  T0:L1  T1:L0  T1:L1" in out
+    assert "injective (one element per thread register): proved" in out
+
+
+def test_check_fragment_injectivity(capsys):
+    assert main(["check", "lambda i, j: 0", "--shape", "2,2", "--thread", "lambda i, j: i"]) == 1
+    assert "not injective" in capsys.readouterr().out
+
+
+def test_large_layout_skips_table_and_isl_method(capsys):
+    assert main(["show", "lambda i, j: i * 64 + j", "--shape", "64,64", "--method", "isl"]) == 0
+    out = capsys.readouterr().out
+    assert "proved by isl" in out and len(out.splitlines()) == 3
+
+
+def test_shape_given_twice_is_an_error(capsys):
+    assert main(["show", "8x8", "lambda i, j: (j, i)", "--shape", "8,8"]) == 2
+    assert "give the shape once" in capsys.readouterr().err
+
+
+def test_demo_still_runs(capsys):
+    assert main(["demo"]) == 0
+    assert "== layoutkit demo ==" in capsys.readouterr().out
+
+
+def test_plot_without_matplotlib_is_exit_2(capsys, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["show", "lambda i: i", "--shape", "4", "--plot", str(tmp_path)]) == 2
+    assert "pip install layoutkit[plot]" in capsys.readouterr().err
