@@ -41,6 +41,7 @@ import oracles  # noqa: E402
 from ascend import bench_ascend  # noqa: E402
 from fragments import bench_fragments  # noqa: E402
 from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
+from infer import bench_infer  # noqa: E402
 from nv import bench_nv  # noqa: E402
 from plot import bench_plot  # noqa: E402
 from tla import bench_tla  # noqa: E402
@@ -52,7 +53,7 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
-SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot")
+SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer")
 
 
 # ---- the layouts (plain functions: they run on layoutkit placeholders, TileLang vars and ints) ----
@@ -631,6 +632,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         FAILURES.extend(bench_ascend(budget))
     if "plot" in sections:
         FAILURES.extend(bench_plot(budget))
+    if "infer" in sections:
+        FAILURES.extend(bench_infer(budget))
 
     section("Summary")
     for label, t in EVAL_TARGETS:

@@ -1,0 +1,88 @@
+"""Builders for the TileLang kernels whose inferred layouts are on record (``kernels.py`` of the
+conformance data): the docs GEMM, the elementwise kernel and GEMM + bias + row max.
+
+>>> p = gemm(bM=32, bN=32, bK=32)
+>>> [op.kind for op in p.ops]
+['fill', 'copy', 'copy', 'gemm', 'copy']
+>>> p.shape_of("A_shared")
+(2, 32, 32)
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from .program import Program
+
+
+def gemm(M=1024, N=1024, K=1024, bM=128, bN=128, bK=32, threads=128, num_stages=2, dtype="float16",
+         accum_dtype="float32", policy="square", transpose_B=False, target="sm_80") -> Program:
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, K), dtype)
+    B = p.tensor("B", (N, K) if transpose_B else (K, N), dtype)
+    C = p.tensor("C", (M, N), dtype)
+    A_s = p.alloc_shared("A_shared", (bM, bK), dtype)
+    B_s = p.alloc_shared("B_shared", (bN, bK) if transpose_B else (bK, bN), dtype)
+    C_l = p.alloc_fragment("C_local", (bM, bN), accum_dtype)
+    p.clear(C_l)
+    with p.pipelined(num_stages=num_stages):
+        p.copy(A[0, 0], A_s)
+        p.copy(B[0, 0], B_s)
+        p.gemm(A_s, B_s, C_l, transpose_B=transpose_B, policy=policy)
+    p.copy(C_l, C[0, 0])
+    return p
+
+
+def elementwise(M=1024, N=1024, bM=64, bN=64, threads=128, dtype="float16", target="sm_80") -> Program:
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, N), dtype)
+    B = p.tensor("B", (M, N), dtype)
+    A_f = p.alloc_fragment("A_frag", (bM, bN), dtype)
+    B_f = p.alloc_fragment("B_frag", (bM, bN), dtype)
+    p.copy(A[0, 0], A_f)
+    p.parallel((bM, bN), writes=[(B_f, lambda i, j: (i, j))], reads=[(A_f, lambda i, j: (i, j))])
+    p.copy(B_f, B[0, 0])
+    return p
+
+
+def gemm_rowmax_bias(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, dtype="float16",
+                     accum_dtype="float32", target="sm_80") -> Program:
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, K), dtype)
+    B = p.tensor("B", (K, N), dtype)
+    Bias = p.tensor("Bias", (N,), accum_dtype)
+    C = p.tensor("C", (M, N), dtype)
+    RowMax = p.tensor("RowMax", (M,), accum_dtype)
+    A_s = p.alloc_shared("A_shared", (bM, bK), dtype)
+    B_s = p.alloc_shared("B_shared", (bK, bN), dtype)
+    C_l = p.alloc_fragment("C_local", (bM, bN), accum_dtype)
+    bias = p.alloc_fragment("bias_frag", (bN,), accum_dtype)
+    row_max = p.alloc_fragment("row_max", (bM,), accum_dtype)
+    p.clear(C_l)
+    with p.pipelined(num_stages=2):
+        p.copy(A[0, 0], A_s)
+        p.copy(B[0, 0], B_s)
+        p.gemm(A_s, B_s, C_l)
+    p.copy(Bias[0], bias)
+    p.parallel((bM, bN), writes=[(C_l, lambda i, j: (i, j))], reads=[(C_l, lambda i, j: (i, j)),
+                                                                      (bias, lambda i, j: (j,))])
+    p.reduce(C_l, row_max, dim=1, kind="max")
+    p.copy(C_l, C[0, 0])
+    p.copy(row_max, RowMax[0])
+    return p
+
+
+def from_record(kernel: dict, target: dict) -> Program:
+    """The program of a ``gemm_inferred.json`` case (its ``kernel`` and ``target`` fields)."""
+    k = dict(kernel)
+    kind = k.pop("kernel")
+    arch = target.get("arch", "sm_80")
+    rename = {"block_M": "bM", "block_N": "bN", "block_K": "bK"}
+    k = {rename.get(a, a): v for a, v in k.items()}
+    if "policy" in k:
+        k["policy"] = str(k["policy"]).lower()
+    builders = {"gemm": gemm, "elementwise": elementwise, "gemm_bias_rowmax": gemm_rowmax_bias,
+                "gemm_rowmax_bias": gemm_rowmax_bias}
+    build = builders[kind]
+    params = inspect.signature(build).parameters
+    return build(target=arch, **{a: v for a, v in k.items() if a in params})

@@ -1,0 +1,384 @@
+"""The tile-program IR layout inference works on.
+
+A :class:`Program` holds buffers (global tensors, shared memory, register fragments, per-thread
+locals) and a list of tile operations over them: copies between regions, GEMMs, parallel loops with
+read/write index functions, reductions, fills, atomic adds and transposes.  ``pipelined(num_stages)``
+multi-versions the shared buffers written inside it (a leading stage dim, as TileLang's pipeline
+pass does before layout inference).  Programs round-trip through JSON; index functions are stored as
+expression text and parsed back by :func:`layoutkit.algebra.parse_expr` (no ``eval``).
+
+>>> p = Program(threads=128, target="sm_80")
+>>> A = p.tensor("A", (1024, 1024), "float16")
+>>> A_s = p.alloc_shared("A_shared", (32, 32), "float16")
+>>> with p.pipelined(num_stages=2):
+...     _ = p.copy(A[0:32, 0:32], A_s)
+>>> p.shape_of(A_s)
+(2, 32, 32)
+>>> Program.from_json(p.to_json()).to_json() == p.to_json()
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from ..algebra.layout import Layout, check_shape, placeholder
+from ..algebra.nodes import Expr, as_expr
+from ..algebra.parse import parse_expr
+from ..dtypes import canonical_dtype
+from ..errors import ShapeError
+from . import validate
+
+SCOPES = ("global", "shared", "shared.dyn", "local.fragment", "local")
+FRAGMENT = "local.fragment"
+
+
+def is_shared(scope: str) -> bool:
+    return scope in ("shared", "shared.dyn")
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A named buffer: logical ``shape`` (without pipeline stages), ``dtype`` and memory ``scope``.
+    ``alias_of`` names the buffer whose storage this one views."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    scope: str
+    alias_of: str | None = None
+
+    @property
+    def is_fragment(self) -> bool:
+        return self.scope == FRAGMENT
+
+    def __getitem__(self, key) -> Region:
+        """``A[0:32, 0:32]`` (a region) or ``A[64, 32]`` (a start point, extents completed from the
+        other side of a copy)."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != len(self.shape):
+            raise ShapeError(f"buffer {self.name} has rank {len(self.shape)}; indexed with {len(key)} subscripts")
+        if not any(isinstance(k, slice) for k in key):
+            return Region(self, tuple(int(k) for k in key), None)
+        starts, extents = [], []
+        for k, n in zip(key, self.shape):
+            if isinstance(k, slice):
+                if k.step not in (None, 1):
+                    raise ShapeError(f"buffer {self.name}: region slices take no step; found {k}")
+                lo = 0 if k.start is None else int(k.start)
+                hi = n if k.stop is None else int(k.stop)
+                starts.append(lo)
+                extents.append(hi - lo)
+            else:
+                starts.append(int(k))
+                extents.append(1)
+        return Region(self, tuple(starts), tuple(extents))
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "scope": self.scope}
+        if self.alias_of:
+            d["alias_of"] = self.alias_of
+        return d
+
+
+@dataclass(frozen=True)
+class Region:
+    """``buffer[starts : starts + extents]``; ``extents is None`` for a start point."""
+
+    buffer: Buffer
+    starts: tuple[int, ...]
+    extents: tuple[int, ...] | None
+
+    def to_dict(self) -> dict:
+        return {"buffer": self.buffer.name, "starts": list(self.starts),
+                "extents": None if self.extents is None else list(self.extents)}
+
+
+def as_region(x: Buffer | Region) -> Region:
+    if isinstance(x, Region):
+        return x
+    if isinstance(x, Buffer):
+        return Region(x, (0,) * len(x.shape), x.shape)
+    raise ShapeError(f"expected a Buffer or a region of one; found {type(x).__name__}")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One buffer access of a loop: ``indices`` are expressions over the loop vars ``_i, _j, ...``."""
+
+    buffer: str
+    indices: tuple[Expr, ...]
+    is_write: bool
+
+
+@dataclass(frozen=True)
+class Op:
+    """A tile operation.  ``kind`` is the rule key; ``args`` its parameters (JSON-ready);
+    ``loop`` the loop shape and ``accesses`` for ops that lower to a parallel loop."""
+
+    kind: str
+    uid: int
+    args: dict = field(default_factory=dict, compare=False, hash=False)
+    loop: tuple[int, ...] | None = None
+    accesses: tuple[Access, ...] = ()
+    buffers: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.kind}#{self.uid}"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Program:
+    """A kernel body for layout inference (see the module doc)."""
+
+    def __init__(self, threads: int = 128, target: str = "sm_80"):
+        self.threads = validate.positive(threads, "Program threads")
+        self.target = str(target)
+        self.buffers: dict[str, Buffer] = {}
+        self.ops: list[Op] = []
+        self.annotations: dict[str, Layout] = {}
+        self.stages: dict[str, int] = {}
+        self._stage: int | None = None
+        self._uid = 0
+
+    # ---- buffers --------------------------------------------------------------------------------
+    def _add(self, name: str, shape, dtype, scope: str, alias_of: str | None = None) -> Buffer:
+        if name in self.buffers:
+            raise ShapeError(f"buffer {name!r} is already declared")
+        if scope not in SCOPES:
+            raise ShapeError(f"buffer {name!r}: unknown scope {scope!r}; expected one of {SCOPES}")
+        buf = Buffer(str(name), check_shape(shape, f"buffer {name} shape"), canonical_dtype(dtype), scope, alias_of)
+        self.buffers[buf.name] = buf
+        return buf
+
+    def tensor(self, name: str, shape, dtype) -> Buffer:
+        return self._add(name, shape, dtype, "global")
+
+    def alloc_shared(self, name: str, shape, dtype, scope: str = "shared.dyn") -> Buffer:
+        return self._add(name, shape, dtype, scope)
+
+    def alloc_fragment(self, name: str, shape, dtype) -> Buffer:
+        return self._add(name, shape, dtype, FRAGMENT)
+
+    def alloc_local(self, name: str, shape, dtype) -> Buffer:
+        return self._add(name, shape, dtype, "local")
+
+    def alias(self, name: str, base: Buffer, shape=None, dtype=None) -> Buffer:
+        """A view of ``base``'s storage (same scope); layouts are copied to it after inference,
+        rescaled by the element-width ratio."""
+        root = base.alias_of or base.name
+        return self._add(name, base.shape if shape is None else shape, dtype or base.dtype, base.scope, root)
+
+    def shape_of(self, buf: Buffer | str) -> tuple[int, ...]:
+        """The buffer's shape as layout inference sees it (pipeline stage dim included)."""
+        b = self.buffers[buf if isinstance(buf, str) else buf.name]
+        s = self.stages.get(b.name) or self.stages.get(b.alias_of or "", 1)
+        return ((s,) + b.shape) if s > 1 else b.shape
+
+    def _own(self, x: Buffer | Region) -> Region:
+        r = as_region(x)
+        if self.buffers.get(r.buffer.name) != r.buffer:
+            raise ShapeError(f"buffer {r.buffer.name!r} does not belong to this program")
+        return r
+
+    # ---- ops ------------------------------------------------------------------------------------
+    def _emit(self, kind: str, args: dict, loop=None, accesses=()) -> Op:
+        names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
+                                                                      if k in ("A", "B", "C", "src", "dst")
+                                                                      and isinstance(v, str)]))
+        op = Op(kind, self._uid, args, loop, tuple(accesses), names)
+        self._uid += 1
+        self.ops.append(op)
+        return op
+
+    def copy(self, src: Buffer | Region, dst: Buffer | Region) -> Op:
+        s, d = self._own(src), self._own(dst)
+        sr, dr, loop = validate.copy_regions(s, d, f"copy#{self._uid}")
+        if self._stage and is_shared(d.buffer.scope):
+            self.stages[d.buffer.name] = self._stage
+        accesses = (_region_access(s.buffer, sr, loop, False), _region_access(d.buffer, dr, loop, True))
+        return self._emit("copy", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
+                                   "dst_region": dr, "cast": s.buffer.dtype != d.buffer.dtype}, loop, accesses)
+
+    def gemm(self, A: Buffer, B: Buffer, C: Buffer, transpose_A: bool = False, transpose_B: bool = False,
+             policy: str = "square", clear_accum: bool = False) -> Op:
+        for b in (A, B, C):
+            self._own(b)
+        args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": bool(transpose_A),
+                "transpose_B": bool(transpose_B), "policy": str(policy).lower(), "clear_accum": bool(clear_accum)}
+        validate.gemm(A, B, C, args, f"gemm#{self._uid}")
+        return self._emit("gemm", args)
+
+    def parallel(self, shape: Sequence[int], writes=(), reads=()) -> Op:
+        """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
+        where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``)."""
+        loop = check_shape(shape, "parallel loop shape")
+        what = f"parallel#{self._uid}"
+        accesses = []
+        for is_write, group in ((True, writes), (False, reads)):
+            for buf, fn in group:
+                self._own(buf)
+                accesses.append(Access(buf.name, validate.loop_indices(buf, fn, loop, what), is_write))
+        return self._emit("parallel", {}, loop, accesses)
+
+    def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:
+        r = self._own(buf)
+        ext = r.extents if r.extents is not None else r.buffer.shape
+        acc = _region_access(r.buffer, (r.starts, tuple(ext)), tuple(ext), True)
+        return self._emit("fill", {"dst": r.buffer.name, "value": float(value)}, tuple(ext), (acc,))
+
+    def clear(self, buf: Buffer | Region) -> Op:
+        return self.fill(buf, 0.0)
+
+    def reduce(self, src: Buffer, dst: Buffer, dim: int = -1, kind: str = "sum", clear: bool = True) -> Op:
+        self._own(src)
+        self._own(dst)
+        d = validate.reduce(src, dst, dim, kind, f"reduce#{self._uid}")
+        return self._emit("reduce", {"src": src.name, "dst": dst.name, "dim": d, "kind": kind,
+                                     "clear": bool(clear)})
+
+    def transpose(self, src: Buffer, dst: Buffer) -> Op:
+        self._own(src)
+        self._own(dst)
+        validate.transpose(src, dst, f"transpose#{self._uid}")
+        n, m = src.shape
+        i, j = placeholder(0, n), placeholder(1, m)
+        acc = (Access(src.name, (i, j), False), Access(dst.name, (j, i), True))
+        return self._emit("transpose", {"src": src.name, "dst": dst.name}, (n, m), acc)
+
+    def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False) -> Op:
+        """Tile form ``atomic_add(dst_region, src_region)`` or scalar form ``atomic_add(dst[point], value,
+        return_prev=...)``; only the scalar form may return the previous value."""
+        what = f"atomic_add#{self._uid}"
+        d = self._own(dst)
+        if isinstance(src, (int, float)):
+            validate.atomic_scalar(d, what)
+            return self._emit("atomic_add", {"dst": d.buffer.name, "starts": list(d.starts), "value": float(src),
+                                             "return_prev": bool(return_prev)})
+        if return_prev:
+            raise validate.OpValidationError(f"{what}: the tile-region form of atomic_add cannot return the "
+                                             f"previous value (only the scalar form can)", what, d.buffer.name)
+        s = self._own(src)
+        sr, dr, loop = validate.copy_regions(s, d, what)
+        accesses = (_region_access(s.buffer, sr, loop, False), _region_access(d.buffer, dr, loop, True))
+        return self._emit("atomic_add", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
+                                         "dst_region": dr}, loop, accesses)
+
+    def annotate_layout(self, mapping: dict) -> None:
+        """``{buffer: Layout}``: strict layouts inference can never override."""
+        for buf, layout in mapping.items():
+            self._own(buf)
+            if not isinstance(layout, Layout):
+                raise ShapeError(f"annotate_layout: {buf.name} needs a Layout or Fragment; found {type(layout)}")
+            self.annotations[buf.name] = layout
+
+    @contextmanager
+    def pipelined(self, num_stages: int = 2) -> Iterator[Program]:
+        """Shared buffers written inside get a leading stage dim of ``num_stages`` (when > 1)."""
+        old, self._stage = self._stage, validate.positive(num_stages, "num_stages")
+        try:
+            yield self
+        finally:
+            self._stage = old
+
+    # ---- JSON -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        ops = []
+        for op in self.ops:
+            d = {"kind": op.kind, "uid": op.uid, "args": _jsonable(op.args)}
+            if op.loop is not None:
+                d["loop"] = list(op.loop)
+                d["accesses"] = [{"buffer": a.buffer, "indices": [str(e) for e in a.indices],
+                                  "write": a.is_write} for a in op.accesses]
+            ops.append(d)
+        ann = {}
+        for name, lay in self.annotations.items():
+            ann[name] = _layout_dict(lay)
+        return {"threads": self.threads, "target": self.target,
+                "buffers": [b.to_dict() for b in self.buffers.values()], "stages": dict(self.stages),
+                "ops": ops, "annotations": ann}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Program:
+        """Rebuild a program; index expressions are parsed by the safe parser."""
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ShapeError(f"Program.from_json: not JSON ({err.msg})") from None
+        p = cls(d["threads"], d["target"])
+        for b in d["buffers"]:
+            p._add(b["name"], b["shape"], b["dtype"], b["scope"], b.get("alias_of"))
+        p.stages = {k: int(v) for k, v in d.get("stages", {}).items()}
+        for o in d["ops"]:
+            loop = tuple(o["loop"]) if o.get("loop") is not None else None
+            accesses = ()
+            if loop is not None:
+                names = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", loop))}
+                accesses = tuple(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"])
+                                 for a in o["accesses"])
+                for a in accesses:
+                    if a.buffer not in p.buffers:
+                        raise ShapeError(f"{o['kind']}#{o['uid']}: unknown buffer {a.buffer!r}")
+            args = {k: (tuple(tuple(x) for x in v) if k.endswith("_region") else v) for k, v in o["args"].items()}
+            p.ops.append(Op(o["kind"], int(o["uid"]), args, loop, accesses,
+                            tuple(dict.fromkeys([a.buffer for a in accesses] + [
+                                v for k, v in args.items() if k in ("A", "B", "C", "src", "dst")]))))
+            p._uid = max(p._uid, int(o["uid"]) + 1)
+        for name, ld in d.get("annotations", {}).items():
+            p.annotations[name] = _layout_from(ld)
+        return p
+
+
+def _region_access(buf: Buffer, region, loop: tuple[int, ...], is_write: bool) -> Access:
+    """Indices of a copy side: unit dims stay at their start, the others take the loop vars in order
+    (TileLang drops unit extents when it builds a copy's loop nest)."""
+    starts, extents = region
+    loop_vars = [placeholder(d, e) for d, e in enumerate(loop)]
+    k = 0
+    idx: list[Expr] = []
+    for s, e in zip(starts, extents):
+        if e == 1:
+            idx.append(as_expr(s))
+            continue
+        idx.append(loop_vars[k] + s if s else loop_vars[k])
+        k += 1
+    return Access(buf.name, tuple(idx), is_write)
+
+
+def _jsonable(args: dict) -> dict:
+    return {k: ([list(x) for x in v] if k.endswith("_region") else v) for k, v in args.items()}
+
+
+def _layout_dict(lay: Layout) -> dict:
+    from ..fragment.fragment import Fragment
+
+    d = {"shape": list(lay.input_shape), "index": [str(e) for e in lay.forward_index]}
+    if isinstance(lay, Fragment):
+        d.update(thread=str(lay.forward_thread), replicate=lay.replicate_size,
+                 thread_range=None if lay.thread_range is None else list(lay.thread_range))
+    return d
+
+
+def _layout_from(d: dict) -> Layout:
+    from ..fragment.fragment import Fragment, rep_var
+
+    shape = check_shape(d["shape"])
+    names: dict = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", shape))}
+    if "thread" in d:
+        names["_rep"] = rep_var(int(d["replicate"]))
+        tr = d.get("thread_range")
+        return Fragment.from_exprs(shape, [parse_expr(t, names) for t in d["index"]], parse_expr(d["thread"], names),
+                                   int(d["replicate"]), None if tr is None else tuple(tr))
+    return Layout.from_exprs(shape, [parse_expr(t, names) for t in d["index"]])
+
+
+IndexFn = Callable[..., object]

@@ -1,0 +1,148 @@
+"""Validation of tile operations, as the primitives chapter describes; every violation is an
+:class:`OpValidationError` naming the op and the buffer.
+
+>>> from layoutkit.infer import Program
+>>> p = Program()
+>>> a = p.alloc_fragment("a", (4, 8), "float32")
+>>> b = p.alloc_fragment("b", (8, 4), "float32")
+>>> try:
+...     p.copy(a, b)
+... except OpValidationError as e:
+...     print(e.op, e.buffer)
+copy#0 b
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from ..algebra.layout import call_index_fn, placeholder
+from ..algebra.nodes import Expr, as_expr
+from ..algebra.parse import parse_index_fn
+from ..errors import ExprError, ShapeError
+
+if TYPE_CHECKING:
+    from .program import Buffer, Region
+
+REDUCE_KINDS = ("sum", "abssum", "max", "min", "absmax")
+
+
+class OpValidationError(ShapeError):
+    """A tile op is malformed; ``op`` names it (``copy#3``) and ``buffer`` the buffer concerned."""
+
+    def __init__(self, message: str, op: str, buffer: str | None = None):
+        super().__init__(message)
+        self.op = op
+        self.buffer = buffer
+
+
+def positive(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ShapeError(f"{what} must be a positive integer; found {value!r}")
+    return value
+
+
+def _complete(r: Region, other: Region, what: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A start point takes the other side's non-unit extents, right-aligned."""
+    if r.extents is not None:
+        return r.starts, r.extents
+    if other.extents is None:
+        raise OpValidationError(f"{what}: both sides are start points; one side needs extents", what,
+                                r.buffer.name)
+    ext = [e for e in other.extents if e != 1]
+    if len(ext) > len(r.starts):
+        raise OpValidationError(f"{what}: cannot complete {r.buffer.name}{list(r.starts)} with extents "
+                                f"{other.extents}", what, r.buffer.name)
+    return r.starts, tuple([1] * (len(r.starts) - len(ext)) + ext)
+
+
+def copy_regions(src: Region, dst: Region, what: str):
+    """Check a copy's two regions; returns ``(src_region, dst_region, loop_shape)``."""
+    whole = (src.extents == src.buffer.shape and not any(src.starts)
+             and dst.extents == dst.buffer.shape and not any(dst.starts))
+    if whole and src.buffer.shape != dst.buffer.shape:
+        raise OpValidationError(f"{what}: whole-buffer copy needs equal shapes; {src.buffer.name} is "
+                                f"{src.buffer.shape}, {dst.buffer.name} is {dst.buffer.shape}", what, dst.buffer.name)
+    s = _complete(src, dst, what)
+    d = _complete(dst, src, what)
+    for (starts, extents), b in ((s, src.buffer), (d, dst.buffer)):
+        for k, (lo, e, n) in enumerate(zip(starts, extents, b.shape)):
+            if lo < 0 or e <= 0 or lo + e > n:
+                raise OpValidationError(f"{what}: region [{lo}:{lo + e}] of dim {k} lies outside {b.name} "
+                                        f"{b.shape}", what, b.name)
+    se = tuple(e for e in s[1] if e != 1)
+    de = tuple(e for e in d[1] if e != 1)
+    if se != de:
+        raise OpValidationError(f"{what}: copy extents differ: {src.buffer.name} {s[1]} vs {dst.buffer.name} "
+                                f"{d[1]}", what, dst.buffer.name)
+    return s, d, (se or (1,))
+
+
+def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, int, int]:
+    """M/N/K from the last two dims (transpose flags swap the roles)."""
+    for b, name in ((A, "A"), (B, "B"), (C, "C")):
+        if len(b.shape) < 2:
+            raise OpValidationError(f"{what}: operand {name} ({b.name}) needs rank >= 2; found {b.shape}", what,
+                                    b.name)
+    a0, a1 = A.shape[-2:]
+    b0, b1 = B.shape[-2:]
+    M, Ka = (a1, a0) if args["transpose_A"] else (a0, a1)
+    Kb, N = (b1, b0) if args["transpose_B"] else (b0, b1)
+    if Ka != Kb:
+        raise OpValidationError(f"{what}: K differs: A {A.name} {A.shape} gives {Ka}, B {B.name} {B.shape} "
+                                f"gives {Kb}", what, B.name)
+    if tuple(C.shape[-2:]) != (M, N):
+        raise OpValidationError(f"{what}: C {C.name} is {C.shape}; expected [..., {M}, {N}]", what, C.name)
+    if C.scope != "local.fragment":
+        raise OpValidationError(f"{what}: C {C.name} must be a fragment; found scope {C.scope}", what, C.name)
+    return M, N, Ka
+
+
+def reduce(src: Buffer, dst: Buffer, dim: int, kind: str, what: str) -> int:
+    """Normalise ``dim``; the output drops the axis or keeps it as 1."""
+    if kind not in REDUCE_KINDS:
+        raise OpValidationError(f"{what}: unknown reduction {kind!r}; expected one of {REDUCE_KINDS}", what, src.name)
+    r = len(src.shape)
+    if not -r <= dim < r:
+        raise OpValidationError(f"{what}: dim {dim} out of range for {src.name} of rank {r}", what, src.name)
+    d = dim % r
+    dropped = src.shape[:d] + src.shape[d + 1:]
+    kept = src.shape[:d] + (1,) + src.shape[d + 1:]
+    if dst.shape not in (dropped or (1,), kept):
+        raise OpValidationError(f"{what}: output {dst.name} is {dst.shape}; expected {dropped or (1,)} or {kept}",
+                                what, dst.name)
+    return d
+
+
+def transpose(src: Buffer, dst: Buffer, what: str) -> None:
+    if len(src.shape) != 2 or dst.shape != src.shape[::-1]:
+        raise OpValidationError(f"{what}: transpose needs 2-D {src.name} {src.shape} and {dst.name} of the "
+                                f"reversed shape; found {dst.shape}", what, dst.name)
+
+
+def atomic_scalar(dst: Region, what: str) -> None:
+    if dst.extents is not None and math.prod(dst.extents) != 1:
+        raise OpValidationError(f"{what}: scalar atomic_add needs one element of {dst.buffer.name}; found extents "
+                                f"{dst.extents}", what, dst.buffer.name)
+
+
+def loop_indices(buf: Buffer, fn, loop: tuple[int, ...], what: str) -> tuple[Expr, ...]:
+    """Evaluate an index function (callable or lambda text) on the loop placeholders."""
+    variables = [placeholder(d, e) for d, e in enumerate(loop)]
+    try:
+        if isinstance(fn, str):
+            fn = parse_index_fn(fn)
+        out = call_index_fn(fn, variables, f"{what} index function of {buf.name}")
+    except (ExprError, ShapeError) as err:
+        raise OpValidationError(f"{what}: bad index function for {buf.name}: {err}", what, buf.name) from None
+    out = tuple(as_expr(e) for e in out)
+    if len(out) != len(buf.shape):
+        raise OpValidationError(f"{what}: {buf.name} has rank {len(buf.shape)}; the index function gives "
+                                f"{len(out)} indices", what, buf.name)
+    for k, (e, n) in enumerate(zip(out, buf.shape)):
+        lo, hi = e.lo, e.hi
+        if lo < 0 or hi > n - 1:
+            raise OpValidationError(f"{what}: index {e} of {buf.name} dim {k} ranges over [{lo}, {hi}], outside "
+                                    f"[0, {n})", what, buf.name)
+    return out
