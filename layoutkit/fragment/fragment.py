@@ -30,7 +30,7 @@ from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
 from ..algebra.layout import Layout, _arity, _positive, check_shape, normalize_outputs, placeholder, reshape_mapping
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
-from ..algebra.simplify import add, floordiv, floormod, scale, substitute
+from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
 from ..errors import ExprError, LayoutError, ShapeError
 from .splits import flatten_digits, unused_digits
 
@@ -256,28 +256,48 @@ class Fragment(Layout):
 
     def condense_rep_var(self) -> Fragment:
         """Keep only the digits of ``_rep`` the thread map reads: ``_rep % 2 * 32`` with R=4
-        becomes ``_rep * 32`` with R=2."""
-        from .splits import digit_expr, digit_extent, used_digits
+        becomes ``_rep * 32`` with R=2.
+
+        As TileLang's ``CondenseReplicateVar`` does, when the thread map is a sum of ``_rep``
+        digits, the digit with the largest thread stride becomes the lowest digit of the new
+        ``_rep`` (this fixes the replica order, not just the set of threads):
+
+        >>> f = Fragment.from_exprs([4], None, rep_var(64) // 32 * 32 + rep_var(64) % 8 * 4 + Var("_i", 4), 64)
+        >>> print(f.condense_rep_var().forward_thread)
+        _rep % 2 * 32 + _rep // 2 * 4 + _i
+        """
+        from .splits import digit_extent, used_digits
 
         rep = self.rep_var
-        used = sorted(set(used_digits(self._thread, (rep,))[rep]))
-        if not used:
+        if rep not in free_vars(self._thread):
             return self._rebuild(thread=self._thread, replicate=1)
-        digits = []
-        for lo, up in used:
-            if digits and lo < digits[-1][2]:
-                digits[-1] = (rep, digits[-1][1], max(up, digits[-1][2]))
-            else:
-                digits.append((rep, lo, up))
-        new_r = math.prod(digit_extent(d) for d in digits)
-        if new_r == self._replicate:
+        terms, _ = linear(self._thread)
+        rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
+        if all(split_view(atom)[0] == rep for atom, _ in rep_terms):
+            # TileLang order: larger thread stride -> lower digit of the new _rep
+            digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
+            atoms = [d[3] for d in digits]
+            extents = [digit_extent((rep, lo, up if up is not None else self._replicate)) for _, lo, up, _ in digits]
+        else:
+            used = sorted(set(used_digits(self._thread, (rep,))[rep]))
+            merged: list[tuple[int, int]] = []
+            for lo, up in used:
+                if merged and lo < merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(up, merged[-1][1]))
+                else:
+                    merged.append((lo, up))
+            atoms = [make_split(rep, lo, None if up >= self._replicate else up) for lo, up in merged]
+            extents = [digit_extent((rep, lo, up)) for lo, up in merged]
+        new_r = math.prod(extents)
+        if new_r >= self._replicate:
             return self
         new_rep = rep_var(new_r)
-        mapping = {}
+        mapping: dict[Expr, Expr] = {}
         stride = 1
-        for d in digits:
-            mapping[digit_expr(d)] = floormod(floordiv(new_rep, Const(stride)), Const(digit_extent(d)))
-            stride *= digit_extent(d)
+        for atom, ext in zip(atoms, extents):
+            digit = floordiv(new_rep, Const(stride))
+            mapping[atom] = digit if stride * ext >= new_r else floormod(digit, Const(ext))
+            stride *= ext
         thread = substitute(self._thread, mapping)
         if rep in free_vars(thread):
             raise LayoutError(f"cannot condense _rep in {self._thread}: it is read other than through digits")

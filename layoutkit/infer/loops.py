@@ -17,8 +17,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var, free_vars
-from ..algebra.simplify import floordiv, floormod, linear, make_split, split_view, substitute
+from ..algebra.nodes import Const, Expr, Var
+from ..algebra.simplify import floordiv, floormod, linear, make_split, substitute
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
@@ -38,39 +38,8 @@ class RuleConflict(LayoutError):
 # ---- fragment helpers ------------------------------------------------------------------------------
 
 def condense(frag: Fragment) -> Fragment:
-    """TileLang's ``CondenseReplicateVar``: keep the digits of ``_rep`` the thread map uses; the digit
-    with the largest thread stride becomes the lowest digit of the new ``_rep``.
-
-    >>> f = Fragment.from_exprs((4,), None, rep_var(64) // 32 * 32 + rep_var(64) % 8 * 4 + placeholder(0, 4), 64)
-    >>> print(condense(f).forward_thread)
-    _rep % 2 * 32 + _rep // 2 * 4 + _i
-    """
-    rep = frag.rep_var
-    if frag.replicate_size == 1 or rep not in free_vars(frag.forward_thread):
-        thread = substitute(frag.forward_thread, {rep: Const(0)})
-        return Fragment.from_exprs(frag.input_shape, frag.forward_index, thread, 1, frag.thread_range)
-    terms, const = linear(frag.forward_thread)
-    digits = []
-    for atom, coeff in terms.items():
-        if rep in free_vars(atom):
-            base, lo, up = split_view(atom)
-            if base != rep:
-                return frag
-            digits.append((-abs(coeff), lo, up if up is not None else frag.replicate_size, atom))
-    digits.sort(key=lambda d: d[0])
-    extents = [-(-min(up, frag.replicate_size) // lo) for _, lo, up, _ in digits]
-    new_r = math.prod(extents)
-    if new_r >= frag.replicate_size:
-        return frag
-    new_rep = rep_var(new_r)
-    mapping: dict[Expr, Expr] = {}
-    stride = 1
-    for (_, _, _, atom), ext in zip(digits, extents):
-        mapping[atom] = floormod(floordiv(new_rep, Const(stride)), Const(ext)) if stride * ext < new_r else \
-            floordiv(new_rep, Const(stride))
-        stride *= ext
-    thread = substitute(frag.forward_thread, mapping)
-    return Fragment.from_exprs(frag.input_shape, frag.forward_index, thread, new_r, frag.thread_range)
+    """TileLang's ``CondenseReplicateVar`` (see :meth:`Fragment.condense_rep_var`)."""
+    return frag.condense_rep_var()
 
 
 def bind(frag: Fragment, rng: tuple[int, int]) -> Fragment:
