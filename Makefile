@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m layoutkit.demo
+	$(VENV)/bin/layoutkit infer examples/gemm.py --plot out/
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto

@@ -5,7 +5,7 @@
     layoutkit show "lambda i, j: j % 2" --shape 8,8 --thread "lambda i, j: i * 4 + j // 2"  # a fragment
     layoutkit check "lambda i, j: i * 8 + (j ^ i)" --shape 8,8      # bijection proof; exit 0 / 1
     layoutkit demo                                                   # the quick-start demo
-    layoutkit infer PROGRAM.py                                       # (not available yet)
+    layoutkit infer PROGRAM.py --plot out/                           # solve, print, plot
 
 Index functions are lambda text parsed safely (no eval).  Errors go to stderr; exit codes: 0 success
 (``check``: bijective), 1 (``check``: not bijective), 2 bad input or failure.
@@ -117,10 +117,72 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if proof else EXIT_REFUTED
 
 
+def load_program(path: str):
+    """An ``infer.Program`` from a ``.json`` file (safe parser) or a ``.py`` file that defines
+    ``program()`` (or a module-level ``PROGRAM``); the ``.py`` file is run as a script, like
+    ``python PROGRAM.py``."""
+    import runpy
+    from pathlib import Path
+
+    from .infer import Program
+
+    file = Path(path)
+    if not file.is_file():
+        raise LayoutError(f"no such program file: {path}")
+    if file.suffix == ".json":
+        return Program.from_json(file.read_text())
+    if file.suffix != ".py":
+        raise LayoutError(f"a program file is .py or .json; found {file.name}")
+    namespace = runpy.run_path(str(file), run_name="layoutkit_program")
+    if callable(namespace.get("program")):
+        prog = namespace["program"]()
+    elif "PROGRAM" in namespace:
+        prog = namespace["PROGRAM"]
+    else:
+        raise LayoutError(f"{file.name} defines neither program() nor PROGRAM")
+    if not isinstance(prog, Program):
+        raise LayoutError(f"{file.name}: program() returned {type(prog).__name__}, expected infer.Program")
+    return prog
+
+
 def cmd_infer(args: argparse.Namespace) -> int:
-    """Hook for ``layoutkit infer`` (layout inference lands separately): replace this body."""
-    print("error: layoutkit infer is not available yet", file=sys.stderr)
-    return EXIT_ERROR
+    """``layoutkit infer PROGRAM``: solve the layouts, print them in the four-line view, plot them."""
+    import json
+
+    from . import infer
+
+    if args.emit:
+        print("error: --emit needs code generation, which is not available yet", file=sys.stderr)
+        return EXIT_ERROR
+    prog = load_program(args.program)
+    if args.target:
+        prog.target = args.target
+    print(f"inferring {len(prog.ops)} ops on {prog.threads} threads, target {prog.target}", file=sys.stderr)
+    result = infer.infer_layouts(prog, cost_model=args.cost_model or "register-count")
+    if args.json:
+        payload = {
+            name: {"repr": str(layout), "input_shape": list(layout.input_shape),
+                   "forward_index": [str(e) for e in layout.forward_index],
+                   **({"forward_thread": str(layout.forward_thread), "replicate": layout.replicate_size,
+                       "thread_range": layout.thread_range} if isinstance(layout, Fragment) else {})}
+            for name, layout in result.layout_map.items()
+        }
+        print(json.dumps(payload, indent=1))
+    else:
+        for name, layout in result.layout_map.items():
+            print(f"== {name}")
+            print(layout.text() if isinstance(layout, Fragment) else f"Layout:    {layout}")
+            for step in result.explain(name):
+                print(f"   {step}")
+        for name, guard in result.predicates.items():
+            print(f"guard of {name}: {guard}")
+    if args.plot:
+        from .plot import plot_layout
+
+        for name, layout in result.layout_map.items():
+            for path in plot_layout(layout, args.plot, name, formats="png"):
+                print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -152,9 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="prove or refute bijectivity (exit 0: bijective, 1: not)")
     _layout_args(check)
     check.set_defaults(run=cmd_check)
-    infer = sub.add_parser("infer", help="infer the layouts of a program (not available yet)")
+    infer = sub.add_parser("infer", help="infer the layouts of a program (.py defining program(), or .json)")
     infer.add_argument("program", help="PROGRAM.py or PROGRAM.json")
-    infer.add_argument("--target", default="nv")
+    infer.add_argument("--target", help="override the program's target (sm_70 .. sm_90)")
     infer.add_argument("--cost-model")
     infer.add_argument("--plot", metavar="DIR")
     infer.add_argument("--emit", metavar="DIR")

@@ -64,7 +64,8 @@ def test_check_exit_codes():
     (["check", "lambda i: i"], "missing --shape"),
     (["show", "lambda i, j: i", "--shape", "0,4"], "shape must be positive integers"),
     (["show", "lambda i: i", "--shape", "4,4"], "must take 2 arguments"),
-    (["infer", "gemm.py"], "not available yet"),
+    (["infer", "no_such_program.py"], "no such program file"),
+    (["infer", "examples/gemm.py", "--emit", "out"], "not available yet"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_errors_go_to_stderr_with_exit_2(args, message):
@@ -115,3 +116,28 @@ def test_plot_without_matplotlib_is_exit_2(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["show", "lambda i: i", "--shape", "4", "--plot", str(tmp_path)]) == 2
     assert "pip install layoutkit[plot]" in capsys.readouterr().err
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_infer_prints_four_line_views_and_plots(tmp_path):
+    out = run("infer", str(EXAMPLES / "gemm_bias_rowmax.py"), "--plot", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "== row_max" in out.stdout and "Replicate: 8" in out.stdout
+    assert "Thread:    _rep % 2 * 64 + _i // 32 * 32 + _i % 8 * 4 + _rep // 2" in out.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "A_shared.png", "B_shared.png", "C_local.png", "bias_frag.png", "row_max.png"]
+
+
+def test_infer_json_and_program_json_round_trip(tmp_path, capsys):
+    import json
+    import runpy
+
+    prog = runpy.run_path(str(EXAMPLES / "gemm.py"))["program"](block_m=32, block_n=32)
+    path = tmp_path / "gemm.json"
+    path.write_text(prog.to_json())
+    assert main(["infer", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["C_local"]["forward_thread"] == "_j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2"
+    assert data["A_shared"]["input_shape"] == [2, 32, 32]
