@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - layout of the package changed
 
 import oracles  # noqa: E402
 from ascend import bench_ascend  # noqa: E402
+from cost import bench_cost  # noqa: E402
 from fragments import bench_fragments  # noqa: E402
 from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
 from infer import bench_infer  # noqa: E402
@@ -53,7 +54,9 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
-SECTIONS = ("eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer")
+SECTIONS = (
+    "eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer", "cost",
+)
 
 
 # ---- the layouts (plain functions: they run on layoutkit placeholders, TileLang vars and ints) ----
@@ -634,6 +637,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         FAILURES.extend(bench_plot(budget))
     if "infer" in sections:
         FAILURES.extend(bench_infer(budget))
+    if "cost" in sections:
+        FAILURES.extend(bench_cost(budget))
 
     section("Summary")
     for label, t in EVAL_TARGETS:

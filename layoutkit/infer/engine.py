@@ -23,6 +23,8 @@ from collections import ChainMap, deque
 from collections.abc import Sequence
 
 from ..algebra.layout import Layout
+from ..cost import Operand, Statement
+from ..cost import clear_caches as clear_cost_caches
 from ..dtypes import element_bits
 from ..errors import LayoutConflictError, LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
@@ -204,6 +206,26 @@ def _signature(ctx: Context, comp) -> tuple:
         sorted(str(ctx.loops[op.name]) for op in comp if op.name in ctx.loops))
 
 
+def statements(ctx: Context, comp) -> list[Statement]:
+    """The ops of ``comp`` as :class:`layoutkit.cost.Statement` (loop layout, buffers, index maps)
+    for cost models that set ``wants_statements``."""
+    out = []
+    for op in comp:
+        operands = []
+        if op.loop is not None:
+            for a in op.accesses:
+                buf = ctx.buffer(a.buffer)
+                operands.append(Operand(a.buffer, buf.scope, buf.dtype, ctx.shape(a.buffer), a.is_write, a.indices,
+                                        ctx.layouts.get(a.buffer)))
+        else:
+            for b in op.buffers:
+                buf = ctx.buffer(b)
+                operands.append(Operand(b, buf.scope, buf.dtype, ctx.shape(b), b in (op.args.get("C"),
+                                        op.args.get("dst")), None, ctx.layouts.get(b)))
+        out.append(Statement(op.name, op.kind, op.loop, ctx.loops.get(op.name), tuple(operands)))
+    return out
+
+
 def solve(program, ops=None, annotations=None, cost_model="register-count") -> Context:
     """Run the three levels on ``ops`` (default: all) with ``annotations`` (default: the program's)."""
     model = get_cost_model(cost_model)
@@ -240,7 +262,11 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
                 first_error = first_error or err
                 continue
             frags = {b: trial.layouts[b] for op in comp for b in op.buffers if b in trial.layouts}
-            key = (model.cost(frags, program), _signature(trial, comp))
+            if getattr(model, "wants_statements", False):
+                score = model.cost(frags, program, statements=statements(trial, comp))
+            else:
+                score = model.cost(frags, program)
+            key = (score, _signature(trial, comp))
             if best is None or key < best[0]:
                 best = (key, trial)
         if best is None:
@@ -281,6 +307,7 @@ def clear_caches() -> None:
     for fn in (loops.loop_from_buffer, loops.complete_buffer, loops.plan_partition, loops.reducer_layout,
                nv_rules._layouts):
         fn.cache_clear()
+    clear_cost_caches()
 
 
 def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bool = True) -> InferenceResult:

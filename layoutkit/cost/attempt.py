@@ -1,0 +1,119 @@
+"""The score of one free-mode attempt, the statements a model may look at, and the model protocol.
+
+>>> AttemptCost(0, 8) < AttemptCost(0, 16) < AttemptCost(1, 0)
+True
+>>> AttemptCost(0, 8, (3,)) < AttemptCost(0, 8, (4,))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from ..algebra.layout import Layout
+from ..errors import LayoutError
+from ..fragment.fragment import Fragment
+
+REGISTER_LIMIT = 255
+"""32-bit registers one thread may hold before the rest spills to local memory (NVIDIA: 255)."""
+
+
+class CostModelError(LayoutError):
+    """A cost model was given something it cannot score (bad statement, bad registration)."""
+
+
+@dataclass(frozen=True, order=True)
+class AttemptCost:
+    """Compared lexicographically: ``mem`` (modelled memory bytes: spills, plus global / shared traffic
+    for the io- and shared-memory-aware models) first, then ``regs`` (register slots), then ``extra``
+    (a tuple of further keys a custom model may add)."""
+
+    mem: int
+    regs: int
+    extra: tuple = ()
+
+    def __str__(self) -> str:
+        tail = f", extra={self.extra}" if self.extra else ""
+        return f"AttemptCost(mem={self.mem}, regs={self.regs}{tail})"
+
+
+@dataclass(frozen=True)
+class Operand:
+    """One buffer access of a statement.  ``indices``: expressions over the loop placeholders
+    ``_i, _j, ...`` (None when the statement has no loop); ``shape``: the buffer's shape as
+    inference sees it (a pipeline stage dim first when it has one); ``layout``: the buffer's layout
+    in the attempt (None for global memory or when unknown)."""
+
+    buffer: str
+    scope: str
+    dtype: str
+    shape: tuple[int, ...]
+    is_write: bool
+    indices: tuple | None = None
+    layout: Layout | None = None
+
+    @property
+    def is_global(self) -> bool:
+        return self.scope == "global"
+
+    @property
+    def is_shared(self) -> bool:
+        return self.scope in ("shared", "shared.dyn")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One op of a component as the cost models see it: its ``loop`` shape and ``loop_layout``
+    (the Fragment that maps every loop point to a thread and a register, None when the op has no
+    parallel loop, e.g. a GEMM) and its ``operands``."""
+
+    name: str
+    kind: str
+    loop: tuple[int, ...] | None = None
+    loop_layout: Fragment | None = None
+    operands: tuple[Operand, ...] = field(default=())
+
+    @property
+    def touches_global(self) -> bool:
+        return any(o.is_global for o in self.operands)
+
+
+@runtime_checkable
+class CostModel(Protocol):
+    """``cost(layouts, program) -> AttemptCost``.  A model that sets ``wants_statements = True`` is
+    called as ``cost(layouts, program, statements=...)`` with the component's :class:`Statement`s."""
+
+    def cost(self, layouts: Mapping[str, Layout], program) -> AttemptCost: ...
+
+
+@dataclass(frozen=True)
+class StatementCost:
+    """One line of :meth:`explain`: what a model charged for one statement."""
+
+    statement: str
+    what: str
+    bytes: int = 0
+    wavefronts: int = 0
+    note: str = ""
+
+    def __str__(self) -> str:
+        parts = [f"{self.statement}: {self.what}", f"{self.bytes} B"]
+        if self.wavefronts:
+            parts.append(f"{self.wavefronts} wavefronts")
+        return ", ".join(parts) + (f" ({self.note})" if self.note else "")
+
+
+def fragments_of(layouts: Mapping[str, Layout]) -> dict[str, Fragment]:
+    return {k: v for k, v in layouts.items() if isinstance(v, Fragment)}
+
+
+def check_statements(statements: Sequence[Statement] | None) -> tuple[Statement, ...]:
+    if statements is None:
+        return ()
+    out = tuple(statements)
+    for s in out:
+        if not isinstance(s, Statement):
+            raise CostModelError(f"a cost model takes layoutkit.cost.Statement objects; found {type(s).__name__}")
+    return out

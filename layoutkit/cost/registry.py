@@ -1,0 +1,45 @@
+"""Cost models by name: ``infer.register_cost_model(name, factory)``, ``infer_layouts(cost_model=...)``.
+
+>>> {"io-aware", "register-count", "smem-aware"} <= set(cost_model_names())
+True
+>>> get_cost_model("io-aware").name
+'io-aware'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import UnsupportedError
+from .attempt import CostModel
+from .io_aware import IOAwareModel
+from .register_count import RegisterCountModel
+from .smem_aware import SharedMemoryAwareModel
+
+_MODELS: dict[str, Callable[[], CostModel]] = {
+    "register-count": RegisterCountModel,
+    "io-aware": IOAwareModel,
+    "smem-aware": SharedMemoryAwareModel,
+}
+
+
+def register_cost_model(name: str, factory: Callable[[], CostModel]) -> None:
+    """Make ``infer_layouts(..., cost_model=name)`` use ``factory()``."""
+    if not callable(factory):
+        raise UnsupportedError(f"register_cost_model({name!r}, ...) needs a callable factory; found {factory!r}")
+    _MODELS[str(name)] = factory
+
+
+def cost_model_names() -> list[str]:
+    return list(_MODELS)
+
+
+def get_cost_model(model: str | CostModel) -> CostModel:
+    """A model instance from a registered name, or ``model`` itself when it has a ``cost`` method."""
+    if not isinstance(model, str):
+        if not callable(getattr(model, "cost", None)):
+            raise UnsupportedError(f"a cost model needs a cost(layouts, program) method; found {model!r}")
+        return model
+    if model not in _MODELS:
+        raise UnsupportedError(f"unknown cost model {model!r}; known: {sorted(_MODELS)}")
+    return _MODELS[model]()
