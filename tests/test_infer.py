@@ -260,8 +260,9 @@ def test_cost_model_registry():
 
 def test_rule_registry_is_target_keyed():
     with pytest.raises(lk.UnsupportedError):
-        infer.get_rule("gemm", "ascend")
+        infer.get_rule("gemm", "tpu")
     assert infer.get_rule("gemm", "sm_80") is infer.get_rule("gemm", "sm_90")
+    assert infer.get_rule("gemm", "ascend") is not infer.get_rule("gemm", "sm_80")
 
 
 def test_alias_gets_layout():

@@ -1,0 +1,417 @@
+"""A numpy executor for solved Ascend programs, on the movement models of :mod:`layoutkit.targets.ascend`.
+
+Buffers hold their real images: GM and UB as ND arrays (UB once per vector core: two AIVs), L1/L0A/L0B/L0C
+as canonical fractal storage (``[..., outer0, outer1, 16, C0]``).  On-chip memory starts uninitialised
+(NaN; for bfloat16, held as raw ``uint16`` bits, the NaN pattern ``0x7FC0``), so a GEMM, fixpipe or
+vector op that reads padding nobody wrote raises :class:`UninitialisedReadError` naming the op and the
+buffer instead of silently using it.
+
+Semantics: GM -> L1 is the ND2NZ DMA (the valid block, zeros to the end of its last 32-byte block along
+the C0 axis); ``fill`` writes its region; L1 -> L0A/L0B copies the fractal image (padding included);
+``gemm`` is the MAD on the logical M x K x N block (fp32 accumulation); L0C -> GM is the fixpipe (with
+``set_atomic("add")`` it accumulates); ``dual_copy`` gives each vector core its half; ``scatter`` /
+``post_copy`` are :func:`~layoutkit.targets.ascend.ub_scatter_compact_nz` / ``burst_copy``; vector regions
+run their ops on both cores (``parallel`` with ``compute`` ``"relu"`` or ``"copy"``).
+
+>>> import numpy as np
+>>> from layoutkit.infer import Program, infer_layouts
+>>> p = Program(target="ascend")
+>>> A = p.tensor("A", (20, 24), "float16"); B = p.tensor("B", (24, 18), "float16")
+>>> C = p.tensor("C", (20, 18), "float32")
+>>> a1 = p.alloc("a1", (32, 32), "float16", "l1"); b1 = p.alloc("b1", (32, 32), "float16", "l1")
+>>> a0 = p.alloc("a0", (32, 32), "float16", "l0a"); b0 = p.alloc("b0", (32, 32), "float16", "l0b")
+>>> c0 = p.alloc("c0", (32, 32), "float32", "l0c")
+>>> _ = p.copy(A[0:32, 0:32], a1); _ = p.copy(B[0:32, 0:32], b1)
+>>> _ = p.copy(a1, a0); _ = p.copy(b1, b0); _ = p.mad(a0, b0, c0, clear_accum=True)
+>>> _ = p.copy(c0, C[0:32, 0:32])
+>>> from layoutkit.infer.ascend_passes import run_ascend_passes
+>>> q, reports = run_ascend_passes(p, infer_layouts(p))
+>>> a = np.ones((20, 24), np.float16); b = np.ones((24, 18), np.float16)
+>>> float(run_ascend(q, {"A": a, "B": b})["C"][19, 17])
+24.0
+>>> no_fills = clone(q, [op for op in q.ops if op.kind != "fill"])   # drop the OOB fills
+>>> try:
+...     run_ascend(no_fills, {"A": a, "B": b})
+... except AscendExecutionError as err:
+...     print(type(err).__name__, err.op, err.buffer)
+UninitialisedReadError gemm#4 a0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import LayoutError, UnsupportedError
+from ..targets import ascend
+from ..targets.ascend.layouts import FractalKind
+from .ascend_passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
+from .program import Op, Program
+
+CORES = 2
+ROW = ascend.ROW_FRACTAL
+BF16_NAN = np.uint16(0x7FC0)
+
+
+class AscendExecutionError(LayoutError):
+    """The program cannot run as given; ``op`` names the op."""
+
+    def __init__(self, message: str, op: str, buffer: str | None = None):
+        super().__init__(message)
+        self.op = op
+        self.buffer = buffer
+
+
+class UninitialisedReadError(AscendExecutionError):
+    """An op read padding (or any element) that was never written."""
+
+
+# ---- element types --------------------------------------------------------------------------------
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bits (round to nearest even).
+
+    >>> int(bf16_bits(np.array([1.0], np.float32))[0]) == 0x3F80
+    True
+    """
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    r = u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))
+    out = (r >> np.uint32(16)).astype(np.uint16)
+    return np.where(np.isnan(x), BF16_NAN, out).astype(np.uint16)
+
+
+def bf16_value(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits -> float32."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def _np_dtype(dtype: str):
+    table = {"float16": np.float16, "float32": np.float32, "bfloat16": np.uint16, "int8": np.int8,
+             "int32": np.int32}
+    if dtype not in table:
+        raise UnsupportedError(f"run_ascend: no numpy model for {dtype}")
+    return table[dtype]
+
+
+def _to_store(x: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return bf16_bits(np.asarray(x, dtype=np.float32))
+    return np.asarray(x).astype(_np_dtype(dtype))
+
+
+def _value(x: np.ndarray, dtype: str) -> np.ndarray:
+    return bf16_value(x) if dtype == "bfloat16" else np.asarray(x, dtype=np.float32)
+
+
+def _blank(shape, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return np.full(shape, BF16_NAN, np.uint16)
+    dt = np.dtype(_np_dtype(dtype))
+    return np.full(shape, ascend.default_sentinel(dt), dt)
+
+
+def _uninit(x: np.ndarray, dtype: str) -> np.ndarray:
+    if dtype == "bfloat16":
+        return np.isnan(bf16_value(x))
+    if np.asarray(x).dtype.kind == "f":
+        return np.isnan(x)
+    return np.asarray(x) == ascend.default_sentinel(np.asarray(x).dtype)
+
+
+# ---- the machine ----------------------------------------------------------------------------------
+
+class _Machine:
+    def __init__(self, program: Program, inputs: Mapping[str, np.ndarray], layouts):
+        self.p = program
+        self.lay = layouts_of(program, layouts)
+        self.mem: dict[str, np.ndarray] = {}
+        self.atomic: str | None = None
+        self.fills: dict[str, np.ndarray] = {}
+        for name, buf in program.buffers.items():
+            shape = program.shape_of(name)
+            if buf.scope in ("gm", "global"):
+                if name in inputs:
+                    arr = np.asarray(inputs[name])
+                    if arr.shape != shape:
+                        raise AscendExecutionError(f"run_ascend: input {name} has shape {arr.shape}; expected {shape}",
+                                                   "input", name)
+                    self.mem[name] = _to_store(arr, buf.dtype)
+                else:
+                    self.mem[name] = _to_store(np.zeros(shape, np.float32), buf.dtype)
+            elif buf.scope == "ub":
+                self.mem[name] = _blank((CORES,) + shape, buf.dtype)
+            elif buf.scope in FRACTAL_SCOPES:
+                info = self.info(name, "allocate")
+                self.mem[name] = _blank(info.storage_shape, buf.dtype)
+
+    def info(self, name: str, op: str):
+        if name not in self.lay:
+            raise AscendExecutionError(f"{op}: fractal buffer {name} has no layout; run infer_layouts first", op, name)
+        return ascend.fractal_info(self.lay[name])
+
+    def dtype(self, name: str) -> str:
+        return self.p.buffers[name].dtype
+
+    # padded logical views of fractal buffers
+    def view(self, name: str, op: str) -> np.ndarray:
+        return ascend.from_storage(self.mem[name], self.info(name, op)).copy()
+
+    def store(self, name: str, padded: np.ndarray, op: str) -> None:
+        self.mem[name] = np.ascontiguousarray(ascend.to_storage(padded, self.info(name, op)))
+
+    def filled(self, name: str, shape) -> np.ndarray:
+        """Elements a fill defined since the last copy into ``name``."""
+        if name not in self.fills or self.fills[name].shape != tuple(shape):
+            self.fills[name] = np.zeros(shape, dtype=bool)
+        return self.fills[name]
+
+    def undefine(self, name: str, arr: np.ndarray, idx) -> None:
+        """Before a copy into ``idx`` of ``arr`` (the UB array or a fractal padded view): what no fill defined
+        since the previous copy is stale, so it becomes undefined; then the fill marks reset."""
+        keep = self.filled(name, arr.shape)
+        region = arr[idx]
+        region[~keep[idx]] = _blank((), self.dtype(name))
+        arr[idx] = region
+        keep[...] = False
+
+    def check(self, x: np.ndarray, name: str, op: Op) -> None:
+        bad = _uninit(x, self.dtype(name))
+        if bad.any():
+            where = tuple(int(v) for v in np.argwhere(bad)[0])
+            raise UninitialisedReadError(f"{op.name}: reads {int(bad.sum())} uninitialised element(s) of {name} "
+                                         f"(first at {where} of the region read)", op.name, name)
+
+    # ---- ops ------------------------------------------------------------------------------------
+    def run(self, op: Op) -> None:
+        fn = getattr(self, f"op_{op.kind}", None)
+        if fn is None:
+            raise AscendExecutionError(f"{op.name}: run_ascend has no model for op kind {op.kind!r}", op.name)
+        fn(op)
+
+    def op_set_atomic(self, op: Op) -> None:
+        self.atomic = None if op.args["mode"] == "none" else op.args["mode"]
+
+    def op_vf(self, op: Op) -> None:
+        for inner in self.p.regions.get(op.uid, []):
+            self.run(inner)
+
+    def op_fill(self, op: Op) -> None:
+        a = op.args
+        name = a["dst"]
+        scope = self.p.buffers[name].scope
+        idx = (Ellipsis,) + tuple(slice(s, s + e) for s, e in a.get("fill_region", ()))
+        val = _to_store(np.array(a["value"], np.float32), self.dtype(name))
+        if scope in FRACTAL_SCOPES:
+            v = self.view(name, op.name)
+            v[idx] = val
+            self.store(name, v, op.name)
+            self.filled(name, v.shape)[idx] = True
+        elif scope == "ub":
+            self.mem[name][(slice(None),) + idx] = val
+            self.filled(name, self.mem[name].shape)[(slice(None),) + idx] = True
+        else:
+            self.mem[name][idx] = val
+
+    def op_gemm(self, op: Op) -> None:
+        a = op.args
+        M, N, K = a.get("mnk") or _mnk_of(self.p, a)
+        va, vb = self.view(a["A"], op.name), self.view(a["B"], op.name)
+        A = va[..., :K, :M].swapaxes(-1, -2) if a["transpose_A"] else va[..., :M, :K]
+        B = vb[..., :N, :K].swapaxes(-1, -2) if a["transpose_B"] else vb[..., :K, :N]
+        self.check(A, a["A"], op)
+        self.check(B, a["B"], op)
+        prod = np.matmul(_value(A, self.dtype(a["A"])), _value(B, self.dtype(a["B"])), dtype=np.float32)
+        vc = self.view(a["C"], op.name)
+        if a["clear_accum"]:
+            vc[..., :M, :N] = prod
+        else:
+            self.check(vc[..., :M, :N], a["C"], op)
+            vc[..., :M, :N] = vc[..., :M, :N].astype(np.float32) + prod
+        self.store(a["C"], vc, op.name)
+
+    def op_copy(self, op: Op) -> None:
+        a = op.args
+        src, dst = a["src"], a["dst"]
+        ss, ds = self.p.buffers[src].scope, self.p.buffers[dst].scope
+        (s0, se), (d0, de) = a["src_region"], a["dst_region"]
+        sk = [k for k, e in enumerate(se) if e != 1]
+        dk = [k for k, e in enumerate(de) if e != 1]
+        valid = list(a.get("valid", [se[k] for k in sk]))
+        for side, starts, keys in (("src", s0, sk), ("dst", d0, dk)):
+            name = src if side == "src" else dst
+            if self.p.buffers[name].scope == "gm":
+                shape = self.p.shape_of(name)
+                for k, v in zip(keys, valid):
+                    if starts[k] + v > shape[k]:
+                        raise AscendExecutionError(f"{op.name}: the region of {name} runs past its end (dim {k}: "
+                                                   f"{starts[k]}+{v} > {shape[k]}); run insert_oob_padding", op.name,
+                                                   name)
+        s_idx = _box(s0, se, sk, valid)
+        d_idx = _box(d0, de, dk, valid)
+        if ss == "gm" and ds == "l1":
+            return self._gm_to_l1(op, src, dst, s_idx, d_idx, valid, dk)
+        if ss == "ub" and ds == "l1" and self.info(dst, op.name).kind is FractalKind.MAJOR_K:
+            raise AscendExecutionError(f"{op.name}: a UB -> L1 copy into NZ needs insert_nd2nz (scatter + "
+                                       f"post_copy)", op.name, dst)
+        if ds == "ub":  # a clamped copy leaves the rest of its UB tile undefined (unless filled just before)
+            self.undefine(dst, self.mem[dst], (slice(None),) + tuple(slice(s, s + e) for s, e in zip(d0, de)))
+        images = ss in FRACTAL_SCOPES and ds in FRACTAL_SCOPES  # L1 -> L0: the image moves, padding and all
+        data = self._read(op, src, s_idx, core=0, check=not images)
+        self._write(op, dst, d_idx, data, both_cores=True)
+
+    def _read(self, op: Op, name: str, idx, core: int | None, check: bool = True) -> np.ndarray:
+        scope = self.p.buffers[name].scope
+        if scope in FRACTAL_SCOPES:
+            x = self.view(name, op.name)[idx]
+        elif scope == "ub":
+            x = self.mem[name][(slice(None) if core is None else core,) + idx]
+        else:
+            x = self.mem[name][idx]
+        if scope != "gm" and check:
+            self.check(x, name, op)
+        return x if not check else _value(x, self.dtype(name))
+
+    def _write(self, op: Op, name: str, idx, data: np.ndarray, both_cores: bool = True, core: int = 0) -> None:
+        scope = self.p.buffers[name].scope
+        dt = self.dtype(name)
+        if scope in FRACTAL_SCOPES:
+            v = self.view(name, op.name)
+            v[idx] = data.reshape(v[idx].shape) if data.dtype == v.dtype else _to_store(data.reshape(v[idx].shape), dt)
+            self.store(name, v, op.name)
+        elif scope == "ub":
+            full = (slice(None),) + idx if both_cores else (core,) + idx
+            tgt = self.mem[name][full]
+            self.mem[name][full] = _to_store(np.broadcast_to(data.reshape(tgt.shape[-data.ndim:] if both_cores
+                                                                          else tgt.shape), tgt.shape), dt)
+        else:
+            tgt = self.mem[name][idx]
+            data = data.reshape(tgt.shape)
+            if op.args.get("atomic") == "add" or self.atomic == "add" and op.args.get("atomic") is None:
+                if self.atomic != "add":
+                    raise AscendExecutionError(f"{op.name}: atomic store without set_atomic", op.name, name)
+                data = _value(tgt, dt) + data
+            self.mem[name][idx] = _to_store(data, dt)
+
+    def _gm_to_l1(self, op, src, dst, s_idx, d_idx, valid, dk) -> None:
+        """ND2NZ DMA: the valid block, zeros to the end of its last block along the C0 axis."""
+        info = self.info(dst, op.name)
+        if len(valid) != 2:
+            raise UnsupportedError(f"{op.name}: the GM -> L1 model handles 2-D copies; found {valid}")
+        v = self.view(dst, op.name)
+        r0, c0 = d_idx[dk[0]].start, d_idx[dk[1]].start
+        vr, vc = valid
+        k = info.c0
+        # the destination tile (to whole fractals) is undefined until written: a clamped copy leaves its
+        # out-of-bounds part holding stale data, unless a fill since the previous copy defined it
+        er, ec = (op.args["dst_region"][1][d] for d in dk)
+        kr, kc = (k, ROW) if info.kind is FractalKind.MAJOR_MN else (ROW, k)
+        self.undefine(dst, v, (Ellipsis, slice(r0, r0 + _ru(er, kr)), slice(c0, c0 + _ru(ec, kc))))
+        if info.kind is FractalKind.MAJOR_K:
+            v[..., r0:r0 + vr, c0:c0 + -(-vc // k) * k] = 0
+        else:
+            v[..., r0:r0 + -(-vr // k) * k, c0:c0 + vc] = 0
+        block = self.mem[src][s_idx]
+        v[..., r0:r0 + vr, c0:c0 + vc] = block.reshape(v[..., r0:r0 + vr, c0:c0 + vc].shape)
+        self.store(dst, v, op.name)
+
+    def op_dual_copy(self, op: Op) -> None:
+        a = op.args
+        src, dst = a["src"], a["dst"]
+        (s0, se), (d0, de) = a["src_region"], a["dst_region"]
+        ax = -1 if a["split"] == "N" else -2
+        if self.p.buffers[dst].scope == "l1":
+            raise UnsupportedError(f"{op.name}: run_ascend does not model a UB -> L1 dual_copy (insert_nd2nz "
+                                   f"rewrites plain copies only)")
+        for core in range(CORES):
+            if self.p.buffers[dst].scope == "ub":  # full src, half dst per core
+                h = de[ax]
+                starts = list(s0)
+                starts[ax] += core * h
+                ext = list(se)
+                ext[ax] = h
+                data = self._read(op, src, tuple(slice(s, s + e) for s, e in zip(starts, ext)), core=None)
+                idx = tuple(slice(s, s + e) for s, e in zip(d0, de))
+                self._write(op, dst, idx, data, both_cores=False, core=core)
+            else:  # half src per core, full dst
+                h = se[ax]
+                data = self._read(op, src, tuple(slice(s, s + e) for s, e in zip(s0, se)), core=core)
+                starts = list(d0)
+                starts[ax] += core * h
+                ext = list(de)
+                ext[ax] = h
+                shape = self.p.shape_of(dst)
+                clamped = [max(0, min(e, n - s)) for s, e, n in zip(starts, ext, shape)]
+                if clamped != ext and "valid" not in a:
+                    raise AscendExecutionError(f"{op.name}: the region of {dst} runs past its end; run "
+                                               f"insert_oob_padding", op.name, dst)
+                ext = clamped
+                data = data[tuple(slice(0, e) for e in ext)]
+                if 0 in ext:
+                    continue
+                self._write(op, dst, tuple(slice(s, s + e) for s, e in zip(starts, ext)), data)
+
+    def op_parallel(self, op: Op) -> None:
+        fn = op.args.get("compute", "copy")
+        ops = {"relu": lambda x: np.maximum(x, 0), "copy": lambda x: x}
+        if fn not in ops:
+            raise UnsupportedError(f"{op.name}: run_ascend models compute 'relu' or 'copy'; found {fn!r}")
+        reads = [x for x in op.accesses if not x.is_write]
+        writes = [x for x in op.accesses if x.is_write]
+        if len(reads) != 1 or len(writes) != 1:
+            raise UnsupportedError(f"{op.name}: run_ascend models one read and one write per parallel loop")
+        for acc in reads + writes:
+            if [str(e) for e in acc.indices] != [f"_{c}" for c in "ijklmn"[:len(op.loop)]]:
+                raise UnsupportedError(f"{op.name}: run_ascend models identity accesses only; {acc.buffer} is "
+                                       f"accessed at {[str(e) for e in acc.indices]}")
+        idx = tuple(slice(0, e) for e in op.loop)
+        data = self._read(op, reads[0].buffer, idx, core=None)
+        self._write(op, writes[0].buffer, idx, ops[fn](data), both_cores=True)
+
+    def op_scatter(self, op: Op) -> None:
+        a = op.args
+        (s0, se) = a["src_region"]
+        idx = tuple(slice(s, s + e) for s, e in zip(s0, se))
+        for core in range(CORES):
+            tile = self.mem[a["src"]][(core,) + idx].reshape(a["rows"], a["cols"])
+            self.check(tile, a["src"], op)
+            ascend.ub_scatter_compact_nz(tile, self.dtype(a["src"]), scratch=self.mem[a["dst"]][core])
+
+    def op_post_copy(self, op: Op) -> None:
+        a = op.args
+        flat = self.mem[a["dst"]].reshape(-1)
+        ascend.burst_copy(self.mem[a["src"]][0], flat, n_burst=a["n_burst"], len_burst=a["len_burst"],
+                          src_gap=a["src_gap"], dst_gap=a["dst_gap"], dst_offset=a["dst_offset"],
+                          dtype=self.dtype(a["dst"]))
+
+
+def _ru(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _box(starts, extents, keys, valid) -> tuple[slice, ...]:
+    ext = list(extents)
+    for k, v in zip(keys, valid):
+        ext[k] = v
+    return tuple(slice(s, s + e) for s, e in zip(starts, ext))
+
+
+def _mnk_of(program: Program, a: dict) -> list[int]:
+    A, B = program.buffers[a["A"]].shape, program.buffers[a["B"]].shape
+    M, K = (A[-1], A[-2]) if a["transpose_A"] else (A[-2], A[-1])
+    return [M, B[-2] if a["transpose_B"] else B[-1], K]
+
+
+def run_ascend(program: Program, inputs: Mapping[str, np.ndarray], layouts=None) -> dict[str, np.ndarray]:
+    """Run ``program`` (solved; usually after :func:`~layoutkit.infer.run_ascend_passes`) on ``inputs``
+    (GM arrays by name; bfloat16 tensors as float32 values, rounded to bfloat16) and return every GM
+    tensor as float32 (bfloat16 decoded) or its own dtype."""
+    program.check_end()
+    m = _Machine(program, inputs, layouts)
+    for op in program.ops:
+        m.run(op)
+    out = {}
+    for name, buf in program.buffers.items():
+        if buf.scope in ("gm", "global"):
+            out[name] = bf16_value(m.mem[name]) if buf.dtype == "bfloat16" else m.mem[name]
+    return out

@@ -1,0 +1,105 @@
+"""Ascend rules (target ``"ascend"``): the cube GEMM (MAD), copies between the fractal scopes, and vector
+regions (REFERENCE section 7).
+
+* MAD: A MajorK unless transposed (then MajorMN); B MajorK when transposed, else MajorMN; C the L0C
+  layout; ``k_align`` (block-scaled GEMM) requires the K extent to be a multiple.  The reduce-K axis always
+  lands on the C0 axis.
+* copy: between two fractal scopes (l1, l0a, l0b, l0c) of equal shape the known layout passes to the other
+  side; GM and UB are ND and take no layout.
+* vf: a vector region is opaque to the outer worklist; its ops are solved on their own, with the region's
+  lanes as the thread scope.
+
+>>> from layoutkit.infer import Program, infer_layouts
+>>> p = Program(target="ascend")
+>>> A = p.alloc("A_l1", (128, 64), "float16", "l1"); A0 = p.alloc("A_l0", (128, 64), "float16", "l0a")
+>>> B0 = p.alloc("B_l0", (64, 32), "float16", "l0b"); C = p.alloc("C", (128, 32), "float32", "l0c")
+>>> _ = p.copy(A, A0); _ = p.mad(A0, B0, C)
+>>> r = infer_layouts(p)
+>>> [r.layout_map[n].fractal.kind.name for n in ("A_l1", "A_l0", "B_l0", "C")]
+['MAJOR_K', 'MAJOR_K', 'MAJOR_MN', 'L0C']
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+
+from ..errors import LayoutError
+from ..targets import ascend
+from .rules import STRICT, register_rule
+from .validate import OpValidationError
+
+FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
+
+
+def mad_rule(op, ctx, level) -> dict:
+    """Definite at every level (the MAD operand and accumulator layouts)."""
+    a = op.args
+    k_align = int(a.get("k_align", 1))
+    out = {}
+    try:
+        for key, operand in (("A", "A"), ("B", "B")):
+            name = a[key]
+            out[name] = ascend.make_ascend_operand_layout(operand, ctx.shape(name), ctx.buffer(name).dtype,
+                                                          transposed=a[f"transpose_{key}"], k_align=k_align)
+        out[a["C"]] = ascend.make_ascend_l0c_layout(ctx.shape(a["C"]))
+    except OpValidationError:
+        raise
+    except LayoutError as err:  # the constructors' typed errors, re-raised naming the op
+        raise OpValidationError(f"{op.name}: {err}", op.name, a["C"]) from None
+    return out
+
+
+def copy_rule(op, ctx, level) -> dict:
+    """Fractal <-> fractal copies of equal shape share the layout; ND scopes (gm, ub) take none."""
+    src, dst = op.args["src"], op.args["dst"]
+    bs, bd = ctx.buffer(src), ctx.buffer(dst)
+    if bs.scope not in FRACTAL_SCOPES or bd.scope not in FRACTAL_SCOPES:
+        return {}
+    if ctx.shape(src) != ctx.shape(dst) or bs.dtype != bd.dtype:
+        return {}
+    if src in ctx.layouts and dst not in ctx.layouts:
+        return {dst: ctx.layouts[src]}
+    if dst in ctx.layouts and src not in ctx.layouts:
+        return {src: ctx.layouts[dst]}
+    return {}
+
+
+def none_rule(op, ctx, level) -> dict:
+    return {}
+
+
+def set_atomic_rule(op, ctx, level) -> dict:
+    """No layouts; at the strict level, a kernel that ends in atomic mode is rejected (naming the op)."""
+    if level == STRICT:
+        ctx.program.check_end()
+    return {}
+
+
+def vf_rule(op, ctx, level) -> dict:
+    """Solve the region's ops alone, with the region's lanes (``threads`` product) as the thread scope;
+    their loop layouts are recorded under the inner op names."""
+    key = ("vf", op.uid)
+    if key in ctx.memo:
+        return ctx.memo[key]
+    from .engine import solve
+
+    body = ctx.program.regions.get(op.uid, [])
+    sub = _copy.copy(ctx.program)
+    lanes = 1
+    for t in op.args["threads"]:
+        lanes *= int(t)
+    sub.threads = lanes
+    inner = solve(sub, ops=body, annotations={k: v for k, v in ctx.program.annotations.items()})
+    for name, lay in dict(inner.loops).items():
+        ctx.loops[name] = lay
+    names = {b for o in body for b in o.buffers}
+    out = ctx.memo[key] = {b: inner.layouts[b] for b in names if b in inner.layouts}
+    return out
+
+
+register_rule("gemm", "ascend", mad_rule)
+register_rule("copy", "ascend", copy_rule)
+register_rule("set_atomic", "ascend", set_atomic_rule)
+for _kind in ("dual_copy", "scatter", "post_copy"):
+    register_rule(_kind, "ascend", none_rule)
+register_rule("vf", "ascend", vf_rule)
