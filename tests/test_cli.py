@@ -141,3 +141,11 @@ def test_infer_json_and_program_json_round_trip(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["C_local"]["forward_thread"] == "_j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2"
     assert data["A_shared"]["input_shape"] == [2, 32, 32]
+
+
+def test_infer_ascend_example(capsys):
+    assert main(["infer", str(EXAMPLES / "ascend_gemm.py")]) == 0
+    out = capsys.readouterr().out
+    # A in MajorK (CATLASS zN), B in MajorMN (CATLASS nZ), set by the MAD rule
+    assert "== A_l0\nLayout:    Layout((128, 128) -> (8, 8, 16, 16), (_i, _j) -> (_j // 16, _i // 16, _i % 16, _j % 16))" in out
+    assert "(_i // 16, _j // 16, _j % 16, _i % 16)" in out.split("== B_l0")[1].split("==")[0]
