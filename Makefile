@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m layoutkit.demo
-	$(VENV)/bin/layoutkit infer examples/gemm.py --plot out/
+	$(VENV)/bin/layoutkit infer examples/gemm.py --plot out/ --emit out/
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto

@@ -151,9 +151,6 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
     from . import infer
 
-    if args.emit:
-        print("error: --emit needs code generation, which is not available yet", file=sys.stderr)
-        return EXIT_ERROR
     prog = load_program(args.program)
     if args.target:
         prog.target = args.target
@@ -176,6 +173,16 @@ def cmd_infer(args: argparse.Namespace) -> int:
                 print(f"   {step}")
         for name, guard in result.predicates.items():
             print(f"guard of {name}: {guard}")
+    if args.emit:
+        from .codegen import emit
+
+        for path in emit(prog, result, args.emit):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.emit:
+        from .codegen import emit
+
+        for path in emit(prog, result, args.emit):
+            print(f"wrote {path}", file=sys.stderr)
     if args.plot:
         from .plot import plot_layout
 

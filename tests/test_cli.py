@@ -65,7 +65,6 @@ def test_check_exit_codes():
     (["show", "lambda i, j: i", "--shape", "0,4"], "shape must be positive integers"),
     (["show", "lambda i: i", "--shape", "4,4"], "must take 2 arguments"),
     (["infer", "no_such_program.py"], "no such program file"),
-    (["infer", "examples/gemm.py", "--emit", "out"], "not available yet"),
     (["frobnicate"], "invalid choice"),
 ])
 def test_errors_go_to_stderr_with_exit_2(args, message):
@@ -150,3 +149,10 @@ def test_infer_ascend_example(capsys):
     section = {block.split("\n")[0]: block for block in out.split("== ")[1:]}
     assert "(_i, _j) -> (_j // 16, _i // 16, _i % 16, _j % 16)" in section["A_l0"]
     assert "(_i, _j) -> (_i // 16, _j // 16, _j % 16, _i % 16)" in section["B_l0"]
+
+
+def test_infer_emits_cuda(tmp_path, capsys):
+    assert main(["infer", str(EXAMPLES / "gemm.py"), "--emit", str(tmp_path)]) == 0
+    (cu,) = tmp_path.glob("*.cu")
+    text = cu.read_text()
+    assert "__global__" in text and "mma.sync" in text and "ldmatrix" in text
