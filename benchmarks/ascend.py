@@ -7,7 +7,6 @@ failed result checks and prints a table.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -16,7 +15,7 @@ for _p in (Path(__file__).resolve().parent, Path(__file__).resolve().parent.pare
         sys.path.insert(0, str(_p))
 
 import numpy as np  # noqa: E402
-from harness import Budget, fmt_time, measure, print_table, section  # noqa: E402
+from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
 
 from layoutkit.targets import ascend  # noqa: E402
 
@@ -63,16 +62,5 @@ def bench_ascend(budget: Budget) -> list[str]:
     return failures
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args(argv)
-    budget = Budget(seconds=0.05 if args.quick else 0.3, min_reps=3 if args.quick else 7)
-    failures = bench_ascend(budget)
-    for f in failures:
-        print(f"FAILED: {f}")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(standalone(bench_ascend))

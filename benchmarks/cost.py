@@ -18,7 +18,7 @@ for _p in (_HERE.parent, _HERE):  # this checkout's layoutkit, and the harness n
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from harness import Budget, fmt_time, measure, print_table, section  # noqa: E402
+from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
 
 from layoutkit import cost, infer  # noqa: E402
 from layoutkit.infer import kernels  # noqa: E402
@@ -109,8 +109,4 @@ def bench_cost(budget: Budget) -> list[str]:
 
 
 if __name__ == "__main__":
-    quick = "--quick" in sys.argv
-    bad = bench_cost(Budget(seconds=0.2 if quick else 1.0))
-    for f in bad:
-        print("FAIL:", f)
-    sys.exit(1 if bad else 0)
+    sys.exit(standalone(bench_cost))

@@ -146,3 +146,16 @@ def _where(filename: str, lineno: int, name: str) -> str:
             idx = len(parts) - 1 - parts[::-1].index(anchor)
             return f"{'/'.join(parts[idx:])}:{lineno}({name})"
     return f"{parts[-1]}:{lineno}({name})"
+
+
+def standalone(bench: Callable[[Budget], list[str]], argv: Sequence[str] | None = None) -> int:
+    """Entry point of a section run on its own (``python benchmarks/<section>.py [--quick]``):
+    run ``bench`` with a short or a normal budget, print its failed checks, exit 1 if any."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    budget = Budget(seconds=0.05, min_reps=3) if "--quick" in args else Budget(seconds=0.3, min_reps=7)
+    failures = bench(budget)
+    for f in failures:
+        print(f"FAILED: {f}")
+    return 1 if failures else 0

@@ -18,7 +18,7 @@ for _p in (_HERE.parent, _HERE):  # this checkout's layoutkit, and the harness n
         sys.path.insert(0, str(_p))
 
 import numpy as np  # noqa: E402
-from harness import Budget, fmt_time, measure, print_table, section  # noqa: E402
+from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
 
 from layoutkit.targets import nv  # noqa: E402
 
@@ -108,14 +108,5 @@ def bench_nv(budget: Budget) -> list[str]:
     return failures
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    budget = Budget(seconds=0.1, min_reps=3) if "--quick" in args else Budget()
-    failures = bench_nv(budget)
-    for f in failures:
-        print(f"  FAILED: {f}")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(standalone(bench_nv))

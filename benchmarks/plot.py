@@ -18,7 +18,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # measure this checkout's layoutkit, installed or not
     sys.path.insert(0, str(_ROOT))
 
-from harness import Budget, fmt_time, measure, print_table, section  # noqa: E402
+from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
 
 TARGET_S = 1.0
 """A 128x128 layout must render (one format) in under this many seconds."""
@@ -81,4 +81,4 @@ def bench_plot(budget: Budget) -> list[str]:
 
 
 if __name__ == "__main__":
-    sys.exit(1 if bench_plot(Budget(seconds=1.0)) else 0)
+    sys.exit(standalone(bench_plot))

@@ -12,7 +12,6 @@ and pycute agree on every result that is timed).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +22,7 @@ for _path in (str(_HERE.parent), str(_HERE)):
         sys.path.insert(0, _path)
 
 import numpy as np  # noqa: E402
-from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, section  # noqa: E402
+from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, section, standalone  # noqa: E402
 
 from layoutkit import tla  # noqa: E402
 
@@ -130,16 +129,5 @@ def bench_tla(budget: Budget) -> list[str]:
     return failures
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    args = parser.parse_args(argv)
-    budget = Budget(seconds=0.05 if args.quick else 0.3, min_reps=3 if args.quick else 7)
-    failures = bench_tla(budget)
-    for f in failures:
-        print(f"FAILED: {f}")
-    return 1 if failures else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(standalone(bench_tla))
