@@ -33,28 +33,7 @@ def bank_hits(smem_layout: Layout, access, dtype: object, instruction: str = "ld
     ((16, 32), 'w0 i0 p0', True)
     """
     report = nvb.bank_conflicts(smem_layout, access, dtype, instruction, method="exact")
-    spec = nvb.instruction_spec(instruction)
-    bits = nvb.element_bits(nvb.canonical_dtype(dtype))
-    t, s, x, _ = nvb._slots(smem_layout, access)
-    entry, rw, mw = nvb._register_words(s, nvb._offsets(smem_layout)[x], bits)
-    t = t[entry]
-    rpi = spec.registers_per_lane
-    warp, lane, q = t // nvb.WARP, t % nvb.WARP, rw // rpi
-    phase = rw % spec.matrices if spec.is_matrix else lane // spec.phase_lanes
-    n_phase = spec.matrices if spec.is_matrix else nvb.WARP // spec.phase_lanes
-    n_inst = int(q.max()) + 1
-    group = (warp * n_inst + q) * n_phase + phase
-    big = int(mw.max()) + 1
-    words = np.unique(group * big + mw)
-    g, w = words // big, words % big
-    ids, row = np.unique(g, return_inverse=True)
-    hits = np.zeros((ids.size, nvb.NUM_BANKS), dtype=np.int64)
-    np.add.at(hits, (row, w % nvb.NUM_BANKS), 1)
-    names = []
-    for gid in ids.tolist():
-        inst, p = divmod(gid, n_phase)
-        wi, qi = divmod(inst, n_inst)
-        names.append(f"w{wi} i{qi} p{p}")
+    hits, names = nvb.phase_bank_hits(smem_layout, access, dtype, instruction)
     return hits, names, report
 
 

@@ -17,7 +17,7 @@ selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.report` (swizzle x
 _j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
 """
 
-from .banks import BankReport, InstructionSpec, bank_conflicts, instruction_spec, transpose_read_access
+from .banks import BankReport, InstructionSpec, bank_conflicts, instruction_spec, phase_bank_hits, transpose_read_access
 from .copy import (
     CopyInstruction,
     CopyOperand,
@@ -77,7 +77,7 @@ __all__ = [
     "SwizzleInfo",
     "SwizzledLayout",
     "WarpPartitionError",
-    "bank_conflicts",
+    "bank_conflicts", "phase_bank_hits",
     "bank_report",
     "canonical_dtype",
     "compute_warp_partition",

@@ -226,13 +226,48 @@ def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.diff(np.r_[starts, sorted_keys.size])
 
 
+def _phase_groups(spec: InstructionSpec, t, rw) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """``(group, q, n_phase, n_inst)``: the (warp, instruction, phase) group id of every register word,
+    numbered ``(warp * n_inst + q) * n_phase + phase``, and each word's instruction index within its lane."""
+    q = rw // spec.registers_per_lane
+    phase = rw % spec.matrices if spec.is_matrix else (t % WARP) // spec.phase_lanes
+    n_phase = spec.matrices if spec.is_matrix else WARP // spec.phase_lanes
+    n_inst = int(q.max()) + 1
+    return ((t // WARP) * n_inst + q) * n_phase + phase, q, n_phase, n_inst
+
+
+def phase_bank_hits(layout: Layout, access, dtype: object, instruction: str | InstructionSpec = "ld.shared.b32"):
+    """``(hits, names)``: ``hits[p, b]`` is the number of distinct 32-bit words phase ``p`` touches in bank
+    ``b`` (phases in warp, instruction, phase order; the wavefronts of a phase are its row maximum), and
+    ``names[p]`` labels the phase ``"w<warp> i<instruction> p<phase>"``.
+
+    >>> import layoutkit as lk
+    >>> hits, names = phase_bank_hits(lk.Layout([16, 32], lambda i, j: i * 32 + j),
+    ...                               transpose_read_access(16, 32), "float32")
+    >>> hits.shape, names[0], int(hits.max(axis=1).sum())
+    ((16, 32), 'w0 i0 p0', 256)
+    """
+    spec = instruction_spec(instruction)
+    bits = element_bits(canonical_dtype(dtype))
+    t, s, x, _ = _slots(layout, access)
+    entry, rw, mw = _register_words(s, _offsets(layout)[x], bits)
+    group, _, n_phase, n_inst = _phase_groups(spec, t[entry], rw)
+    big = int(mw.max()) + 1
+    words = _unique(group * big + mw)
+    ids, row = np.unique(words // big, return_inverse=True)
+    hits = np.zeros((ids.size, NUM_BANKS), dtype=np.int64)
+    np.add.at(hits, (row, (words % big) % NUM_BANKS), 1)
+    names = []
+    for gid in ids.tolist():
+        inst, p = divmod(gid, n_phase)
+        wi, qi = divmod(inst, n_inst)
+        names.append(f"w{wi} i{qi} p{p}")
+    return hits, names
+
+
 def _exact(spec: InstructionSpec, t, rw, mw) -> dict:
     rpi = spec.registers_per_lane
-    warp, lane, q = t // WARP, t % WARP, rw // rpi
-    phase = rw % spec.matrices if spec.is_matrix else lane // spec.phase_lanes
-    n_phase = spec.matrices if spec.is_matrix else WARP // spec.phase_lanes
-    inst = warp * (int(q.max()) + 1) + q
-    group = inst * n_phase + phase
+    group, q, n_phase, _ = _phase_groups(spec, t, rw)
     big = (int(mw.max()) // 4 + 1) * 4  # a multiple of 4, so (key // 4) keeps 16-byte rows apart
     words = _unique(group * big + mw)  # distinct (phase, word)
     g, w = words // big, words % big
