@@ -13,6 +13,7 @@ def program(block: int = 64, threads: int = 128) -> infer.Program:
     p.copy(A[0:block, 0:block], A_f)
     p.copy(B[0:block, 0:block], B_f)
     p.parallel((block, block), writes=[(A_f, lambda i, j: (i, j))], reads=[(A_f, lambda i, j: (i, j)),
-                                                                          (B_f, lambda i, j: (i, j))])
+                                                                          (B_f, lambda i, j: (i, j))],
+               compute="mul")
     p.copy(A_f, C[0:block, 0:block])
     return p

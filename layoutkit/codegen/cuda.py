@@ -19,16 +19,22 @@ from ..algebra.nodes import Expr
 from ..errors import UnsupportedError
 from . import ir
 
-CTYPE = {"float16": "half", "float32": "float", "int8": "signed char", "int32": "int", "uint8": "unsigned char"}
-_BYTES = {"float16": 2, "float32": 4, "int8": 1, "int32": 4, "uint8": 1}
+CTYPE = {"float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float", "int8": "signed char", "int32": "int",
+         "uint8": "unsigned char"}
+_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "int32": 4, "uint8": 1}
+_FLOATS = ("float16", "bfloat16", "float32")
 _VEC = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short", 1: "unsigned char"}
-_MMA = {
-    "m16n8k16": ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f", "float"),
-    "m16n8k32": ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "r", "int"),
+_MMA = {  # (shape, operand dtype) -> instruction, accumulator constraint, accumulator type
+    ("m16n8k16", "float16"): ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f", "float"),
+    ("m16n8k16", "bfloat16"): ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "f", "float"),
+    ("m16n8k8", "float16"): ("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "f", "float"),
+    ("m16n8k8", "float32"): ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "f", "float"),
+    ("m16n8k32", "int8"): ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "r", "int"),
+    ("m16n8k32", "uint8"): ("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "r", "int"),
 }
 
 PRELUDE = (
-    "#ifndef LAYOUTKIT_PRELUDE\n#define LAYOUTKIT_PRELUDE\n#include <cuda_fp16.h>\n"
+    "#ifndef LAYOUTKIT_PRELUDE\n#define LAYOUTKIT_PRELUDE\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
     + C_PRELUDE.replace("static inline", "static __device__ __forceinline__")
     + "#endif  // LAYOUTKIT_PRELUDE\n"
 )
@@ -52,6 +58,8 @@ def _guard(g) -> str:
 def _cast(dtype: str, x: str) -> str:
     if dtype == "float16":
         return f"__float2half_rn({x})"
+    if dtype == "bfloat16":
+        return f"__float2bfloat16_rn({x})"
     return f"({ctype(dtype)})({x})"
 
 
@@ -61,7 +69,55 @@ def _convert(src: str, dst: str, x: str) -> str:
         return x
     if src == "float16":
         x = f"__half2float({x})"
+    elif src == "bfloat16":
+        x = f"__bfloat162float({x})"
     return _cast(dst, x)
+
+
+def _literal(value: float, dtype: str) -> str:
+    """``value`` as a C expression of ``dtype`` (infinities as bit patterns: no math.h macros needed)."""
+    if dtype not in _FLOATS:
+        return f"({ctype(dtype)})({int(value)}LL)"
+    if value != value or value in (float("inf"), float("-inf")):
+        bits = {float("inf"): "0x7f800000", float("-inf"): "0xff800000"}.get(value, "0x7fc00000")
+        return _cast(dtype, f"__int_as_float({bits})")
+    return _cast(dtype, f"{float(value)!r}f")
+
+
+def _wide(dtype: str, x: str) -> str:
+    """``x`` in the compute type: ``float`` for floating dtypes, ``long long`` for integers."""
+    return _convert(dtype, "float32", x) if dtype in _FLOATS else f"(long long)({x})"
+
+
+def _result(expr: str, floating: bool, dtype: str) -> str:
+    """A compute-type expression cast to ``dtype``."""
+    return _convert("float32", dtype, expr) if floating else _cast(dtype, expr)
+
+
+def c_fn(fn: str, args: list[str], floating: bool) -> str:
+    """The C expression of ``fn`` (:data:`~layoutkit.codegen.ir.COMPUTE_FNS`) on compute-type operands.
+
+    >>> c_fn("max", ["a", "b"], True), c_fn("add", ["a", "b"], False)
+    ('fmaxf(a, b)', '(a + b)')
+    """
+    if ir.COMPUTE_FNS.get(fn) != len(args):
+        raise UnsupportedError(f"CUDA printer: compute {fn!r} with {len(args)} operands; expected one of "
+                               f"{ir.COMPUTE_FNS} (name -> operand count)")
+    a = args[0]
+    if fn == "copy":
+        return a
+    if fn == "relu":
+        return f"fmaxf({a}, 0.0f)" if floating else f"max({a}, 0LL)"
+    if fn == "neg":
+        return f"(-{a})"
+    if fn == "abs":
+        return f"fabsf({a})" if floating else f"llabs({a})"
+    b = args[1]
+    if fn in ("max", "min"):
+        return f"f{fn}f({a}, {b})" if floating else f"{fn}({a}, {b})"
+    if fn == "div" and not floating:
+        return f"({b} == 0 ? 0LL : {a} / {b})"
+    return f"({a} {dict(add='+', sub='-', mul='*', div='/')[fn]} {b})"
 
 
 class _Printer:
@@ -98,7 +154,7 @@ class _Printer:
 
     def Fill(self, st: ir.Fill) -> None:
         b = self.k.buffer(st.buffer)
-        value = _cast(b.dtype, repr(st.value))
+        value = _literal(st.value, b.dtype)
         self.emit(f"#pragma unroll\nfor (int i = 0; i < {b.size}; ++i) {{ {b.name}[i] = {value}; }}")
 
     def Copy(self, st: ir.Copy) -> None:
@@ -136,10 +192,22 @@ class _Printer:
         )
 
     def Mma(self, st: ir.Mma) -> None:
+        dt = self.k.buffer(st.a[0]).dtype
         try:
-            inst, cc, ct = _MMA[st.shape]
+            inst, cc, ct = _MMA[st.shape, dt]
         except KeyError:
-            raise UnsupportedError(f"CUDA printer: mma {st.shape} is not printed") from None
+            raise UnsupportedError(f"CUDA printer: mma {st.shape} on {dt} operands is not printed; printed: "
+                                   f"{sorted(_MMA)}") from None
+        if (st.shape, dt) == ("m16n8k8", "float16"):  # Turing: two A registers, one B register
+            self.emit(
+                f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{_e(st.a[1])}]);\n"
+                f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{_e(st.b[1])}]);\n"
+                f"  {ct}* c = reinterpret_cast<{ct}*>(&{st.c[0]}[{_e(st.c[1])}]);\n"
+                f'  asm volatile("{inst} {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, {{%7, %8, %9, %10}};\\n"\n'
+                f'    : "={cc}"(c[0]), "={cc}"(c[1]), "={cc}"(c[2]), "={cc}"(c[3])\n'
+                f'    : "r"(a[0]), "r"(a[1]), "r"(b[0]), "{cc}"(c[0]), "{cc}"(c[1]), "{cc}"(c[2]), "{cc}"(c[3])); }}'
+            )
+            return
         self.emit(
             f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{_e(st.a[1])}]);\n"
             f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{_e(st.b[1])}]);\n"
@@ -154,7 +222,13 @@ class _Printer:
         sdt, rdt = self.k.buffer(st.src).dtype, self.k.buffer(st.dst).dtype
         nbytes = st.vec * _BYTES[sdt]
         a, o = _e(st.src_addr), _e(st.dst_off)
-        if sdt == rdt and nbytes in _VEC:
+        if sdt == rdt and not st.guard:  # an unguarded element or vector (shared -> registers)
+            if st.vec == 1:
+                self.emit(f"{st.dst}[{o}] = {st.src}[{a}];")
+            else:
+                vt = _VEC[nbytes]
+                self.emit(f"*reinterpret_cast<{vt}*>(&{st.dst}[{o}]) = *reinterpret_cast<const {vt}*>(&{st.src}[{a}]);")
+        elif sdt == rdt and nbytes in _VEC:
             vt = _VEC[nbytes]
             load = f"v = *reinterpret_cast<const {vt}*>(&{st.src}[{a}]);"
             self.emit(f"{{ {vt} v = {{}}; if ({_guard(st.guard)}) {{ {load} }}\n"
@@ -169,13 +243,34 @@ class _Printer:
         sdt, ddt = self.k.buffer(st.src).dtype, self.k.buffer(st.dst).dtype
         x = f"{st.src}[{_e(st.src_off)} + i]"
         if st.fn == "relu":
-            x = f"fmaxf({_convert(sdt, 'float32', x)}, 0.0f)" if sdt in ("float16", "float32") else f"max({x}, 0)"
-            val = _convert("float32" if sdt in ("float16", "float32") else sdt, ddt, x)
+            val = _result(c_fn("relu", [_wide(sdt, x)], sdt in _FLOATS), sdt in _FLOATS, ddt)
         elif st.fn == "copy":
             val = _convert(sdt, ddt, x)
         else:
             raise UnsupportedError(f"CUDA printer: move function {st.fn!r}; expected one of {ir.MOVE_FNS}")
         self.emit(f"#pragma unroll\nfor (int i = 0; i < {st.count}; ++i) {{ {st.dst}[{_e(st.dst_off)} + i] = {val}; }}")
+
+
+    def Compute(self, st: ir.Compute) -> None:
+        dts = {self.k.buffer(b).dtype for b, _ in st.srcs}
+        floating = bool(dts & set(_FLOATS))
+        args = []
+        for b, o in st.srcs:
+            dt = self.k.buffer(b).dtype
+            x = f"{b}[{int(o)}]"
+            args.append(_convert(dt, "float32", x) if floating else f"(long long)({x})")
+        ddt = self.k.buffer(st.dst).dtype
+        line = f"{st.dst}[{int(st.dst_off)}] = {_result(c_fn(st.fn, args, floating), floating, ddt)};"
+        self.emit(f"if ({_guard(st.guard)}) {line}" if st.guard else line)
+
+    def ShflXor(self, st: ir.ShflXor) -> None:
+        dt = self.k.buffer(st.buffer).dtype
+        x = f"{st.buffer}[{int(st.off)}]"
+        other = f"__shfl_xor_sync(0xffffffffu, {x}, {int(st.mask)})"
+        floating = dt in _FLOATS
+        args = [_convert(dt, "float32", v) if floating else f"(long long)({v})" for v in (x, other)]
+        expr = c_fn(st.fn, args, floating)
+        self.emit(f"{x} = {_result(expr, floating, dt)};")
 
     def Store(self, st: ir.Store) -> None:
         dt = self.k.buffer(st.dst).dtype

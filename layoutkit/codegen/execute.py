@@ -3,7 +3,10 @@
 Each statement is evaluated for all ``blocks x threads`` threads as numpy arrays (expressions are compiled
 with :func:`layoutkit.algebra.compile_numpy`); loops run in Python.  ``ldmatrix`` and ``mma.sync`` follow
 :func:`layoutkit.targets.nv.mma.ldmatrix_layout` and the operand atoms of :func:`~layoutkit.targets.nv.mma.mma_atom`
-(fp16 products accumulate in fp32, int8 in int32).  ``cp.async`` copies read global memory when issued and
+(fp16 / bf16 products accumulate in fp32, int8 in int32; tf32 operands keep the top 19 bits of each fp32, as
+the tensor core reads them).  ``bfloat16`` buffers hold their bit patterns as ``uint16`` (numpy has no bf16;
+see :func:`to_bf16` / :func:`from_bf16`).  ``__shfl_xor_sync`` reads every lane's register before any lane
+writes, exactly as the warp does.  ``cp.async`` copies read global memory when issued and
 write shared memory only when a ``cp.async.wait_group`` retires their group, so a pipeline that reads a
 stage before waiting for it computes wrong numbers here too.
 
@@ -30,7 +33,45 @@ from ..targets.nv.mma import mma_atom
 from . import ir
 
 _NP = {"float16": np.float16, "float32": np.float32, "int8": np.int8, "int32": np.int32, "uint8": np.uint8,
-       "float64": np.float64}
+       "float64": np.float64, "bfloat16": np.uint16}
+
+
+def to_bf16(x) -> np.ndarray:
+    """bfloat16 bit patterns (``uint16``) of ``x``, rounded to nearest even (NaN stays NaN).
+
+    >>> to_bf16(np.float32([1.0, 1.00390625, -2.0])).tolist()
+    [16256, 16256, 49152]
+    """
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(np.asarray(x, np.float32)), np.uint16(0x7FC0), r)
+
+
+def from_bf16(bits) -> np.ndarray:
+    """float32 values of bfloat16 bit patterns.
+
+    >>> from_bf16(np.uint16([16256, 49152])).tolist()
+    [1.0, -2.0]
+    """
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _wide(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Values of a ``dtype`` buffer in the compute type (fp32 for floats, int64 for integers)."""
+    if dtype == "bfloat16":
+        return from_bf16(x)
+    return x.astype(np.float32 if x.dtype.kind == "f" else np.int64)
+
+
+def _narrow(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Compute-type values cast to a ``dtype`` buffer's numpy type (integers wrap)."""
+    if dtype == "bfloat16":
+        return to_bf16(x)
+    return x.astype(np_dtype(dtype))
+
+
+def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
+    return x if src == dst else _narrow(_wide(x, src), dst)
 
 
 def np_dtype(dtype: str):
@@ -117,7 +158,9 @@ def _stmt(s: _State, st) -> None:
     elif isinstance(st, ir.Barrier):
         return  # every thread runs each statement before the next: a barrier is implicit
     elif isinstance(st, ir.Fill):
-        s.mem[st.buffer][...] = st.value
+        dt = s.k.buffer(st.buffer).dtype
+        wide = np.float32 if dt in ("bfloat16", "float16", "float32", "float64") else np.int64
+        s.mem[st.buffer][...] = _narrow(np.asarray([st.value], wide), dt)
     elif isinstance(st, ir.Copy):
         _copy(s, st)
     elif isinstance(st, ir.Store):
@@ -130,6 +173,10 @@ def _stmt(s: _State, st) -> None:
         _ldmatrix(s, st)
     elif isinstance(st, ir.Mma):
         _mma(s, st)
+    elif isinstance(st, ir.Compute):
+        _compute(s, st)
+    elif isinstance(st, ir.ShflXor):
+        _shfl_xor(s, st)
     else:
         raise UnsupportedError(f"executor: statement {type(st).__name__} is not executed")
 
@@ -165,8 +212,10 @@ def _store(s: _State, st: ir.Store) -> None:
     reg = s.mem[st.src]
     ro = np.broadcast_to(_ev(st.src_off, s.env), (n,))[:, None] + _lanes(st.vec)
     da = np.broadcast_to(_ev(st.dst_addr, s.env), (n,))[:, None] + _lanes(st.vec)
-    vals = reg[np.arange(n)[:, None], ro]
-    dst[da[ok]] = vals[ok].astype(dst.dtype)
+    block = s.block[:, None] if s.k.buffer(st.dst).scope == "shared" else None
+    vals = _cast(reg[np.arange(n)[:, None], ro], s.k.buffer(st.src).dtype, s.k.buffer(st.dst).dtype)
+    where = (da[ok],) if block is None else (np.broadcast_to(block, da.shape)[ok], da[ok])
+    dst[where] = vals[ok]
 
 
 def _load(s: _State, st: ir.Load) -> None:
@@ -176,8 +225,57 @@ def _load(s: _State, st: ir.Load) -> None:
     sa = np.broadcast_to(_ev(st.src_addr, s.env), (n,))[:, None] + _lanes(st.vec)
     ro = np.broadcast_to(_ev(st.dst_off, s.env), (n,))[:, None] + _lanes(st.vec)
     vals = np.zeros((n, st.vec), reg.dtype)
-    vals[ok] = src[sa[ok]].astype(reg.dtype)
+    if s.k.buffer(st.src).scope == "shared":
+        got = src[np.broadcast_to(s.block[:, None], sa.shape)[ok], sa[ok]]
+    else:
+        got = src[sa[ok]]
+    vals[ok] = _cast(got, s.k.buffer(st.src).dtype, s.k.buffer(st.dst).dtype)
     reg[np.arange(n)[:, None], ro] = vals
+
+
+def apply_fn(fn: str, args: list) -> np.ndarray:
+    """``fn`` (:data:`~layoutkit.codegen.ir.COMPUTE_FNS`) on compute-type operands, as the CUDA printer writes it.
+
+    >>> apply_fn("max", [np.float32([1, np.nan]), np.float32([2, 3])]).tolist()
+    [2.0, 3.0]
+    """
+    if ir.COMPUTE_FNS.get(fn) != len(args):
+        raise UnsupportedError(f"executor: compute {fn!r} with {len(args)} operands; expected one of "
+                               f"{ir.COMPUTE_FNS} (name -> operand count)")
+    a = args[0]
+    if fn == "copy":
+        return a
+    if fn == "relu":
+        return np.fmax(a, 0) if a.dtype.kind == "f" else np.maximum(a, 0)
+    if fn == "neg":
+        return -a
+    if fn == "abs":
+        return np.abs(a)
+    b = args[1]
+    if fn == "div" and a.dtype.kind != "f":  # C integer division truncates toward zero
+        return np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(a.dtype)
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+           "max": np.fmax if a.dtype.kind == "f" else np.maximum, "min": np.fmin if a.dtype.kind == "f" else np.minimum}
+    with np.errstate(all="ignore"):
+        return ops[fn](a, b)
+
+
+def _compute(s: _State, st: ir.Compute) -> None:
+    ok = _ok(st.guard, s.env, s.n)
+    args = [_wide(s.mem[b][:, int(o)], s.k.buffer(b).dtype) for b, o in st.srcs]
+    out = _narrow(apply_fn(st.fn, args), s.k.buffer(st.dst).dtype)
+    col = s.mem[st.dst][:, int(st.dst_off)]
+    col[ok] = out[ok]
+
+
+def _shfl_xor(s: _State, st: ir.ShflXor) -> None:
+    if not 0 < st.mask < 32:
+        raise CoordinateError(f"shfl.xor on {st.buffer}: lane mask {st.mask} is outside [1, 32)")
+    dt = s.k.buffer(st.buffer).dtype
+    col = s.mem[st.buffer][:, int(st.off)]
+    partner = np.arange(s.n) ^ st.mask  # the same warp: blocks hold whole warps
+    mine, theirs = _wide(col, dt), _wide(col[partner], dt)
+    s.mem[st.buffer][:, int(st.off)] = _narrow(apply_fn(st.fn, [mine, theirs]), dt)
 
 
 def _move(s: _State, st: ir.Move) -> None:
@@ -186,17 +284,15 @@ def _move(s: _State, st: ir.Move) -> None:
     rows = np.arange(n)[:, None]
     so = np.broadcast_to(_ev(st.src_off, s.env), (n,))[:, None] + _lanes(st.count)
     do = np.broadcast_to(_ev(st.dst_off, s.env), (n,))[:, None] + _lanes(st.count)
-    vals = src[rows, so]
-    if st.fn == "relu":
-        vals = np.maximum(vals, 0).astype(vals.dtype)
-    elif st.fn != "copy":
+    if st.fn not in ir.MOVE_FNS:
         raise UnsupportedError(f"executor: move function {st.fn!r}; expected one of {ir.MOVE_FNS}")
-    dst[rows, do] = vals.astype(dst.dtype)
+    sdt, ddt = s.k.buffer(st.src).dtype, s.k.buffer(st.dst).dtype
+    dst[rows, do] = _narrow(apply_fn(st.fn, [_wide(src[rows, so], sdt)]), ddt)
 
 
 def _ldmatrix(s: _State, st: ir.Ldmatrix) -> None:
     n, smem, reg = s.n, s.mem[st.src], s.mem[st.dst]
-    bits = element_bits(s.k.buffer(st.src).dtype)
+    bits = element_bits(_bits_name(s.k.buffer(st.src).dtype))
     E, per = 128 // bits, 32 // bits
     W = n // 32
     addr = np.broadcast_to(_ev(st.addr, s.env), (n,)).reshape(W, 32)
@@ -219,9 +315,19 @@ def _ldmatrix(s: _State, st: ir.Ldmatrix) -> None:
     reg[threads, off[:, None] + elem.reshape(-1)] = rows.reshape(W, -1)
 
 
+def _bits_name(dtype: str) -> str:
+    return "float16" if dtype == "bfloat16" else dtype
+
+
 @functools.lru_cache(maxsize=8)
 def _atom_maps(shape: str, dtype: str):
-    atom = mma_atom(dtype)
+    atom = mma_atom(_bits_name(dtype))
+    if shape == "m16n8k8" and atom.bits == 16:  # Turing m16n8k8: the k 0..7 half of the m16n8k16 atom
+        si, ki = np.meshgrid(np.arange(16), np.arange(8), indexing="ij")
+        kb, nb = np.meshgrid(np.arange(8), np.arange(8), indexing="ij")
+        i, j = np.meshgrid(np.arange(16), np.arange(8), indexing="ij")
+        return ((atom.lane(si, ki), atom.local("A", si, ki)), (atom.lane(nb, kb), atom.local("B", nb, kb)),
+                (4 * (i % 8) + (j % 8) // 2, 2 * (i // 8) + j % 2))
     if atom.name != shape:
         raise UnsupportedError(f"executor: mma {shape} on {dtype} operands (atom {atom.name})")
     K = atom.k
@@ -245,8 +351,14 @@ def _mma(s: _State, st: ir.Mma) -> None:
         return np.broadcast_to(_ev(o, s.env), (n,)).reshape(W, 32)[:, 0][:, None, None]
 
     A, B, C = s.mem[st.a[0]], s.mem[st.b[0]], s.mem[st.c[0]]
-    acc = np.float32 if C.dtype.kind == "f" else np.int64
-    a = A[base + al, off(st.a[1]) + ax].astype(acc)
-    b = B[base + bl, off(st.b[1]) + bx].astype(acc)
+    cdt = s.k.buffer(st.c[0]).dtype
+    a = _wide(A[base + al, off(st.a[1]) + ax], adt)
+    b = _wide(B[base + bl, off(st.b[1]) + bx], adt)
+    if adt == "float32":  # tf32: the tensor core ignores the low 13 mantissa bits
+        a, b = _tf32(a), _tf32(b)
     ci = (base + cl, off(st.c[1]) + cx)
-    C[ci] = (a @ b + C[ci].astype(acc)).astype(C.dtype)
+    C[ci] = _narrow(a @ b + _wide(C[ci], cdt), cdt)
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)

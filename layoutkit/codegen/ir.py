@@ -14,7 +14,9 @@ Statements: :class:`For` (loops, ``unroll`` prints ``#pragma unroll``), :class:`
 shared, optionally ``cp.async``), :class:`CommitGroup` / :class:`WaitGroup` (cp.async groups),
 :class:`Barrier` (``__syncthreads``), :class:`Fill` (registers), :class:`Ldmatrix`, :class:`Mma`
 (``mma.sync``), :class:`Load` / :class:`Store` (vector global <-> register with a dtype cast),
-:class:`Move` (register -> register).
+:class:`Move` (register -> register), :class:`Compute` (one register := a function of registers),
+:class:`ShflXor` (a butterfly step of a warp reduction).  :class:`Load` / :class:`Store` also address
+``shared`` buffers (per block), which carries the cross-warp step of a reduction.
 
 >>> k = Kernel("k", threads=32, grid=(1, 1), buffers=(Buffer("x", "float32", 4, "reg"),),
 ...            body=(Fill("x", 0.0),))
@@ -153,6 +155,41 @@ class Move:
 
 MOVE_FNS = ("copy", "relu")
 """The elementwise functions of :class:`Move` (a parallel loop's ``compute``, as ``run_ascend`` models them)."""
+
+COMPUTE_FNS = {"copy": 1, "relu": 1, "neg": 1, "abs": 1, "add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2}
+"""The functions of :class:`Compute` and :class:`ShflXor` (a parallel loop's ``compute``) -> their arity.
+Floating operands compute in fp32 (``max`` / ``min`` ignore NaN, as ``fmaxf``), integers in 64 bits; the
+result is cast to the destination dtype."""
+
+REDUCE_FNS = {"sum": "add", "max": "max", "min": "min"}
+"""A ``reduce`` kind -> the :data:`COMPUTE_FNS` function that folds two partials."""
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Register ``dst[dst_off] := fn(src_0[off_0], src_1[off_1], ...)`` (``srcs`` are ``(buffer, offset)``
+    pairs; offsets are constants so the registers stay registers) on the threads where ``guard`` holds.
+
+    >>> Compute("c", 3, "add", (("c", 3), ("bias", 1))).fn
+    'add'
+    """
+
+    dst: str
+    dst_off: int
+    fn: str
+    srcs: tuple[tuple[str, int], ...]
+    guard: Guard = ()
+
+
+@dataclass(frozen=True)
+class ShflXor:
+    """``buffer[off] := fn(buffer[off], __shfl_xor_sync(full, buffer[off], mask))``: every lane combines
+    its register with the one of lane ``lane ^ mask`` (values read before any lane writes)."""
+
+    buffer: str
+    off: int
+    mask: int
+    fn: str
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,10 @@
-"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.kernels.gemm`) to the :mod:`.ir`.
+"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.kernels.gemm`, with any epilogue of
+fragment ops such as :func:`~layoutkit.infer.kernels.gemm_rowmax_bias`) to the :mod:`.ir`.
+
+Operands: fp16 / bf16 (``m16n8k16``), int8 / uint8 (``m16n8k32``) and fp32 as tf32 (``m16n8k8``).  Operand
+tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``); an 8- or
+32-bit ``B`` stored ``[K, N]`` cannot be transposed by ``ldmatrix``, so each lane reads its own elements of the
+``mma`` B fragment from the swizzled shared tile.
 
 The shared addresses are the inferred (swizzled) layouts of ``A_shared`` / ``B_shared`` with the stage dim
 leading; register offsets and the thread -> element map of the accumulator come from the inferred
@@ -7,6 +13,11 @@ multistage ``cp.async`` pipeline: a prologue issues tiles ``0 .. stages-2``; ite
 ``ko`` (``wait_group stages-2``), synchronises, issues tile ``ko + stages - 1`` into the stage computed in the
 previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``.  One block computes the
 ``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores).
+
+sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and each k16 step runs as two
+``m16n8k8`` on the halves of the same registers.  Each warp's accumulator atoms may be spread over the tile
+(:class:`WarpGrid`): the sm_90 accumulator, shaped for ``wgmma`` (warps stacked along M, 64 rows apart),
+runs on ``mma.sync`` atoms as well.
 
 >>> from layoutkit.infer import infer_layouts, kernels
 >>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
@@ -18,6 +29,7 @@ previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,8 +37,9 @@ from ..algebra.nodes import Const, Expr, Var
 from ..algebra.simplify import substitute
 from ..errors import UnsupportedError
 from ..targets.nv.dtype import element_bits
-from ..targets.nv.mma import _arch_number, mma_atom
+from ..targets.nv.mma import arch_number, mma_atom
 from . import ir
+from .lower_frag import Tile, fragment_axes, lower_ops
 
 WARP = 32
 
@@ -52,22 +65,24 @@ def _vector_ok(layout, vec: int) -> bool:
 
 
 def _gemm_ops(program) -> dict:
-    """The global tensors and ops of a ``fill, copy, copy, gemm, copy`` program, checked to be the GEMM."""
-    fill, ca, cb, gemm, st = program.ops
+    """The global tensors and ops of a ``fill, copy, copy, gemm, ...`` program, checked to be the GEMM main
+    loop; the ops after the gemm are its epilogue."""
+    fill, ca, cb, gemm = program.ops[:4]
     g = gemm.args
     loads = {ca.args["dst"]: ca, cb.args["dst"]: cb}
-    if set(loads) != {g["A"], g["B"]} or fill.args["dst"] != g["C"] or st.args["src"] != g["C"]:
-        raise UnsupportedError(f"gemm lowering: ops {[op.name for op in program.ops]} are not fill C, copy A, copy B, "
-                               "gemm, copy C out")
-    for op in (ca, cb, st):
-        region = op.args["src_region"] if op is not st else op.args["dst_region"]
-        if any(region[0]):
-            raise UnsupportedError(f"gemm lowering: {op.name} starts at {region[0]}; tiles start at the block origin")
-    return {"A": loads[g["A"]].args["src"], "B": loads[g["B"]].args["src"], "C": st.args["dst"], "gemm": gemm,
-            "fill": float(fill.args["value"])}
+    if set(loads) != {g["A"], g["B"]} or fill.args["dst"] != g["C"]:
+        raise UnsupportedError(f"gemm lowering: ops {[op.name for op in program.ops]} do not start with fill C, "
+                               "copy A, copy B, gemm")
+    for op in (ca, cb):
+        if any(op.args["src_region"][0]):
+            raise UnsupportedError(f"gemm lowering: {op.name} starts at {op.args['src_region'][0]}; tiles start at "
+                                   "the block origin")
+    return {"A": loads[g["A"]].args["src"], "B": loads[g["B"]].args["src"], "gemm": gemm,
+            "fill": float(fill.args["value"]), "epilogue": program.ops[4:]}
 
 
-def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads, bits, name, live=None):
+def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads, bits, name, live=None,
+               can_async=True):
     """Stmts copying the tile ``layout`` (shape ``(stages, R, Cc)``) of ``dst`` from global ``src``."""
     R, Cc = layout.input_shape[-2:]
     vec = 128 // bits
@@ -83,73 +98,127 @@ def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads,
     if live is not None:
         guard = (live,) + guard
     mask = ((lin, total),) if total % threads else ()  # threads past the tile copy nothing
-    async_ = vec * bits // 8 in (4, 8, 16)
+    async_ = can_async and vec * bits // 8 in (4, 8, 16)
     stmt = ir.Copy(dst, _sub(layout, (stage, r, c)), src, (row0 + r) * src_cols + col0 + c, vec, guard, async_,
                    mask)
     return ir.For(it, iters, (stmt,), unroll=True)
 
 
-def _warp_grid(C, threads):
-    """``(brw, bcw, wrt, wct)`` of the accumulator fragment, and a check of its atom structure."""
+@dataclass(frozen=True)
+class WarpGrid:
+    """Where each warp's m16n8 accumulator atoms sit: warp ``w`` owns the atoms at rows
+    ``(w % brw) * row_step + mi * mi_stride`` (``mi < mt``) and columns ``(w // brw) * col_step + nj * nj_stride``
+    (``nj < nt``), in elements.  The mma.sync layout has contiguous warp tiles (``mi_stride = 16``); a wgmma
+    accumulator (4 warps stacked along M per warpgroup) interleaves them (``mi_stride = 64``)."""
+
+    brw: int
+    row_step: int
+    mi_stride: int
+    mt: int
+    col_step: int
+    nj_stride: int
+    nt: int
+
+
+def _progression(values, unit: int, what: str) -> int:
+    """The stride of the arithmetic progression ``values`` (``unit`` when there is one value)."""
+    v = np.asarray(sorted(values))
+    step = int(v[1] - v[0]) if v.size > 1 else unit
+    if not np.array_equal(v, v[0] + step * np.arange(v.size)):
+        raise UnsupportedError(f"gemm lowering: the {what} of a warp's accumulator atoms {v.tolist()} are not evenly "
+                               "spaced")
+    return step
+
+
+def _warp_grid(C, threads) -> tuple[WarpGrid, np.ndarray]:
+    """The warp grid of the accumulator fragment (checked against the whole thread and register tables: every
+    16 x 8 atom is one warp's m16n8 mma.sync accumulator, registers grouped by atom) and its register table."""
     M, N = C.input_shape
     tt = np.asarray(C.thread_table())[0]
-    warp = tt // WARP
-    rows, cols = np.nonzero(warp == 0)
-    wrt, wct = rows.max() + 1, cols.max() + 1
-    brw, bcw = M // wrt, N // wct
     i, j = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
     lane = 4 * (i % 8) + (j % 8) // 2
-    want = (j // wct) * (WARP * brw) + (i // wrt) * WARP + lane
-    if brw * bcw * WARP != threads or not np.array_equal(tt, want) or wrt % 16 or wct % 8:
-        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} is not an mma.sync m16n8 fragment "
-                               "(a wgmma or other instruction's layout is not lowered)")
     idx = np.asarray(C.index_table())
     base = idx[(i // 16) * 16, (j // 8) * 8]
-    if not np.array_equal(idx, base + 2 * ((i % 16) // 8) + j % 2):
-        raise UnsupportedError("gemm lowering: C_local registers are not grouped by m16n8 atom")
-    return int(brw), int(bcw), int(wrt), int(wct), idx
+    bad = (M % 16 or N % 8 or not np.array_equal(tt % WARP, lane)
+           or not np.array_equal(tt // WARP, (tt // WARP)[(i // 16) * 16, (j // 8) * 8]))
+    if bad or not np.array_equal(idx, base + 2 * ((i % 16) // 8) + j % 2):
+        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} is not made of mma.sync m16n8 atoms "
+                               "(registers grouped by atom)")
+    warp = (tt // WARP)[::16, ::8]  # [M/16, N/8] atom owner
+    nw = threads // WARP
+    r0, c0 = np.nonzero(warp == 0)
+    rows0, cols0 = sorted(set(r0.tolist())), sorted(set(c0.tolist()))
+    mi_stride = 16 * _progression(rows0, 1, "rows")
+    nj_stride = 8 * _progression(cols0, 1, "columns")
+    origin = {}
+    for w in range(nw):
+        r, c = np.nonzero(warp == w)
+        if r.size == 0:
+            raise UnsupportedError(f"gemm lowering: warp {w} of {nw} holds no accumulator atom")
+        origin[w] = (16 * int(r.min()), 8 * int(c.min()))
+    brw = len({o[0] for o in origin.values()})
+    row_step = origin[1 % nw][0] if brw > 1 else 0
+    col_step = origin[brw % nw][1] if nw > brw else 0
+    g = WarpGrid(brw, row_step, mi_stride, len(rows0), col_step, nj_stride, len(cols0))
+    # the whole owner table from the grid
+    ai, aj = np.meshgrid(np.arange(M // 16), np.arange(N // 8), indexing="ij")
+    want = np.full(warp.shape, -1)
+    regs = np.zeros((nw, g.mt, g.nt), np.int64)  # register offset of each warp's atom (mi, nj)
+    for w in range(nw):
+        rr = (w % brw) * row_step + np.arange(g.mt) * mi_stride
+        cc = (w // brw) * col_step + np.arange(g.nt) * nj_stride
+        if rr.max() >= M or cc.max() >= N:
+            break
+        want[np.ix_(rr // 16, cc // 8)] = w
+        regs[w] = idx[np.ix_(rr, cc)]
+    if (nw % brw or not np.array_equal(want, warp) or g.mt * g.nt * nw * 128 != M * N
+            or not np.array_equal(regs, np.broadcast_to(regs[0], regs.shape))):
+        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} does not give each warp a grid of "
+                               "evenly spaced atoms at the same register offsets")
+    return g, idx
 
 
-GEMM_OPS = ["fill", "copy", "copy", "gemm", "copy"]
+GEMM_OPS = ["fill", "copy", "copy", "gemm"]
+EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
 
 
 def lower(program, result) -> ir.Kernel:
-    """The IR kernel of a solved program: the GEMM (fill, copy, copy, gemm, copy) or a fragment program
-    (copies global <-> fragment and parallel loops over fragments).  Other ops raise
+    """The IR kernel of a solved program: the GEMM (fill, copy, copy, gemm, then fragment ops) or a fragment
+    program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
     :class:`~layoutkit.errors.UnsupportedError` naming the op."""
     kinds = [op.kind for op in program.ops]
-    if kinds == GEMM_OPS:
-        return lower_gemm(program, result)
     if "gemm" in kinds:
-        tail = program.ops[len(GEMM_OPS) - 1:]
-        extra = [op.name for op in tail if op.kind != "copy"] or [op.name for op in tail]
-        raise UnsupportedError(f"NVIDIA lowering: a gemm is lowered only as {GEMM_OPS}; ops {extra} of "
-                               f"{[op.name for op in program.ops]} are not lowered")
+        extra = [op.name for op in program.ops[len(GEMM_OPS):] if op.kind not in EPILOGUE_OPS]
+        if kinds[:len(GEMM_OPS)] != GEMM_OPS or extra or kinds.count("gemm") > 1:
+            raise UnsupportedError(f"NVIDIA lowering: a gemm is lowered as {GEMM_OPS} then {EPILOGUE_OPS} ops; ops "
+                                   f"{extra or [op.name for op in program.ops]} of {kinds} are not lowered")
+        return lower_gemm(program, result)
     for op in program.ops:
-        if op.kind not in ("copy", "parallel"):
+        if op.kind not in EPILOGUE_OPS:
             raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) is not lowered in program {kinds}")
     return lower_fragment_program(program, result)
 
 
 def lower_gemm(program, result) -> ir.Kernel:
-    """The IR kernel of a solved GEMM program (fp16 m16n8k16; int8 m16n8k32 with ``transpose_B``)."""
+    """The IR kernel of a solved GEMM program and its epilogue."""
     ops = _gemm_ops(program)
     g = ops["gemm"].args
     if g["transpose_A"]:
         raise UnsupportedError("gemm lowering: transpose_A is not lowered")
     tb = bool(g["transpose_B"])
-    sm = _arch_number(program.target)
-    if sm < 80:
-        raise UnsupportedError(f"gemm lowering: {ops['gemm'].name} on sm_{sm}: mma.sync m16n8k16 / m16n8k32 "
-                               "need sm_80+")
+    sm = arch_number(program.target)
     bufs = program.buffers
-    A, B, C = bufs[ops["A"]], bufs[ops["B"]], bufs[ops["C"]]
-    As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
     dtype = bufs[g["A"]].dtype
+    turing = 75 <= sm < 80  # m16n8k8 fp16, no cp.async
+    if sm < 75 or (turing and dtype != "float16"):
+        raise UnsupportedError(f"gemm lowering: {ops['gemm'].name} on sm_{sm} with {dtype}: mma.sync m16n8k16 / "
+                               "m16n8k32 / m16n8k8.tf32 need sm_80+ (sm_75: float16 only)")
+    A, B = bufs[ops["A"]], bufs[ops["B"]]
+    As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
+    if dtype not in OPERAND_DTYPES or bufs[g["B"]].dtype != dtype:
+        raise UnsupportedError(f"gemm lowering: operands {dtype} x {bufs[g['B']].dtype}; lowered: {OPERAND_DTYPES}")
     bits = element_bits(dtype)
     atom = mma_atom(dtype)
-    if bits == 32 or (bits == 8 and not tb):
-        raise UnsupportedError(f"gemm lowering: {dtype} operands (transpose_B={tb}) are not lowered")
     M, K = A.shape
     N = B.shape[0] if tb else B.shape[1]
     stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
@@ -158,7 +227,7 @@ def lower_gemm(program, result) -> ir.Kernel:
     threads = program.threads
     if bK % atom.k:
         raise UnsupportedError(f"gemm lowering: bK = {bK} is not a multiple of the atom k = {atom.k}")
-    brw, bcw, wrt, wct, cidx = _warp_grid(Cl, threads)
+    wg, cidx = _warp_grid(Cl, threads)
     kt = -(-K // bK)
     ko = Var("ko", kt)
     stage = ko % stages
@@ -169,47 +238,62 @@ def lower_gemm(program, result) -> ir.Kernel:
     def loads(t: Expr) -> tuple:
         """Copies of k tile ``t`` into stage ``t % stages`` (zeros past the last tile)."""
         st = t % stages
-        a = _tile_copy("A_s", As, A.name, M, K, m0, t * bK, st, threads, bits, "a", (t, kt))
+        a = _tile_copy("A_s", As, A.name, M, K, m0, t * bK, st, threads, bits, "a", (t, kt), not turing)
         if tb:
-            b = _tile_copy("B_s", Bs, B.name, N, K, n0, t * bK, st, threads, bits, "b", (t, kt))
+            b = _tile_copy("B_s", Bs, B.name, N, K, n0, t * bK, st, threads, bits, "b", (t, kt), not turing)
         else:
-            b = _tile_copy("B_s", Bs, B.name, K, N, t * bK, n0, st, threads, bits, "b", (t, kt))
+            b = _tile_copy("B_s", Bs, B.name, K, N, t * bK, n0, st, threads, bits, "b", (t, kt), not turing)
         return a, b
     lane, warp = ir.TID % WARP, ir.TID // WARP
-    wi, wj = warp % brw, warp // brw
-    mt, nt, kk_n = wrt // 16, wct // 8, bK // atom.k
+    wi, wj = warp % wg.brw, warp // wg.brw
+    mt, nt, kk_n = wg.mt, wg.nt, bK // atom.k
+    r0, c0, rs, cs = wi * wg.row_step, wj * wg.col_step, wg.mi_stride, wg.nj_stride  # warp origin, atom strides
     mat, row = lane // 8, lane % 8
     kk, mi, nj = Var("kk", kk_n), Var("mi", mt), Var("nj", nt)
-    a_addr = _sub(As, (stage, wi * wrt + mi * 16 + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
+    a_addr = _sub(As, (stage, r0 + mi * rs + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
     a_size = 16 * atom.k // WARP  # elements per lane of one m16 x k A operand
     b_per = 8 * atom.k // WARP  # elements per lane of one k x n8 B operand
     a_load = ir.For(mi, mt, (ir.Ldmatrix("a_frag", mi * a_size, "A_s", a_addr, 4, False),), unroll=True)
     nb = Var("nb", nt // 2) if nt % 2 == 0 else Var("nb", nt)
-    if nt % 2 == 0:  # x4 covers two n8 blocks
+    if bits != 16 and not tb:  # no 8/32-bit ldmatrix.trans: each lane reads its B fragment elements
+        kb, nb_ = _b_fragment_coords(atom, lane)
+        li, nj2 = Var("bl", b_per), Var("nb", nt)
+        rk, cn = kk * atom.k + substitute(kb, {Var("l", b_per): li}), c0 + nj2 * cs + nb_
+        b_ld = ir.Load("b_frag", nj2 * b_per + li, "B_s", _sub(Bs, (stage, rk, cn)), 1)
+        b_load = ir.For(nj2, nt, (ir.For(li, b_per, (b_ld,), unroll=True),), unroll=True)
+    elif nt % 2 == 0:  # x4 covers two n8 blocks
         if tb:
-            b_addr = _sub(Bs, (stage, wj * wct + nb * 16 + (mat // 2) * 8 + row, kk * atom.k + (mat % 2) * E))
+            b_addr = _sub(Bs, (stage, c0 + (2 * nb + mat // 2) * cs + row, kk * atom.k + (mat % 2) * E))
         else:
-            b_addr = _sub(Bs, (stage, kk * atom.k + (mat % 2) * 8 + row, wj * wct + nb * 16 + (mat // 2) * 8))
+            b_addr = _sub(Bs, (stage, kk * atom.k + (mat % 2) * 8 + row, c0 + (2 * nb + mat // 2) * cs))
         b_ld = ir.Ldmatrix("b_frag", nb * (2 * b_per), "B_s", b_addr, 4, not tb)
     else:  # x2: one n8 block, two k halves
         m2, r16 = (lane % 16) // 8, lane % 8
         if tb:
-            b_addr = _sub(Bs, (stage, wj * wct + nb * 8 + r16, kk * atom.k + m2 * E))
+            b_addr = _sub(Bs, (stage, c0 + nb * cs + r16, kk * atom.k + m2 * E))
         else:
-            b_addr = _sub(Bs, (stage, kk * atom.k + m2 * 8 + r16, wj * wct + nb * 8))
+            b_addr = _sub(Bs, (stage, kk * atom.k + m2 * 8 + r16, c0 + nb * cs))
         b_ld = ir.Ldmatrix("b_frag", nb * b_per, "B_s", b_addr, 2, not tb)
-    b_load = ir.For(nb, nb.extent, (b_ld,), unroll=True)
-    c_base = cidx[:wrt:16, :wct:8]
+    if bits == 16 or tb:
+        b_load = ir.For(nb, nb.extent, (b_ld,), unroll=True)
+    c_base = cidx[:mt * rs:rs, :nt * cs:cs]  # warp 0's atoms
     # C register offset of atom (mi, nj), affine in mi and nj (checked)
     s_mi = int(c_base[1, 0] - c_base[0, 0]) if mt > 1 else 0
     s_nj = int(c_base[0, 1] - c_base[0, 0]) if nt > 1 else 0
     if not np.array_equal(c_base, c_base[0, 0] + s_mi * np.arange(mt)[:, None] + s_nj * np.arange(nt)[None, :]):
         raise UnsupportedError("gemm lowering: C_local register offsets are not affine in the atom indices")
     c_off = mi * s_mi + nj * s_nj + int(c_base[0, 0])
-    mma = ir.For(mi, mt, (ir.For(nj, nt, (ir.Mma(atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per),
-                                                  ("C_local", c_off)),), unroll=True),), unroll=True)
+    if turing:  # one k16 step = two m16n8k8: A registers 0-1 / 2-3 and B register 0 / 1 hold k 0-7 / 8-15
+        mmas = tuple(ir.Mma("m16n8k8", ("a_frag", mi * a_size + 4 * h), ("b_frag", nj * b_per + 2 * h),
+                            ("C_local", c_off)) for h in (0, 1))
+    else:
+        mmas = (ir.Mma(atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
+    mma = ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
     compute = ir.For(kk, kk_n, (a_load, b_load, mma), unroll=True)
-    if stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
+    if turing:  # synchronous copies, the stages used round robin
+        prologue = ()
+        main = ir.For(ko, kt, loads(ko) + (ir.Barrier(), compute, ir.Barrier()))
+    elif stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
         s0 = Var("s0", stages - 1)
         prologue: tuple = (ir.For(s0, stages - 1, loads(s0) + (ir.CommitGroup(),)),)
         main = ir.For(ko, kt, (ir.WaitGroup(stages - 2), ir.Barrier()) + loads(ko + (stages - 1))
@@ -217,103 +301,71 @@ def lower_gemm(program, result) -> ir.Kernel:
     else:
         prologue = ()
         main = ir.For(ko, kt, loads(ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute, ir.Barrier()))
-    store = _store(Cl, "C_local", m0, n0, M, N, dst=C.name)
-    buffers = (ir.Buffer(A.name, dtype, M * K, "global"), ir.Buffer(B.name, B.dtype, math.prod(B.shape), "global"),
-               ir.Buffer(C.name, C.dtype, M * N, "global"),
-               ir.Buffer("A_s", dtype, As.size, "shared"), ir.Buffer("B_s", dtype, Bs.size, "shared"),
+    tile = Tile((m0, n0), (bM, bN), (M, N), fragment_axes(program))
+    layouts = dict(result.layout_map)
+    epilogue, extra = lower_ops(ops["epilogue"], program, layouts, tile)
+    globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in bufs.values() if b.scope == "global"]
+    frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in bufs.items()
+             if b.is_fragment and n != g["C"]]
+    buffers = (*globals_, ir.Buffer("A_s", dtype, As.size, "shared"), ir.Buffer("B_s", dtype, Bs.size, "shared"),
                ir.Buffer("a_frag", dtype, mt * a_size, "reg"), ir.Buffer("b_frag", dtype, nt * b_per, "reg"),
-               ir.Buffer("C_local", acc, Cl.local_size, "reg"))
+               ir.Buffer(g["C"], acc, Cl.local_size, "reg"), *frags, *extra)
     grid = (-(-N // bN), -(-M // bM))
-    body = (ir.Fill("C_local", ops["fill"]),) + prologue + (main, ir.WaitGroup(0), store)
-    name = f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{'_tb' if tb else ''}"
+    drain = () if turing else (ir.WaitGroup(0),)
+    body = (ir.Fill(g["C"], ops["fill"]),) + prologue + (main, *drain, *epilogue)
+    tag = f"{'_tb' if tb else ''}{_epilogue_tag(ops['epilogue'])}_t{threads}_sm{sm}"  # unique per launch shape
+    name = f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{tag}"
     return ir.Kernel(name, threads, grid, buffers, body)
 
 
-def _fragment_vec(frag, cols: int, max_vec: int) -> int:
-    """The widest ``vec <= max_vec`` such that registers ``k .. k+vec`` of a thread hold ``(i, j .. j+vec)``."""
-    idx, thr = np.asarray(frag.index_table()), np.asarray(frag.thread_table())[0]
-    vec = max_vec
-    while vec > 1:
-        ok = cols % vec == 0 and idx.shape[1] % vec == 0 and frag.local_size % vec == 0
-        if ok:
-            runs, trs = idx.reshape(idx.shape[0], -1, vec), thr.reshape(thr.shape[0], -1, vec)
-            ok = (np.array_equal(runs, runs[..., :1] + np.arange(vec)) and np.all(runs[..., 0] % vec == 0)
-                  and np.array_equal(trs, np.broadcast_to(trs[..., :1], trs.shape)))
-        if ok:
-            return vec
-        vec //= 2
-    return 1
+OPERAND_DTYPES = ("float16", "bfloat16", "int8", "uint8", "float32")
+"""GEMM operand dtypes lowered (``float32`` runs as tf32)."""
 
 
-def _store(frag, src, m0, n0, M, N, dst, load=False, max_vec=2) -> ir.For:
-    """Register fragment <-> global ``dst`` (``[M, N]``, tile origin ``(m0, n0)``), ``vec`` registers
-    (``j .. j+vec``) per vector access; ``load`` reads the global tile into the registers."""
-    if len(frag.input_shape) != 2 or frag.replicate_size != 1:
-        raise UnsupportedError(f"lowering: fragment copies need a 2-D unreplicated fragment; found {frag}")
-    inv = frag.inverse()
-    loc, thr = inv.forward_vars
-    size = frag.local_size
-    vec = _fragment_vec(frag, N, max_vec)
-    p = Var("p", size // vec)
-    ij = [substitute(e, {loc: p * vec, thr: ir.TID}) for e in inv.forward_index[:2]]
-    i, j = m0 + ij[0], n0 + ij[1]
-    guard = ((i, M), (j, N))
-    if load:
-        st = ir.Load(src, p * vec, dst, i * N + j, vec, guard)
-    else:
-        st = ir.Store(dst, i * N + j, src, p * vec, vec, guard)
-    return ir.For(p, size // vec, (st,), unroll=True)
+def _epilogue_tag(ops) -> str:
+    """A kernel-name suffix naming the epilogue's computations (``_add_max`` for bias + row max)."""
+    tags = [op.args.get("compute", "copy") if op.kind == "parallel" else op.args["kind"] + f"{op.args['dim']}"
+            for op in ops if op.kind in ("parallel", "reduce")]
+    return "".join(f"_{t}" for t in tags)
+
+
+def _b_fragment_coords(atom, lane: Expr) -> tuple[Expr, Expr]:
+    """``(k, n)`` of register element ``l`` (``Var("l")``) of ``lane`` in one ``k x n8`` mma B operand, the
+    inverse of the atom's ``lane`` / ``local`` maps for 8- and 32-bit operands (checked by enumeration)."""
+    per = 32 // atom.bits
+    b_per = 8 * atom.k // WARP
+    lv = Var("l", b_per)
+    if atom.bits == 8:  # 4 consecutive k per register, registers 0..1 at k // 16
+        k = lv // per * 16 + lane % 4 * per + lv % per
+    else:  # tf32: one k per register, k // 4 = register
+        k = lv * 4 + lane % 4
+    n = lane // 4
+    lanes, ls = np.meshgrid(np.arange(WARP), np.arange(b_per), indexing="ij")
+    kt = np.where(atom.bits == 8, ls // per * 16 + lanes % 4 * per + ls % per, ls * 4 + lanes % 4)
+    if not (np.array_equal(atom.lane(lanes // 4, kt), lanes) and np.array_equal(atom.local("B", lanes // 4, kt), ls)):
+        raise UnsupportedError(f"gemm lowering: the {atom.name} B fragment is not the one this lowering reads")
+    return k, n
 
 
 def lower_fragment_program(program, result) -> ir.Kernel:
-    """Copies global -> fragment, parallel loops over fragments with identical layouts (a register move from
-    the single read to the write through the loop's ``compute``: ``copy`` or ``relu``) and fragment -> global
-    copies."""
-    tiles, body, gshape = set(), [], None
-    regs: dict[str, object] = {}
-    for op in program.ops:
-        if op.kind == "copy":
-            a = op.args
-            src, dst = program.buffers[a["src"]], program.buffers[a["dst"]]
-            g, f = (src, dst) if dst.is_fragment else (dst, src)
-            if not f.is_fragment or g.scope != "global" or len(g.shape) != 2:
-                raise UnsupportedError(f"lowering: {op.name} copies {src.scope} -> {dst.scope}; only 2-D "
-                                       "global <-> fragment copies are lowered")
-            region = a["src_region"] if g is src else a["dst_region"]
-            if any(region[0]):
-                raise UnsupportedError(f"lowering: {op.name} starts at {region[0]}; tiles start at the block origin")
-            frag = result.layout_map[f.name]
-            tiles.add(tuple(frag.input_shape))
-            gshape = gshape or g.shape
-            if g.shape != gshape:
-                raise UnsupportedError(f"lowering: {op.name}: global tensors of different shapes")
-            regs[f.name] = frag
-            M, N = g.shape
-            bM, bN = frag.input_shape
-            body.append(_store(frag, f.name, ir.BY * bM, ir.BX * bN, M, N, g.name, load=g is src,
-                               max_vec=128 // element_bits(g.dtype)))
-        else:
-            writes = [x for x in op.accesses if x.is_write]
-            reads = [x for x in op.accesses if not x.is_write]
-            if len(writes) != 1 or len(reads) != 1:
-                raise UnsupportedError(f"lowering: {op.name} needs one read and one write; found {len(reads)}, "
-                                       f"{len(writes)}")
-            w, rd = result.layout_map[writes[0].buffer], result.layout_map[reads[0].buffer]
-            wi, ri = writes[0].indices, reads[0].indices
-            ident = wi == ri and all(isinstance(v, Var) for v in wi) and len(set(wi)) == len(wi)
-            if not ident or not w.is_equal(rd):
-                raise UnsupportedError(f"lowering: {op.name} is not an identity map between equal fragments")
-            regs[writes[0].buffer], regs[reads[0].buffer] = w, rd
-            fn = op.args.get("compute", "copy")
-            if fn not in ir.MOVE_FNS:
-                raise UnsupportedError(f"lowering: {op.name} computes {fn!r}; expected one of {ir.MOVE_FNS}")
-            body.append(ir.Move(writes[0].buffer, Const(0), reads[0].buffer, Const(0), w.local_size, fn))
-    if len(tiles) != 1:
-        raise UnsupportedError(f"lowering: fragment programs need one tile shape; found {sorted(tiles)}")
-    (bM, bN), (M, N) = tiles.pop(), gshape
+    """Fragment ops only (:func:`~.lower_frag.lower_ops`): one tile per block over the 2-D global tensors,
+    whose shapes must agree."""
+    frags = [b for b in program.buffers.values() if b.is_fragment and len(b.shape) == 2]
+    tiles = {tuple(b.shape) for b in frags}
+    gshapes = {tuple(b.shape) for b in program.buffers.values() if b.scope == "global" and len(b.shape) == 2}
+    if len(tiles) != 1 or len(gshapes) != 1:
+        raise UnsupportedError(f"lowering: fragment programs need one 2-D tile shape and one 2-D global shape; found "
+                               f"tiles {sorted(tiles)}, global shapes {sorted(gshapes)}")
+    (bM, bN), (M, N) = tiles.pop(), gshapes.pop()
+    tile = Tile((ir.BY * bM, ir.BX * bN), (bM, bN), (M, N), fragment_axes(program))
+    layouts = dict(result.layout_map)
+    body, extra = lower_ops(program.ops, program, layouts, tile)
     bufs = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in program.buffers.values()
             if b.scope == "global"]
-    bufs += [ir.Buffer(name, program.buffers[name].dtype, f.local_size, "reg") for name, f in regs.items()]
+    bufs += [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in program.buffers.items()
+             if b.is_fragment and n in layouts]
     grid = (-(-N // bN), -(-M // bM))
-    fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, ir.Move) and st.fn != "copy"}))
-    return ir.Kernel(f"elementwise{fns}_{M}x{N}_{bM}x{bN}", program.threads, grid, tuple(bufs), tuple(body))
+    fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, (ir.Move, ir.Compute)) and st.fn != "copy"}))
+    fns += _epilogue_tag([op for op in program.ops if op.kind == "reduce"])
+    name = f"elementwise{fns}_{M}x{N}_{bM}x{bN}_t{program.threads}"
+    return ir.Kernel(name, program.threads, grid, tuple(bufs + extra), tuple(body))

@@ -95,7 +95,12 @@ class _Config:
     warp_cols: int
 
 
-def _arch_number(arch: str | int) -> int:
+def arch_number(arch: str | int) -> int:
+    """The SM number of ``arch`` (``"sm_80"``, ``"SM90a"`` or an int).
+
+    >>> arch_number("sm_90a"), arch_number(75)
+    (90, 75)
+    """
     if isinstance(arch, int) and not isinstance(arch, bool):
         return arch
     text = str(arch).lower().strip()
@@ -105,6 +110,10 @@ def _arch_number(arch: str | int) -> int:
     if not digits:
         raise ShapeError(f"arch must look like 'sm_80'; found {arch!r}")
     return int(digits)
+
+
+_arch_number = arch_number
+"""Deprecated private name of :func:`arch_number` (kept for existing imports)."""
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -119,7 +128,7 @@ def _config(dtype: object, warp_row_tiles: int, warp_col_tiles: int, chunk: int,
     wrt = _positive_int(warp_row_tiles, "warp_row_tiles")
     wct = _positive_int(warp_col_tiles, "warp_col_tiles")
     chunk = _positive_int(chunk, "chunk")
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     where = f"({canonical_dtype(dtype)}, warp tile {wrt}x{wct}, chunk {chunk}, sm_{sm})"
     m_dim = 8 if bits == 64 else 16
     if 75 <= sm < 80:  # Turing: m16n8k8 for 16-bit, m8n8k16/k32 for 8/4-bit
