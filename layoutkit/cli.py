@@ -178,11 +178,6 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         for path in emit(prog, result, args.emit):
             print(f"wrote {path}", file=sys.stderr)
-    if args.emit:
-        from .codegen import emit
-
-        for path in emit(prog, result, args.emit):
-            print(f"wrote {path}", file=sys.stderr)
     if args.plot:
         from .plot import plot_layout
 

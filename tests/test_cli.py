@@ -156,3 +156,12 @@ def test_infer_emits_cuda(tmp_path, capsys):
     (cu,) = tmp_path.glob("*.cu")
     text = cu.read_text()
     assert "__global__" in text and "mma.sync" in text and "ldmatrix" in text
+    assert capsys.readouterr().err.count(f"wrote {cu}") == 1
+
+
+def test_infer_emits_ascend_c(tmp_path, capsys):
+    assert main(["infer", str(EXAMPLES / "ascend_gemm.py"), "--emit", str(tmp_path)]) == 0
+    (cpp,) = tmp_path.glob("*.cpp")
+    text = cpp.read_text()
+    assert '#include "kernel_operator.h"' in text and "Nd2NzParams" in text and "Mmad(" in text
+    assert capsys.readouterr().err.count(f"wrote {cpp}") == 1

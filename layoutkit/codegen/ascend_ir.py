@@ -1,0 +1,345 @@
+"""A small statement IR of Ascend C cube intrinsics (separate from the NVIDIA per-thread IR of :mod:`.ir`).
+
+A :class:`Kernel` has global parameters (GM tensors, flat and row-major), local buffers (L1 / L0A / L0B /
+L0C, addressed in elements of the buffer's dtype, each holding the canonical fractal image described by its
+:class:`~layoutkit.targets.ascend.FractalInfo`) and a straight-line body of statements.  Each statement
+names the hardware pipe it runs on (``MTE2``: GM -> L1, ``MTE1``: L1 -> L0, ``M``: the cube, ``FIX``:
+L0C -> GM), the buffers it reads and writes, and the program op it came from (``label``, used in errors).
+
+Parameter structs mirror the real Ascend C ones field for field; the printer (:mod:`.ascend_c`) spells the
+snake_case fields in camelCase (``dst_nz_c0_stride`` -> ``dstNzC0Stride``).  ``Nd2NzParams`` is the one of
+:mod:`layoutkit.targets.ascend.movement`, so the executor runs it through the same ND2NZ model.
+
+>>> p = LoadData2DParams(start_index=0, repeat_times=64, src_stride=1)
+>>> s = LoadData("A_l0", 0, "A_l1", 0, p, label="copy#2")
+>>> s.pipe, s.reads, s.writes
+('MTE1', ('A_l1',), ('A_l0',))
+>>> cpp_name("dst_nz_c0_stride"), cpp_name("cmatrix_init_val")
+('dstNzC0Stride', 'cmatrixInitVal')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..targets.ascend import FractalInfo, Nd2NzParams
+
+__all__ = [
+    "GlobalParam", "LocalBuffer", "Nd2NzParams", "LoadData2DParams", "MmadParams", "FixpipeParamsV220",
+    "InitConstValueParams", "InitConstValue", "CopyGmToL1", "LoadData", "Mmad", "Fixpipe", "SetFlag",
+    "WaitFlag", "SetAtomic", "PipeBarrier", "Comment", "For", "Offset", "Stmt", "Kernel", "cpp_name", "struct_fields",
+    "POSITIONS", "flatten", "resolve",
+]
+
+POSITIONS = {"l1": ("A1", "B1"), "l0a": ("A2",), "l0b": ("B2",), "l0c": ("CO1",)}
+"""Ascend C ``TPosition`` of each on-chip scope (L1 holds A1 or B1 operands)."""
+
+
+def cpp_name(field: str) -> str:
+    """snake_case -> the Ascend C camelCase field name."""
+    head, *rest = field.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def struct_fields(params) -> list[tuple[str, object]]:
+    """``[(Ascend C field name, value)]`` of a parameter struct, in declaration order."""
+    return [(cpp_name(f.name), getattr(params, f.name)) for f in fields(params)]
+
+
+# ---- loop-affine offsets ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Offset:
+    """``base + stride * var``: an element offset that moves with the loop variable ``var``."""
+
+    base: int
+    stride: int
+    var: str
+
+
+def resolve(x: int | Offset, env: dict[str, int]) -> int:
+    """The value of an offset for the loop variables in ``env``.
+
+    >>> resolve(Offset(128, 64, "kt0"), {"kt0": 2}), resolve(7, {})
+    (256, 7)
+    """
+    return x.base + x.stride * env[x.var] if isinstance(x, Offset) else x
+
+
+# ---- declarations ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GlobalParam:
+    """A GM tensor passed to the kernel (``GM_ADDR``), row-major ``shape``."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LocalBuffer:
+    """An on-chip buffer: ``position`` (A1, B1, A2, B2, CO1), ``size`` in elements and the fractal ``image``
+    it holds (its storage is ``image.storage_shape`` flattened)."""
+
+    name: str
+    dtype: str
+    position: str
+    size: int
+    image: FractalInfo
+
+
+# ---- parameter structs (fields as in Ascend C) ----------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadData2DParams:
+    """``LoadData2DParams``: ``repeat_times`` fractals (512 bytes each); fractal ``t`` is read from source
+    fractal ``start_index + t * src_stride`` and written ``t * (1 + dst_gap)`` fractals into the destination;
+    ``if_transpose`` transposes each 16 x 16 fractal (16-bit types)."""
+
+    start_index: int
+    repeat_times: int
+    src_stride: int
+    dst_gap: int = 0
+    if_transpose: bool = False
+
+
+@dataclass(frozen=True)
+class MmadParams:
+    """``MmadParams``: C[m, n] (+)= A[m, k] @ B[k, n]; ``cmatrix_init_val`` starts C at zero."""
+
+    m: int
+    n: int
+    k: int
+    cmatrix_init_val: bool
+
+
+@dataclass(frozen=True)
+class FixpipeParamsV220:
+    """``FixpipeParamsV220`` with NZ2ND (``CFG_ROW_MAJOR``): ``m_size`` x ``n_size`` elements out of L0C,
+    whose 16-column blocks are ``src_stride`` rows apart, into GM rows ``dst_stride`` elements apart;
+    ``quant_pre`` names the ``QuantMode_t`` (``NoQuant`` or ``F322F16`` / ``F322BF16``)."""
+
+    n_size: int
+    m_size: int
+    src_stride: int
+    dst_stride: int
+    quant_pre: str = "NoQuant"
+    relu_en: bool = False
+
+
+@dataclass(frozen=True)
+class InitConstValueParams:
+    """``InitConstValueParams`` for an L1 destination: ``repeat_times`` runs of ``block_num`` 32-byte blocks,
+    ``dst_gap`` blocks apart, set to ``init_value``."""
+
+    repeat_times: int
+    block_num: int
+    dst_gap: int
+    init_value: float = 0.0
+
+
+# ---- statements ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class InitConstValue:
+    """``InitConstValue(dst[dst_offset], params)``.  Modelled on pipe MTE2, the pipe of the L1 DMA it precedes
+    (the L1 fill instruction behind it is issued on the cube's MTE2 queue)."""
+
+    dst: str
+    dst_offset: int | Offset
+    params: InitConstValueParams
+    label: str = ""
+    pipe = "MTE2"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class CopyGmToL1:
+    """``DataCopy(dst[dst_offset], src[src_offset], Nd2NzParams)``: the GM -> L1 ND2NZ DMA."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: Nd2NzParams
+    label: str = ""
+    pipe = "MTE2"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class LoadData:
+    """``LoadData(dst[dst_offset], src[src_offset], LoadData2DParams)``: L1 -> L0A / L0B."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: LoadData2DParams
+    label: str = ""
+    pipe = "MTE1"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class Mmad:
+    """``Mmad(c, a, b, MmadParams)``.  ``transpose_a`` / ``transpose_b`` are model-only facts (not printed):
+    the L0 image holds ``A^T`` (``B^T``), i.e. the logical view of the buffer is ``k x m`` (``n x k``)."""
+
+    c: str
+    a: str
+    b: str
+    params: MmadParams
+    transpose_a: bool = False
+    transpose_b: bool = False
+    label: str = ""
+    pipe = "M"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.a, self.b) if self.params.cmatrix_init_val else (self.a, self.b, self.c)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.c,)
+
+
+@dataclass(frozen=True)
+class Fixpipe:
+    """``Fixpipe<dst, src, CFG_ROW_MAJOR>(dst[dst_offset], src[src_offset], FixpipeParamsV220)``:
+    L0C -> GM with NZ2ND."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: FixpipeParamsV220
+    label: str = ""
+    pipe = "FIX"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class SetFlag:
+    """``SetFlag<HardEvent::SRC_DST>(event_id)``: pipe ``src`` signals everything issued on it so far."""
+
+    src: str
+    dst: str
+    event_id: int = 0
+
+    @property
+    def event(self) -> str:
+        return f"{self.src}_{self.dst}"
+
+
+@dataclass(frozen=True)
+class WaitFlag:
+    """``WaitFlag<HardEvent::SRC_DST>(event_id)``: pipe ``dst`` waits for the matching :class:`SetFlag`."""
+
+    src: str
+    dst: str
+    event_id: int = 0
+
+    @property
+    def event(self) -> str:
+        return f"{self.src}_{self.dst}"
+
+
+@dataclass(frozen=True)
+class SetAtomic:
+    """``SetAtomicAdd<dtype>()`` (``mode="add"``: later GM stores accumulate) or ``SetAtomicNone()``."""
+
+    mode: str
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class PipeBarrier:
+    """``PipeBarrier<PIPE_ALL>()``: every pipe drains."""
+
+    pipe_name: str = "PIPE_ALL"
+
+
+@dataclass(frozen=True)
+class Comment:
+    text: str
+
+
+@dataclass(frozen=True)
+class For:
+    """``for (var = 0; var < extent; ++var) body``; offsets in the body may be :class:`Offset` s of ``var``."""
+
+    var: str
+    extent: int
+    body: tuple
+
+
+Stmt = (InitConstValue | CopyGmToL1 | LoadData | Mmad | Fixpipe | SetFlag | WaitFlag | SetAtomic | PipeBarrier
+        | Comment | For)
+WORK = (InitConstValue, CopyGmToL1, LoadData, Mmad, Fixpipe)
+"""Statements that move or compute data (the others order the pipes or annotate)."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One cube kernel: ``params`` (GM tensors in argument order), ``buffers`` and the ``body``."""
+
+    name: str
+    params: tuple[GlobalParam, ...]
+    buffers: tuple[LocalBuffer, ...]
+    body: tuple[Stmt, ...]
+
+    def buffer(self, name: str) -> LocalBuffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def param(self, name: str) -> GlobalParam:
+        for g in self.params:
+            if g.name == name:
+                return g
+        raise KeyError(name)
+
+    def count(self, kind: type) -> int:
+        """How many statements of ``kind`` the body has (loop bodies counted once)."""
+        return sum(isinstance(s, kind) for s in flatten(self.body))
+
+
+def flatten(body) -> list:
+    """Every statement of ``body``, loop bodies inlined once (the loops themselves included)."""
+    out = []
+    for s in body:
+        out.append(s)
+        if isinstance(s, For):
+            out += flatten(s.body)
+    return out

@@ -1,0 +1,381 @@
+"""Ascend C code generation: lowering parameters (hand-checked), the printed source against a stub of the
+Ascend C API (g++ syntax check), and the statement executor against numpy and the op-level executor."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from layoutkit import codegen
+from layoutkit.cli import main
+from layoutkit.codegen import ascend_ir as ir
+from layoutkit.codegen.ascend_c import print_kernel
+from layoutkit.codegen.execute_ascend import PipeRaceError, run
+from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
+from layoutkit.errors import UnsupportedError
+from layoutkit.infer import Program, infer_layouts
+from layoutkit.infer.ascend_exec import UninitialisedReadError, bf16_bits, bf16_value, run_ascend
+from layoutkit.infer.ascend_passes import run_ascend_passes
+from layoutkit.targets import ascend
+
+ROOT = Path(__file__).resolve().parents[1]
+STUB = Path(__file__).resolve().parent / "data" / "ascend_c_stub"
+
+
+def gemm(M, N, K, bm, bn, bk, dtype="float16", tA=False, tB=False, relu=False) -> Program:
+    """A tiled GEMM, every tile unrolled (tails in any dimension); ``relu`` adds the UB + SIMT epilogue."""
+    p = Program(target="ascend")
+    A = p.tensor("A", (K, M) if tA else (M, K), dtype)
+    B = p.tensor("B", (N, K) if tB else (K, N), dtype)
+    C = p.tensor("C", (M, N), "float32")
+    a1 = p.alloc("A_l1", (bk, bm) if tA else (bm, bk), dtype, "l1")
+    b1 = p.alloc("B_l1", (bn, bk) if tB else (bk, bn), dtype, "l1")
+    a0 = p.alloc("A_l0", a1.shape, dtype, "l0a")
+    b0 = p.alloc("B_l0", b1.shape, dtype, "l0b")
+    c0 = p.alloc("C_l0", (bm, bn), "float32", "l0c")
+    c_ub = p.alloc("C_ub", (bm // 2, bn), "float32", "ub") if relu else None
+    for m in range(0, M, bm):
+        for n in range(0, N, bn):
+            for k in range(0, K, bk):
+                p.copy(A[k:k + bk, m:m + bm] if tA else A[m:m + bm, k:k + bk], a1)
+                p.copy(B[n:n + bn, k:k + bk] if tB else B[k:k + bk, n:n + bn], b1)
+                p.copy(a1, a0)
+                p.copy(b1, b0)
+                p.mad(a0, b0, c0, transpose_A=tA, transpose_B=tB, clear_accum=k == 0)
+            if relu:
+                p.dual_copy(c0, c_ub)
+                with p.simt_vf(threads=128):
+                    p.parallel((bm // 2, bn), writes=[(c_ub, "lambda i, j: (i, j)")],
+                               reads=[(c_ub, "lambda i, j: (i, j)")], compute="relu")
+                p.dual_copy(c_ub, C[m:m + bm, n:n + bn])
+            else:
+                p.copy(c0, C[m:m + bm, n:n + bn])
+    return p
+
+
+def inputs(M, N, K, dtype="float16", tA=False, tB=False, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (K, M) if tA else (M, K)).astype(np.float32)
+    b = rng.uniform(-1, 1, (N, K) if tB else (K, N)).astype(np.float32)
+    if dtype == "float16":
+        a, b = a.astype(np.float16), b.astype(np.float16)
+        va, vb = a.astype(np.float32), b.astype(np.float32)
+    else:
+        va, vb = bf16_value(bf16_bits(a)), bf16_value(bf16_bits(b))
+    return a, b, (va.T if tA else va) @ (vb.T if tB else vb)
+
+
+def by_label(kernel: ir.Kernel, label: str, kind: type) -> list:
+    return [s for s in kernel.body if isinstance(s, kind) and s.label == label]
+
+
+@pytest.fixture(scope="module")
+def tail_kernel():
+    """100 x 72 x 40 in 64 x 64 x 32 tiles: tails in M (36), N (8) and K (8)."""
+    p = gemm(100, 72, 40, 64, 64, 32)
+    return p, lower(p, infer_layouts(p))
+
+
+# ---- parameters, hand-checked -------------------------------------------------------------------
+
+def test_nd2nz_params_of_tail_tiles(tail_kernel):
+    p, k = tail_kernel
+    ops = {op.name: op for op in p.ops}
+    # tile (m=64, n=0): k=0 copies A[64:128, 0:32] (36 valid rows) and k=32 copies A[64:128, 32:64] (36 x 8)
+    names = [n for n, op in ops.items() if op.kind == "copy" and op.args["src"] == "A"]
+    a_m64_k0, a_m64_k32 = names[4], names[5]
+    (c,) = by_label(k, a_m64_k0, ir.CopyGmToL1)
+    assert c.params == ascend.Nd2NzParams(nd_num=1, n_value=36, d_value=32, src_nd_matrix_stride=0, src_d_value=40,
+                                          dst_nz_c0_stride=64, dst_nz_n_stride=1, dst_nz_matrix_stride=0)
+    assert (c.src, c.src_offset, c.dst, c.dst_offset) == ("A", 64 * 40, "A_l1", 0)
+    (c,) = by_label(k, a_m64_k32, ir.CopyGmToL1)
+    assert (c.params.n_value, c.params.d_value, c.src_offset) == (36, 8, 64 * 40 + 32)
+    # a clamped copy first zeroes the tile: 2 column blocks of C0 = 16, 64 rows (one 32-byte block each)
+    (z,) = by_label(k, a_m64_k32, ir.InitConstValue)
+    assert z.params == ir.InitConstValueParams(repeat_times=2, block_num=64, dst_gap=0, init_value=0.0)
+    # B[32:64, 64:128] (8 x 8 valid) into the 32 x 64 B tile, staged MajorK: column blocks 32 rows apart
+    b_names = [n for n, op in ops.items() if op.kind == "copy" and op.args["src"] == "B"]
+    (c,) = by_label(k, b_names[3], ir.CopyGmToL1)
+    assert (c.params.n_value, c.params.d_value, c.params.src_d_value, c.params.dst_nz_c0_stride) == (8, 8, 72, 32)
+    assert c.src_offset == 32 * 72 + 64
+    # untouched tiles carry no InitConstValue
+    assert by_label(k, names[0], ir.InitConstValue) == []
+
+
+def test_fixpipe_and_mmad_params(tail_kernel):
+    p, k = tail_kernel
+    fix = [s for s in k.body if isinstance(s, ir.Fixpipe)]
+    assert [(f.params.m_size, f.params.n_size, f.dst_offset) for f in fix] == [
+        (64, 64, 0), (64, 8, 64), (36, 64, 64 * 72), (36, 8, 64 * 72 + 64)]
+    assert {(f.params.src_stride, f.params.dst_stride, f.params.quant_pre) for f in fix} == {(64, 72, "NoQuant")}
+    mm = [s.params for s in k.body if isinstance(s, ir.Mmad)]
+    assert mm[:2] == [ir.MmadParams(64, 64, 32, True), ir.MmadParams(64, 64, 32, False)]
+    assert len(mm) == 8
+
+
+def test_load_plan_transposes_b_fractals(tail_kernel):
+    _, k = tail_kernel
+    # B (32 x 64, K x N) is MajorMN in L0B: fractal (kb, nb) is the transposed staged fractal nb * 2 + kb
+    loads = [s for s in k.body if isinstance(s, ir.LoadData) and s.dst == "B_l0"][:2]
+    assert [(s.dst_offset, s.params) for s in loads] == [
+        (0, ir.LoadData2DParams(start_index=0, repeat_times=4, src_stride=2, dst_gap=0, if_transpose=True)),
+        (4 * 256, ir.LoadData2DParams(start_index=1, repeat_times=4, src_stride=2, dst_gap=0, if_transpose=True))]
+    a_loads = [s.params for s in k.body if isinstance(s, ir.LoadData) and s.dst == "A_l0"]
+    assert set(a_loads) == {ir.LoadData2DParams(0, 8, 1, 0, False)}
+    assert k.buffer("B_l1").image.kind.name == "MAJOR_K" and k.buffer("B_l0").image.kind.name == "MAJOR_MN"
+    assert [b.position for b in k.buffers] == ["A1", "B1", "A2", "B2", "CO1"]
+
+
+def test_load_plan_splits_runs_at_255():
+    info = ascend.fractal_info(ascend.make_ascend_nz_layout((512, 512), "float16"))   # 1024 fractals
+    plan = load_plan(info, info, "x")
+    assert [(t, q.start_index, q.repeat_times) for t, q in plan] == [
+        (0, 0, 255), (255, 255, 255), (510, 510, 255), (765, 765, 255), (1020, 1020, 4)]
+
+
+def test_staged_image_refuses_transpose_of_32_bit_fractals():
+    mn = ascend.make_ascend_major_mn_layout((32, 32), "float32")
+    with pytest.raises(UnsupportedError, match="16 x 16 fractals"):
+        load_plan(staged_image(mn, "float32"), ascend.fractal_info(mn), "copy#9")
+
+
+def test_sync_pairs_follow_the_pipes(tail_kernel):
+    _, k = tail_kernel
+    events = [s.event for s in k.body if isinstance(s, ir.WaitFlag)]
+    assert set(events) == {"MTE2_MTE1", "MTE1_M", "M_MTE1", "MTE1_MTE2", "M_FIX", "FIX_M"}
+    sets = [i for i, s in enumerate(k.body) if isinstance(s, ir.SetFlag)]
+    assert all(isinstance(k.body[i + 1], ir.WaitFlag) and k.body[i + 1].event == k.body[i].event for i in sets)
+    # the first Mmad waits for the L0 loads; the first Fixpipe for the Mmads
+    first_mmad = next(i for i, s in enumerate(k.body) if isinstance(s, ir.Mmad))
+    assert k.body[first_mmad - 1] == ir.WaitFlag("MTE1", "M")
+    first_fix = next(i for i, s in enumerate(k.body) if isinstance(s, ir.Fixpipe))
+    assert k.body[first_fix - 1] == ir.WaitFlag("M", "FIX")
+
+
+# ---- execution ----------------------------------------------------------------------------------
+
+CASES = [
+    (64, 64, 64, 64, 64, 64, "float16", False, False),
+    (100, 72, 40, 64, 64, 32, "float16", False, False),
+    (250, 250, 250, 128, 128, 128, "float16", False, False),
+    (50, 50, 50, 24, 24, 24, "float16", False, False),          # tiles padded to whole fractals
+    (70, 40, 90, 32, 32, 32, "bfloat16", False, False),
+    (70, 40, 90, 32, 32, 32, "float16", True, False),           # A MajorMN: transposing load into L0A
+    (70, 40, 90, 32, 32, 32, "float16", False, True),           # B MajorK: plain load
+    (70, 40, 90, 32, 32, 32, "float16", True, True),
+]
+
+
+@pytest.mark.parametrize("M,N,K,bm,bn,bk,dtype,tA,tB", CASES)
+def test_executor_equals_numpy_and_run_ascend(M, N, K, bm, bn, bk, dtype, tA, tB):
+    p = gemm(M, N, K, bm, bn, bk, dtype, tA, tB)
+    r = infer_layouts(p)
+    a, b, want = inputs(M, N, K, dtype, tA, tB)
+    got = run(lower(p, r), {"A": a, "B": b})["C"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * K)
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, run_ascend(q, {"A": a, "B": b})["C"])
+
+
+def test_lowering_a_processed_program_is_the_same():
+    p = gemm(100, 72, 40, 64, 64, 32)
+    r = infer_layouts(p)
+    q, _ = run_ascend_passes(p, r)
+    assert lower(q) == lower(p, r)
+
+
+def test_fixpipe_equals_the_movement_model():
+    L = ascend.make_ascend_l0c_layout((48, 32))
+    info = ascend.fractal_info(L)
+    acc = np.random.default_rng(3).normal(size=(48, 32)).astype(np.float32)
+    k = ir.Kernel("k", (ir.GlobalParam("C", "float32", (60, 50)),),
+                  (ir.LocalBuffer("c", "float32", "CO1", 48 * 32, info),),
+                  (ir.Fixpipe("C", 20 * 50 + 30, "c", 0, ir.FixpipeParamsV220(20, 40, 48, 50)),))
+    m_image = ascend.to_storage(acc, info)
+    from layoutkit.codegen import execute_ascend
+    machine = execute_ascend._Machine(k, {})
+    machine.mem["c"] = np.ascontiguousarray(m_image).reshape(-1)
+    machine.op_Fixpipe(k.body[0], 0)
+    want = ascend.fixpipe_l0c_to_gm(m_image, L, np.zeros((60, 50), np.float32), gm_coord=(20, 30), valid=(40, 20))
+    assert np.array_equal(machine.mem["C"].reshape(60, 50), want)
+
+
+def test_dropped_wait_is_a_pipe_race(tail_kernel):
+    _, k = tail_kernel
+    i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.WaitFlag) and s.event == "MTE1_M")
+    broken = dataclasses.replace(k, body=k.body[:i] + k.body[i + 1:])
+    a, b, _ = inputs(100, 72, 40)
+    with pytest.raises(PipeRaceError, match="pipe M touches A_l0 after pipe MTE1"):
+        run(broken, {"A": a, "B": b})
+
+
+def test_dropped_zero_init_is_an_uninitialised_read():
+    p = gemm(20, 16, 16, 32, 16, 16)        # the first A copy is clamped: rows 20..31 of A_l1 never written
+    k = lower(p, infer_layouts(p))
+    broken = dataclasses.replace(k, body=tuple(s for s in k.body if not isinstance(s, ir.InitConstValue)))
+    a, b, want = inputs(20, 16, 16)
+    with pytest.raises(UninitialisedReadError) as err:
+        run(broken, {"A": a, "B": b})
+    assert (err.value.op, err.value.buffer) == ("gemm#4", "A_l0")
+    np.testing.assert_allclose(run(k, {"A": a, "B": b})["C"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_dropped_zero_init_reads_stale_data(tail_kernel):
+    _, k = tail_kernel                      # a reused L1 tile keeps the previous tile's data: wrong numbers
+    broken = dataclasses.replace(k, body=tuple(s for s in k.body if not isinstance(s, ir.InitConstValue)))
+    a, b, want = inputs(100, 72, 40)
+    assert not np.allclose(run(broken, {"A": a, "B": b})["C"], want, atol=1e-3)
+
+
+def test_full_k_steps_roll_into_a_loop(tmp_path):
+    p = gemm(128, 64, 1024, 128, 64, 128)             # 8 K steps: the first clears C, 7 accumulate
+    k = lower(p, infer_layouts(p))
+    (loop,) = [s for s in k.body if isinstance(s, ir.For)]
+    assert (loop.var, loop.extent) == ("kt0", 7)
+    copies = [s for s in loop.body if isinstance(s, ir.CopyGmToL1)]
+    assert [(c.src, c.src_offset) for c in copies] == [("A", ir.Offset(128, 128, "kt0")),
+                                                       ("B", ir.Offset(128 * 64, 128 * 64, "kt0"))]
+    assert k.count(ir.Mmad) == 2 and [s.params.cmatrix_init_val for s in ir.flatten(k.body)
+                                      if isinstance(s, ir.Mmad)] == [True, False]
+    a, b, want = inputs(128, 64, 1024)
+    np.testing.assert_allclose(run(k, {"A": a, "B": b})["C"], want, rtol=1e-5, atol=1e-2)
+    src = print_kernel(k)
+    assert "for (uint32_t kt0 = 0; kt0 < 7; ++kt0) {" in src and "A_gm[128 + kt0 * 128]" in src
+    _syntax_check(src, tmp_path)
+
+
+def split_k(M, N, K, bm, bn, bk) -> Program:
+    """C += A @ B over two K halves, each stored with the atomic add mode (split-K)."""
+    p = Program(target="ascend")
+    A, B, C = p.tensor("A", (M, K), "float16"), p.tensor("B", (K, N), "float16"), p.tensor("C", (M, N), "float32")
+    a1, b1 = p.alloc("A_l1", (bm, bk), "float16", "l1"), p.alloc("B_l1", (bk, bn), "float16", "l1")
+    a0, b0 = p.alloc("A_l0", (bm, bk), "float16", "l0a"), p.alloc("B_l0", (bk, bn), "float16", "l0b")
+    c0 = p.alloc("C_l0", (bm, bn), "float32", "l0c")
+    for m in range(0, M, bm):
+        for n in range(0, N, bn):
+            for k in range(0, K, bk):
+                p.copy(A[m:m + bm, k:k + bk], a1)
+                p.copy(B[k:k + bk, n:n + bn], b1)
+                p.copy(a1, a0)
+                p.copy(b1, b0)
+                p.mad(a0, b0, c0, clear_accum=True)
+                p.set_atomic("add", "float32")
+                p.copy(c0, C[m:m + bm, n:n + bn])
+                p.set_atomic_none()
+    return p
+
+
+def test_atomic_add_accumulates_split_k(tmp_path):
+    p = split_k(40, 24, 72, 32, 32, 32)
+    r = infer_layouts(p)
+    k = lower(p, r)
+    assert k.count(ir.SetAtomic) == 2 * 3 * 2 and k.count(ir.Fixpipe) == 2 * 3
+    a, b, want = inputs(40, 24, 72)
+    c = np.random.default_rng(5).normal(size=(40, 24)).astype(np.float32)
+    got = run(k, {"A": a, "B": b, "C": c})["C"]
+    np.testing.assert_allclose(got, c + want, rtol=1e-5, atol=1e-4)
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, run_ascend(q, {"A": a, "B": b, "C": c})["C"])
+    src = print_kernel(k)
+    assert src.count("AscendC::SetAtomicAdd<float>();") == 6 and src.count("AscendC::SetAtomicNone();") == 6
+    _syntax_check(src, tmp_path)
+
+
+# ---- errors -------------------------------------------------------------------------------------
+
+def test_unsupported_program_names_the_op():
+    p = gemm(64, 64, 32, 64, 64, 32, relu=True)
+    uid = next(iter(p.regions))
+    p.regions[uid] = [dataclasses.replace(p.regions[uid][0], args={"compute": "exp"})]
+    with pytest.raises(UnsupportedError, match=r"parallel#\d+: the vector epilogue lowers .*'exp'"):
+        lower(p, infer_layouts(p))
+    p = gemm(32, 32, 32, 32, 32, 32)
+    p.set_atomic("add", "float16")
+    p.set_atomic_none()
+    with pytest.raises(UnsupportedError, match=r"set_atomic#6: .*found 'add' on float16"):
+        lower(p, infer_layouts(p))
+    nv = Program(target="sm_80")
+    with pytest.raises(UnsupportedError, match="target='ascend'"):
+        lower(nv)
+
+
+@pytest.mark.parametrize("shape", [(100, 72, 40, 64, 64, 32), (250, 250, 250, 128, 128, 128)])
+def test_relu_epilogue_fuses_into_fixpipe(shape):
+    p = gemm(*shape, relu=True)
+    r = infer_layouts(p)
+    k = lower(p, r)
+    fix = [s.params for s in k.body if isinstance(s, ir.Fixpipe)]
+    assert all(f.relu_en for f in fix) and len(fix) == 4
+    assert (fix[-1].m_size, fix[-1].n_size) == (shape[0] - shape[3], shape[1] - shape[4])
+    a, b, want = inputs(*shape[:3])
+    got = run(k, {"A": a, "B": b})["C"]
+    np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-5, atol=1e-5 * shape[2])
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, run_ascend(q, {"A": a, "B": b})["C"])
+    assert "p.reluEn = true;" in print_kernel(k)
+
+
+def test_nonzero_pad_value_is_refused():
+    p = gemm(20, 16, 16, 32, 16, 16)
+    r = infer_layouts(p)
+    q, _ = run_ascend_passes(p, r, pad_value=1.0)
+    with pytest.raises(UnsupportedError, match=r"fill#\d+: the OOB pad value must be 0"):
+        lower(q)
+
+
+# ---- printing and wiring ------------------------------------------------------------------------
+
+def test_printed_source_uses_the_ascend_c_api(tail_kernel):
+    _, k = tail_kernel
+    src = print_kernel(k)
+    assert src.count("AscendC::DataCopy(") == k.count(ir.CopyGmToL1) == 16
+    assert src.count("AscendC::Mmad(") == 8
+    assert src.count("AscendC::Fixpipe<float, float, AscendC::CFG_ROW_MAJOR>(") == 4
+    assert 'extern "C" __global__ __aicore__ void ascend_gemm(GM_ADDR A, GM_ADDR B, GM_ADDR C)' in src
+    assert "p.nValue = 36; p.dValue = 8; p.srcNdMatrixStride = 0; p.srcDValue = 40;" in src
+    assert ("p.nSize = 8; p.mSize = 36; p.srcStride = 64; p.dstStride = 72; "
+            "p.quantPre = AscendC::QuantMode_t::NoQuant;") in src
+    assert "AscendC::LoadData(B_l0[1024], B_l1[0], p);" in src
+    assert "AscendC::SetFlag<AscendC::HardEvent::MTE2_MTE1>(EVENT_ID0);" in src
+    assert "AscendC::TBuf<AscendC::TPosition::CO1> C_l0_buf;" in src and "pipe.InitBuffer(C_l0_buf, 16384);" in src
+
+
+def _syntax_check(src: str, tmp_path: Path) -> None:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found: the Ascend C syntax check needs a C++17 compiler")
+    path = tmp_path / "kernel.cpp"
+    path.write_text(src)
+    done = subprocess.run([gxx, "-std=c++17", "-fsyntax-only", "-Wall", "-Werror", f"-I{STUB}", str(path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("case", [CASES[1], CASES[4], CASES[7]], ids=["fp16-tails", "bf16", "transposed"])
+def test_emitted_source_compiles_against_the_stub(case, tmp_path):
+    M, N, K, bm, bn, bk, dtype, tA, tB = case
+    p = gemm(M, N, K, bm, bn, bk, dtype, tA, tB)
+    _syntax_check(codegen.emit_ascend_c(p, infer_layouts(p)), tmp_path)
+
+
+def test_codegen_dispatches_ascend_programs(tmp_path):
+    p = gemm(40, 24, 72, 32, 32, 32)
+    r = infer_layouts(p)
+    assert isinstance(codegen.lower(p, r), ir.Kernel)
+    a, b, want = inputs(40, 24, 72)
+    np.testing.assert_allclose(codegen.execute(p, r, {"A": a, "B": b})["C"], want, rtol=1e-5, atol=1e-4)
+    (path,) = codegen.emit(p, r, tmp_path)
+    assert path.name == "ascend_gemm.cpp" and "AscendC::Mmad(" in path.read_text()
+
+
+def test_cli_infer_emits_ascend_c(tmp_path, capsys):
+    assert main(["infer", str(ROOT / "examples" / "ascend_gemm.py"), "--emit", str(tmp_path)]) == 0
+    (cpp,) = tmp_path.glob("*.cpp")
+    text = cpp.read_text()
+    assert cpp.name == "ascend_gemm.cpp" and text.count("AscendC::Mmad(") == 8
+    _syntax_check(text, tmp_path)
