@@ -25,12 +25,23 @@ lint: $(STAMP)
 # Benchmarks run beside pycute and TileLang when they install (a separate environment, so the
 # test environment never depends on them); anything that does not install is reported as skipped.
 BENCH_VENV := .venv-bench
+BENCH_ARGS ?=  # e.g. make bench BENCH_ARGS="--only domain tilelang-infer" (or --quick)
 bench: $(STAMP)
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
 	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cutlass==4.2.0.0 || echo "pycute not installable: skipped"
 	@$(BENCH_VENV)/bin/python -m pip install -q tilelang==0.1.15 torch==2.13.0 || echo "tilelang not installable: skipped"
-	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md
+	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md $(BENCH_ARGS)
+
+# The TileLang adapter's tests against TileLang itself, in their own environment (TileLang and torch
+# are GB-sized downloads the default test environment never needs).
+TILELANG_VENV := .venv-tilelang
+.PHONY: test-tilelang
+test-tilelang:
+	@test -x $(TILELANG_VENV)/bin/python || $(PYTHON) -m venv $(TILELANG_VENV)
+	$(TILELANG_VENV)/bin/python -m pip install -q --upgrade pip
+	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
+	$(TILELANG_VENV)/bin/python -m pytest tests/test_frontend_tilelang.py -p no:cacheprovider
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) build *.egg-info out
+	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) build *.egg-info out

@@ -1,0 +1,314 @@
+"""layoutkit as the layout solver of TileLang (0.1.15): read a ``T.prim_func``, solve its layouts,
+hand them back as the annotations TileLang's own pipeline honours.
+
+- :func:`from_prim_func` runs TileLang's lowering passes up to (not including) its ``LayoutInference``
+  pass, so pipelined shared buffers already carry their stage dim, and reads the kernel into an
+  :class:`~layoutkit.infer.Program` (buffers, scopes, tile ops, parallel loops, ``T.annotate_layout``,
+  thread count; see :mod:`.tilelang_walk`).
+- :func:`solve_prim_func` infers the Program and returns the ``PrimFunc`` with every solved shared /
+  fragment layout in the allocating block's ``layout_map`` annotation (what ``T.annotate_layout``
+  writes) and every solved parallel-loop layout in the loop's ``parallel_loop_layout`` annotation
+  (read by TileLang's ``ParallelOp`` before any inference of its own), so ``tilelang.lower`` /
+  ``tilelang.compile`` lower it unchanged otherwise, including kernels TileLang cannot lay out.
+- :func:`to_tilelang` / :func:`from_tilelang` convert layouts exactly (see :mod:`.tilelang_exprs`).
+- :func:`tilelang_inference` runs TileLang's own pass on the same module and times it (for tests and
+  benchmarks that compare the two solvers).
+
+TileLang is imported inside these functions (the ``tilelang`` extra); importing this module never
+needs it.  ``target`` is TileLang's target dict (``{"kind": "cuda", "arch": "sm_80"}``) or an arch
+string:
+
+>>> _target("sm_90")
+{'kind': 'cuda', 'arch': 'sm_90'}
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..algebra.layout import Layout, placeholder
+from ..algebra.nodes import Const
+from ..algebra.simplify import substitute
+from ..errors import LayoutError, UnsupportedError
+from ..fragment.fragment import Fragment
+from ..infer import Program, infer_layouts
+from ..infer.result import InferenceResult
+from .tilelang_exprs import from_tilelang, to_tilelang
+from .tilelang_walk import LOOP_TAG, Walked, allocated_shapes, nodes, walk
+
+__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "solve_prim_func", "tilelang_inference", "to_tilelang"]
+
+LAYOUT_MAP = "layout_map"
+"""Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
+LOOP_LAYOUT = "parallel_loop_layout"
+"""For annotation TileLang's ``ParallelOp`` takes as the loop layout (bound to the block's threads)."""
+
+
+class _StopLowering(Exception):
+    """Raised inside the hooked LayoutInference pass to end ``tilelang.lower`` there."""
+
+
+def _target(target) -> dict:
+    if isinstance(target, str):
+        return {"kind": "cuda", "arch": target}
+    if isinstance(target, dict) and "arch" in target:
+        return dict(target)
+    raise UnsupportedError(f"TileLang target: expected a dict such as {{'kind': 'cuda', 'arch': 'sm_80'}} or an "
+                           f"arch string; found {target!r}")
+
+
+@dataclass
+class _Capture:
+    before: object = None
+    after: object = None
+    error: Exception | None = None
+    seconds: float | None = None
+
+
+def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) -> _Capture:
+    """Run ``tilelang.lower`` until LayoutInference; keep the module it would receive (and, with
+    ``run_inference``, TileLang's own result and the pass's wall time).  The pass factory
+    ``tilelang.transform.LayoutInference`` is swapped for the call and always restored; two threads
+    lowering at once would see each other's hook, so callers serialise."""
+    import tilelang
+    import tilelang.transform as tl_transform
+    from tilelang import tvm
+
+    cap = _Capture()
+    original = tl_transform.LayoutInference
+
+    def hooked(*args, **kwargs):
+        inner = original(*args, **kwargs)
+
+        def run(mod):
+            cap.before = mod
+            if run_inference:
+                t0 = time.perf_counter()
+                try:
+                    cap.after = inner(mod)
+                except Exception as err:  # TileLang failing to infer is a result here, not an error
+                    cap.error = err
+                cap.seconds = time.perf_counter() - t0
+            raise _StopLowering
+
+        return run
+
+    tl_transform.LayoutInference = hooked
+    try:
+        with tvm.target.Target(target):
+            tilelang.lower(func, target=target)
+    except _StopLowering:
+        pass
+    finally:
+        tl_transform.LayoutInference = original
+    if cap.before is None:
+        raise UnsupportedError("TileLang's lowering ended without reaching its LayoutInference pass")
+    return cap
+
+
+def _main(mod):
+    funcs = list(mod.functions.values())
+    if len(funcs) != 1:
+        raise UnsupportedError(f"expected one PrimFunc in the lowered module; found {len(funcs)}")
+    return funcs[0]
+
+
+# ---- loop tags ------------------------------------------------------------------------------------
+
+def _map_parallel_roots(func, annotate):
+    """``func`` with each parallel loop nest root's annotations replaced by ``annotate(k, old)`` (roots
+    numbered in pre-order); inner loops of a nest are left alone."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    counter = [0]
+
+    def pre(node):
+        if not (isinstance(node, tirx.For) and node.kind == tirx.ForKind.PARALLEL):
+            return None
+        k = counter[0]
+        counter[0] += 1
+        ann = annotate(k, dict(node.annotations))
+        return tirx.For(node.loop_var, node.min, node.extent, node.kind, node.body, node.thread_binding, ann,
+                        node.step)
+
+    body = tirx.stmt_functor.ir_transform(func.body, pre, None, ["tirx.For"])
+    return func.with_body(body)
+
+
+def _tag_loops(func):
+    from tilelang import tvm
+
+    return _map_parallel_roots(func, lambda k, ann: {**ann, LOOP_TAG: tvm.tirx.IntImm("int32", k)})
+
+
+def _walk(func, target) -> Walked:
+    tgt = _target(target)
+    cap = _lower_to_layout_inference(_tag_loops(func), tgt)
+    return walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
+
+
+# ---- public API -----------------------------------------------------------------------------------
+
+def from_prim_func(func, target) -> Program:
+    """The :class:`~layoutkit.infer.Program` of a TileLang ``PrimFunc`` as TileLang's LayoutInference
+    would see it (after its pipeline passes).  Raises :class:`UnsupportedError` naming a statement
+    the Program cannot express."""
+    return _walk(func, target).program
+
+
+@dataclass
+class TileLangRun:
+    """TileLang's own LayoutInference on a kernel, next to the Program layoutkit reads from the same
+    module: ``layouts`` by buffer name and ``loop_layouts`` by the Program's parallel op name
+    (layoutkit objects, converted exactly), ``seconds`` the pass alone, ``error`` TileLang's message
+    when it failed."""
+
+    program: Program
+    layouts: dict[str, Layout] = field(default_factory=dict)
+    loop_layouts: dict[str, Fragment] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+def tilelang_inference(func, target) -> TileLangRun:
+    """Run TileLang's LayoutInference on ``func`` (timed, the pass alone) and read its answer back."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    tgt = _target(target)
+    cap = _lower_to_layout_inference(_tag_loops(func), tgt, run_inference=True)
+    walked = walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
+    run = TileLangRun(walked.program, seconds=cap.seconds or 0.0)
+    if cap.error is not None:
+        run.error = str(cap.error).strip().splitlines()[0][:300] if str(cap.error).strip() else type(cap.error).__name__
+        return run
+    by_tag: dict[int, Fragment] = {}
+    for node in nodes(_main(cap.after).body, tirx.SBlock, tirx.For):
+        if isinstance(node, tirx.SBlock) and LAYOUT_MAP in node.annotations:
+            for key, lay in node.annotations[LAYOUT_MAP].items():
+                data = getattr(key, "data", key)  # the pass's output keys by Buffer, its input by data var
+                name = next((n for n, v in walked.data_vars.items() if v.same_as(data)), None)
+                if name is not None and name not in run.layouts:
+                    run.layouts[name] = from_tilelang(lay)
+        if isinstance(node, tirx.For) and LOOP_LAYOUT in node.annotations and LOOP_TAG in node.annotations:
+            tag = int(node.annotations[LOOP_TAG])
+            if tag not in by_tag:
+                by_tag[tag] = from_tilelang(node.annotations[LOOP_LAYOUT])
+    run.loop_layouts = {op: by_tag[tag] for op, tag in walked.loop_tags.items() if tag in by_tag}
+    return run
+
+
+def solve_prim_func(func, target, cost_model="register-count", *, result: InferenceResult | None = None):
+    """``func`` with layoutkit's layouts attached: shared / fragment layouts in the allocating block's
+    ``layout_map`` (user annotations kept as written) and parallel-loop layouts in
+    ``parallel_loop_layout``.  Lower it with ``tilelang.lower`` / ``tilelang.compile`` as usual.
+    ``result`` reuses an inference already run on ``from_prim_func(func, target)``.  Raises
+    :class:`UnsupportedError` when a fragment layout leaves (thread, register) slots empty or the
+    result converts a fragment, which TileLang cannot lower (see :func:`_check_lowerable`)."""
+    walked = _walk(func, target)
+    program = walked.program
+    if result is None:
+        result = infer_layouts(program, cost_model=cost_model)
+    _check_lowerable(result, program)
+    # TileLang objects are built here, not inside the IR callbacks (see tilelang_walk.nodes)
+    tag_layout: dict[int, object] = {}
+    for op, tag in walked.loop_tags.items():
+        if op in result.loop_layouts and tag not in tag_layout:
+            tag_layout[tag] = to_tilelang(result.loop_layouts[op])
+
+    def annotate_loop(k, ann):
+        ann.pop(LOOP_TAG, None)
+        if k in tag_layout and LOOP_LAYOUT not in ann:  # a loop layout the kernel pins stays as written
+            ann[LOOP_LAYOUT] = tag_layout[k]
+        return ann
+
+    out = _map_parallel_roots(func, annotate_loop)
+    return _annotate_blocks(out, program, result)
+
+
+def _check_lowerable(result: InferenceResult, program: Program) -> None:
+    """TileLang 0.1.15 lowers a fragment through the inverse of its layout, so every (thread, register)
+    slot must hold an element; a layout with empty slots (a ragged tail tile) would fail deep inside
+    its lowering, so it is refused here with the numbers.  So is a layout conversion (a fragment read
+    by one op through another layout): TileLang annotations have no way to say it."""
+    for conv in getattr(result, "conversions", ()):
+        raise UnsupportedError(f"solve_prim_func: inference converts fragment {conv.buffer} for {conv.op} "
+                               f"(read as {conv.dst} while laid out as {conv.src}); TileLang annotations cannot "
+                               f"express a conversion: infer with a cost model that does not convert")
+    for name, lay in result.layout_map.items():
+        if not (isinstance(lay, Fragment) and name in program.buffers and program.buffers[name].is_fragment):
+            continue
+        slots = lay.thread_extent * lay.local_size
+        held = lay.size * lay.replicate_size
+        if slots != held:
+            raise UnsupportedError(f"solve_prim_func: fragment {name} {lay.input_shape} is laid out over "
+                                   f"{lay.thread_extent} threads x {lay.local_size} registers = {slots} slots for "
+                                   f"{held} elements; TileLang 0.1.15 lowers only fragments that fill every slot: "
+                                   f"{lay}")
+
+
+def _annotate_blocks(func, program: Program, result: InferenceResult):
+    """Add the solved layouts of each block's allocated buffers to its ``layout_map``."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    theirs = {name: to_tilelang(_for_source_shape(lay, program, name)) for name, lay in result.layout_map.items()
+              if name in program.buffers and program.buffers[name].scope != "global"}
+
+    def post(node):
+        if not isinstance(node, tirx.SBlock) or not len(node.alloc_buffers):
+            return None
+        old = dict(node.annotations.get(LAYOUT_MAP, {}))
+        new = dict(old)
+        for buf in node.alloc_buffers:
+            if not any(buf.data.same_as(k) for k in old) and buf.name in theirs:
+                new[buf.data] = theirs[buf.name]
+        if len(new) == len(old):
+            return None
+        ann = {**dict(node.annotations), LAYOUT_MAP: new}
+        return tirx.SBlock(node.iter_vars, node.reads, node.writes, node.name_hint, node.body, node.init,
+                           node.alloc_buffers, node.match_buffers, ann)
+
+    return func.with_body(tirx.stmt_functor.ir_transform(func.body, None, post, ["tirx.SBlock"]))
+
+
+def _for_source_shape(layout: Layout, program: Program, name: str) -> Layout:
+    """A pipelined buffer's layout as the source kernel declares it, one stage, when the staged layout
+    is that expanded over the stage dim (TileLang's pipeline pass expands an annotation again).
+    Otherwise the staged layout itself: the pipeline pass leaves an annotation whose shape is not the
+    source buffer's alone, and LayoutInference then finds it matching the staged buffer.
+
+    >>> from layoutkit.infer import Program
+    >>> p = Program(); _ = p.alloc_shared("s", (4, 4), "float16"); p.stages["s"] = 2
+    >>> _for_source_shape(Layout([2, 4, 4], lambda s, i, j: (s, j, i)), p, "s").input_shape
+    (4, 4)
+    >>> _for_source_shape(Layout([2, 4, 4], lambda s, i, j: (s, (i + s) % 4, j)), p, "s").input_shape
+    (2, 4, 4)
+    """
+    if program.stages.get(name, 1) == 1 or isinstance(layout, Fragment):
+        return layout
+    base = _stage_slice(layout)
+    if base is None or not base.expand([layout.input_shape[0]]).is_equal(layout):
+        return layout
+    return base
+
+
+def _stage_slice(layout: Layout) -> Layout | None:
+    """Stage 0 of ``layout`` without its leading stage output, or None when the first output is not
+    the stage index alone."""
+    fv = layout.forward_vars
+    exprs = layout.forward_index
+    if len(exprs) < 2 or exprs[0] != fv[0]:
+        return None
+    shape = layout.input_shape[1:]
+    mapping = {fv[0]: Const(0), **{v: placeholder(d, n) for d, (v, n) in enumerate(zip(fv[1:], shape))}}
+    try:
+        return Layout.from_exprs(shape, [substitute(e, mapping) for e in exprs[1:]])
+    except LayoutError:
+        return None

@@ -1,0 +1,436 @@
+"""Read a TileLang ``PrimFunc`` (as it reaches TileLang's LayoutInference) into an
+:class:`~layoutkit.infer.Program`.
+
+The walk keeps the statement order and maps, one to one, the tile ops LayoutInference sees:
+``tl.tileop.copy`` / ``fill`` / ``gemm`` / ``reduce`` / ``atomicadd`` calls, parallel loop nests (their
+buffer accesses become index expressions over the loop placeholders ``_i, _j, ...``) and
+``layout_map`` block annotations (``T.annotate_layout``).  Pipelined shared buffers arrive with their
+stage dim; the Program declares them with their logical shape and records the stage count (compared
+against the source ``PrimFunc``).  Serial loops, ``if`` statements, blocks and attributes are walked
+through; fragments read or written outside tile ops (an ``if`` condition, a scalar statement) are
+"floating" and, as in TileLang, fully replicated.  Anything else that could change a layout raises
+:class:`UnsupportedError` naming the statement.
+
+Global-memory starts and indices that use block or serial loop variables are read with those
+variables at 0 (clamped into the tensor): layout inference uses only their element types, never
+their positions.
+
+>>> _program_scope("local.var"), _program_scope("shared.dyn")
+('local', 'shared.dyn')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..algebra.layout import placeholder
+from ..algebra.nodes import Const, Expr
+from ..errors import LayoutError, UnsupportedError
+from ..fragment.fragment import make_fully_replicated_fragment
+from ..infer.program import SCOPES, Buffer, Program, Region
+from .tilelang_exprs import from_prim_expr, from_tilelang
+
+LOOP_TAG = "layoutkit.loop_id"
+"""For-loop annotation the adapter puts on every parallel loop nest root before lowering, to find the
+loop again after TileLang's passes (pipelining may duplicate a loop)."""
+
+DYNAMIC_EXTENT = 1 << 20
+"""A symbolic extent of a global tensor (``T.dynamic("M")``) is read as this: global positions never
+enter layout inference; only bounds checks and the io-aware model's address strides see it."""
+
+_SCOPE_ALIASES = {"local.var": "local"}
+_NO_LAYOUT_SCOPES = ("shared.barrier",)
+"""Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
+_COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy")
+
+
+def _program_scope(scope: str) -> str:
+    """The Program scope of a TileLang storage scope (``local.var`` scalars are per-thread locals)."""
+    return _SCOPE_ALIASES.get(scope, scope)
+
+
+@dataclass(frozen=True)
+class Walked:
+    """The Program plus what the adapter needs to write answers back: the TIR data variable of every
+    buffer and the loop tag of every parallel op (by Program name), and the loop layouts the kernel
+    already pins (``parallel_loop_layout``): those are kept as written, but a Program cannot pin a
+    loop, so inference does not see them."""
+
+    program: Program
+    data_vars: dict[str, object] = field(default_factory=dict)
+    loop_tags: dict[str, int] = field(default_factory=dict)
+    pinned_loops: dict[str, object] = field(default_factory=dict)
+
+
+def _int(x, what: str) -> int:
+    from tilelang import tvm
+
+    if isinstance(x, int):
+        return x
+    if isinstance(x, tvm.tirx.IntImm):
+        return int(x.value)
+    raise UnsupportedError(f"{what}: expected a constant integer; found `{x}`")
+
+
+def nodes(stmt, *types) -> list:
+    """The nodes of ``types`` under ``stmt`` in post order.  Collected first and handled afterwards:
+    an exception raised inside a TVM visitor callback would come back as a bare ``RuntimeError``."""
+    from tilelang import tvm
+
+    out: list = []
+    tvm.tirx.stmt_functor.post_order_visit(stmt, lambda n: out.append(n) if isinstance(n, types) else None)
+    return out
+
+
+def launch_threads(func) -> int:
+    """The block's thread count: the ``tl.launch_threads`` block attribute."""
+    from tilelang import tvm
+
+    for block in nodes(func.body, tvm.tirx.SBlock):
+        if "tl.launch_threads" in block.annotations:
+            return math.prod(_int(x, "tl.launch_threads") for x in block.annotations["tl.launch_threads"])
+    raise UnsupportedError("from_prim_func: no tl.launch_threads attribute found; expected a kernel written "
+                           "with `with T.Kernel(..., threads=...)`")
+
+
+def allocated_shapes(func) -> dict[str, tuple[int, ...]]:
+    """Shapes of the buffers a ``PrimFunc`` allocates, by name (to recognise stage dims later)."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    out: dict[str, tuple[int, ...]] = {}
+    for node in nodes(func.body, tirx.SBlock, tirx.AllocBuffer, tirx.DeclBuffer):
+        bufs = list(node.alloc_buffers) if isinstance(node, tirx.SBlock) else [node.buffer]
+        for b in bufs:
+            if all(isinstance(x, tirx.IntImm) for x in b.shape):
+                out.setdefault(b.name, tuple(int(x.value) for x in b.shape))
+    return out
+
+
+class _Walker:
+    def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]]):
+        from tilelang import tvm
+
+        self.tirx = tvm.tirx
+        self.func = func
+        self.source_shapes = source_shapes
+        self.p = Program(threads=launch_threads(func), target=arch)
+        self.walked = Walked(self.p)
+        self._data: list[tuple[object, str]] = []
+        self._pending: list[tuple[object, object, str]] = []
+        self._floating: list[str] = []
+        for param in func.params:
+            if param in func.buffer_map:
+                self._declare(func.buffer_map[param], global_=True)
+
+    # ---- buffers --------------------------------------------------------------------------------
+    def _name_of(self, data) -> str | None:
+        for var, name in self._data:
+            if var.same_as(data):
+                return name
+        return None
+
+    def _declare(self, buf, global_: bool = False) -> str | None:
+        name = self._name_of(buf.data)
+        if name is not None:
+            return name
+        scope = "global" if global_ else _program_scope(buf.scope())
+        if scope in _NO_LAYOUT_SCOPES:
+            return None
+        if scope not in SCOPES:
+            raise UnsupportedError(f"from_prim_func: buffer {buf.name} has scope {scope!r}; expected one of "
+                                   f"{SCOPES} (or local.var)")
+        if global_ or scope == "global":
+            shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
+        else:
+            shape = tuple(_int(x, f"shape of buffer {buf.name}") for x in buf.shape)
+        name = buf.name
+        k = 1
+        while name in self.p.buffers:  # two TIR buffers of one name: keep both, apart
+            name, k = f"{buf.name}_{k}", k + 1
+        stages = 1
+        src = self.source_shapes.get(buf.name)
+        if scope in ("shared", "shared.dyn") and src is not None and len(shape) == len(src) + 1 \
+                and shape[1:] == src and shape[0] > 1:
+            shape, stages = src, shape[0]
+        if global_:
+            self.p.tensor(name, shape, str(buf.dtype))
+        else:
+            self.p.alloc(name, shape, str(buf.dtype), scope)
+        if stages > 1:
+            self.p.stages[name] = stages
+        self._data.append((buf.data, name))
+        self.walked.data_vars[name] = buf.data
+        return name
+
+    def _buffer(self, buf) -> Buffer | None:
+        name = self._declare(buf)
+        return None if name is None else self.p.buffers[name]
+
+    # ---- statements -----------------------------------------------------------------------------
+    def run(self) -> Walked:
+        self.stmt(self.func.body)
+        for data, layout, where in self._pending:
+            self._annotate(data, layout, where)
+        for name in dict.fromkeys(self._floating):
+            if name not in self.p.annotations:  # as TileLang: every thread keeps the whole buffer
+                full = make_fully_replicated_fragment(self.p.shape_of(name), self.p.threads)
+                self.p.annotate_layout({self.p.buffers[name]: full.bind_thread_range(0, self.p.threads)})
+        return self.walked
+
+    def _float(self, *exprs) -> None:
+        """Record fragments read or written outside tile ops and parallel loops ("floating")."""
+        t = self.tirx
+        for e in exprs:
+            found = [e] if isinstance(e, (t.BufferLoad, t.BufferStore)) else []
+            if isinstance(e, t.PrimExpr):
+                found += [n for n in _expr_nodes(e, t.BufferLoad)]
+            elif isinstance(e, t.Stmt):
+                found += nodes(e, t.BufferLoad, t.BufferStore)
+            for n in found:
+                b = self._buffer(n.buffer)
+                if b is not None and b.is_fragment:
+                    self._floating.append(b.name)
+
+    def stmt(self, s) -> None:
+        t = self.tirx
+        if isinstance(s, t.SeqStmt):
+            for x in s.seq:
+                self.stmt(x)
+        elif isinstance(s, t.SBlockRealize):
+            self.stmt(s.block)
+        elif isinstance(s, t.SBlock):
+            for b in s.alloc_buffers:
+                self._declare(b)
+            if "layout_map" in s.annotations:
+                for data, layout in s.annotations["layout_map"].items():
+                    self._pending.append((data, layout, f"block {s.name_hint!r}"))
+            if s.init is not None:
+                self.stmt(s.init)
+            self.stmt(s.body)
+        elif isinstance(s, t.For):
+            if s.kind == t.ForKind.PARALLEL:
+                self.parallel(s)
+            else:
+                self.stmt(s.body)
+        elif isinstance(s, t.IfThenElse):
+            self._float(s.condition)
+            self.stmt(s.then_case)
+            if s.else_case is not None:
+                self.stmt(s.else_case)
+        elif isinstance(s, t.While):
+            self._float(s.condition)
+            self.stmt(s.body)
+        elif isinstance(s, t.AttrStmt):
+            self.stmt(s.body)
+        elif isinstance(s, (t.AllocBuffer, t.DeclBuffer)):
+            self._declare(s.buffer)
+        elif isinstance(s, t.Bind):
+            self._float(s.value)
+        elif isinstance(s, t.AssertStmt):
+            return
+        elif isinstance(s, t.Evaluate):
+            self.evaluate(s)
+        elif isinstance(s, t.BufferStore):
+            self._float(s)
+        else:
+            raise UnsupportedError(f"from_prim_func: unsupported statement {type(s).__name__}: `{s}`")
+
+    def evaluate(self, s) -> None:
+        call = s.value
+        if not isinstance(call, self.tirx.Call) or not hasattr(call.op, "name"):
+            return
+        name = call.op.name
+        handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.reduce": self.reduce,
+                   "tl.tileop.atomicadd": self.atomic_add, **{c: self.copy for c in _COPIES}}.get(name)
+        if handler is not None:
+            try:
+                handler(call)
+            except LayoutError as err:
+                if isinstance(err, UnsupportedError):
+                    raise
+                raise UnsupportedError(f"from_prim_func: `{s}`: {err}") from None
+        elif name.startswith("tl.tileop."):
+            raise UnsupportedError(f"from_prim_func: tile op {name} has no layoutkit counterpart yet: `{s}`")
+        else:
+            self._float(s)
+
+    # ---- tile ops -------------------------------------------------------------------------------
+    def region(self, arg, what: str) -> Region:
+        """A ``T.region(buf[starts], access, *extents)`` (or BufferRegion / BufferLoad) argument."""
+        t = self.tirx
+        if isinstance(arg, t.Call) and getattr(arg.op, "name", "") == "tl.region":
+            load = arg.args[0]
+            buf, starts = load.buffer, list(load.indices)
+            extents = [_int(e, what) for e in arg.args[2:]]
+        elif isinstance(arg, t.BufferRegion):
+            buf = arg.buffer
+            starts = [r.min for r in arg.region]
+            extents = [_int(r.extent, what) for r in arg.region]
+        elif isinstance(arg, t.BufferLoad):
+            buf, starts = arg.buffer, list(arg.indices)
+            extents = [1] * len(starts)
+        else:
+            raise UnsupportedError(f"{what}: expected a buffer region; found `{arg}`")
+        b = self._buffer(buf)
+        if b is None:
+            raise UnsupportedError(f"{what}: {buf.name} ({buf.scope()}) has no element layout")
+        if b.name in self.p.stages:  # the stage index picks one version; the Program's shape has none
+            if extents[0] != 1:
+                raise UnsupportedError(f"{what}: region of pipelined {b.name} spans {extents[0]} stages")
+            starts, extents = starts[1:], extents[1:]
+        if len(extents) != len(b.shape):
+            raise UnsupportedError(f"{what}: region of {b.name} has rank {len(extents)}; the buffer has "
+                                   f"{len(b.shape)}")
+        lo = tuple(self._start(x, n, e, b, what) for x, n, e in zip(starts, b.shape, extents))
+        return Region(b, lo, tuple(extents))
+
+    def _start(self, x, n: int, extent: int, b: Buffer, what: str) -> int:
+        if b.scope == "global":
+            try:
+                v = from_prim_expr(x, lambda _v: Const(0), what)
+                value = v.value if isinstance(v, Const) else 0
+            except UnsupportedError:
+                value = 0
+            return min(max(value, 0), max(n - extent, 0))
+        v = from_prim_expr(x, lambda _v: None, f"{what}: start of {b.name}")
+        if not isinstance(v, Const):
+            raise UnsupportedError(f"{what}: start `{x}` of {b.name} is not a constant")
+        return v.value
+
+    def copy(self, call) -> None:
+        what = f"T.copy `{call}`"
+        self.p.copy(self.region(call.args[0], what), self.region(call.args[1], what))
+
+    def fill(self, call) -> None:
+        what = f"T.fill `{call}`"
+        value = call.args[1]
+        v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
+        self.p.fill(self.region(call.args[0], what), v)
+
+    def _whole(self, arg, what: str) -> Buffer:
+        r = self.region(arg, what)
+        if any(r.starts) or r.extents != r.buffer.shape:
+            raise UnsupportedError(f"{what}: operand {r.buffer.name}{list(r.starts)} with extents "
+                                   f"{list(r.extents or ())} is part of the buffer; expected the whole "
+                                   f"{r.buffer.shape}")
+        return r.buffer
+
+    def gemm(self, call) -> None:
+        what = f"T.gemm `{call}`"
+        a = call.args
+        A, B, C = (self._whole(x, what) for x in a[:3])
+        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[8], what))
+        if policy is None:
+            raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
+        self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
+                    policy=policy, clear_accum=bool(_int(a[9], what)))
+
+    def reduce(self, call) -> None:
+        what = f"T.reduce `{call}`"
+        a = call.args
+        src, dst = self._whole(a[0], what), self._whole(a[1], what)
+        self.p.reduce(src, dst, dim=_int(a[3], what), kind=str(a[2].value), clear=bool(_int(a[4], what)))
+
+    def atomic_add(self, call) -> None:
+        what = f"T.atomic_add `{call}`"
+        value, dst = call.args[0], call.args[1]
+        if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
+            self.p.atomic_add(self.region(dst, what), float(value.value))
+        else:
+            self.p.atomic_add(self.region(dst, what), self.region(value, what))
+
+    # ---- parallel loops -------------------------------------------------------------------------
+    def parallel(self, root) -> None:
+        t = self.tirx
+        loops = []
+        s = root
+        while isinstance(s, t.For) and s.kind == t.ForKind.PARALLEL:
+            if _int(s.min, f"parallel loop `{root}`") != 0:
+                raise UnsupportedError(f"from_prim_func: parallel loop over {s.loop_var} starts at {s.min}; "
+                                       f"expected 0")
+            loops.append(s)
+            s = s.body
+        shape = tuple(_int(x.extent, f"extent of parallel loop {x.loop_var}") for x in loops)
+        pairs = [(x.loop_var, placeholder(d, n)) for d, (x, n) in enumerate(zip(loops, shape))]
+
+        def loop_var(v) -> Expr | None:
+            for tv, ours in pairs:
+                if tv.same_as(v):
+                    return ours
+            return None
+
+        writes, reads = [], []
+        where = f"parallel loop `for {', '.join(str(x.loop_var) for x in loops)}` ({'x'.join(map(str, shape))})"
+
+        for node in nodes(s, t.BufferStore, t.BufferLoad):
+            b = self._buffer(node.buffer)
+            if b is None:
+                continue
+            idx = self._indices(list(node.indices), b, loop_var, where)
+            (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
+        try:
+            op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
+                                 reads=[(b, _const_fn(ix)) for b, ix in reads])
+        except LayoutError as err:
+            raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
+        if LOOP_TAG in root.annotations:
+            self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
+        if "parallel_loop_layout" in root.annotations:
+            self.walked.pinned_loops[op.name] = from_tilelang(root.annotations["parallel_loop_layout"])
+
+    def _indices(self, indices, b: Buffer, loop_var, where: str) -> tuple[Expr, ...]:
+        if b.name in self.p.stages:
+            indices = indices[1:]
+        if b.scope == "global":
+            out = []
+            for x, n in zip(indices, b.shape):
+                try:
+                    e = from_prim_expr(x, lambda v: _or_zero(loop_var(v)), where)
+                except UnsupportedError:
+                    e = Const(0)
+                out.append(e if e.lo >= 0 and e.hi <= n - 1 else Const(0))
+            return tuple(out)
+        return tuple(from_prim_expr(x, loop_var, f"{where}: index of {b.name}") for x in indices)
+
+    # ---- annotations ----------------------------------------------------------------------------
+    def _annotate(self, data, tl_layout, where: str) -> None:
+        name = self._name_of(data)
+        if name is None:
+            raise UnsupportedError(f"from_prim_func: layout_map of {where} names a buffer the kernel does not "
+                                   f"allocate: {data}")
+        layout = from_tilelang(tl_layout)
+        want = self.p.shape_of(name)
+        if layout.input_shape != want:
+            s = self.p.stages.get(name, 1)
+            if s > 1 and layout.input_shape == want[1:]:
+                layout = layout.expand([s])
+            else:
+                raise UnsupportedError(f"from_prim_func: annotated layout of {name} has shape {layout.input_shape}; "
+                                       f"the buffer is {want}")
+        self.p.annotate_layout({self.p.buffers[name]: layout})
+
+
+def _expr_nodes(e, *types) -> list:
+    """Nodes of ``types`` inside the expression ``e`` (collected, not handled, in the callback)."""
+    from tilelang import tvm
+
+    out: list = []
+    tvm.tirx.stmt_functor.post_order_visit(tvm.tirx.Evaluate(e), lambda n: out.append(n) if isinstance(n, types)
+                                           else None)
+    return out
+
+
+def _or_zero(e: Expr | None) -> Expr:
+    return Const(0) if e is None else e
+
+
+def _const_fn(indices: tuple[Expr, ...]):
+    """An index function returning fixed expressions over the loop placeholders."""
+    return lambda *_vars: indices
+
+
+def walk(func, arch: str, source_shapes: dict[str, tuple[int, ...]]) -> Walked:
+    """The :class:`Walked` program of ``func`` (a ``PrimFunc`` just before LayoutInference)."""
+    return _Walker(func, arch, source_shapes).run()

@@ -1,0 +1,410 @@
+"""layoutkit as TileLang's layout solver (``layoutkit.frontends.tilelang``), checked against TileLang
+0.1.15 itself: layout conversion both ways (whole tables), the Program read from real kernels,
+layoutkit's layouts equal TileLang's on every kernel TileLang solves, and annotated kernels (including
+two TileLang cannot lay out) lowered by TileLang's own pipeline and compiled with nvcc.
+
+nvcc compiles a representative subset (the two kernels TileLang fails on, GEMM + bias + row max, the
+softmax, the attention head): each compile takes seconds; every kernel is still lowered to CUDA
+source.  sm_90 (warp-specialised TMA pipelines) is checked on two GEMMs, without nvcc.
+"""
+
+import functools
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
+    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
+tilelang = pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
+                                                  "`make test-tilelang`")
+
+import layoutkit as lk  # noqa: E402
+from layoutkit.errors import UnsupportedError  # noqa: E402
+from layoutkit.fragment.fragment import Fragment  # noqa: E402
+from layoutkit.frontends.tilelang import (  # noqa: E402
+    from_prim_func,
+    from_tilelang,
+    solve_prim_func,
+    tilelang_inference,
+    to_tilelang,
+)
+from layoutkit.infer import Program, infer_layouts, kernels  # noqa: E402
+from layoutkit.targets import nv  # noqa: E402
+
+from . import tilelang_kernels as K  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+TARGET = {"kind": "cuda", "arch": "sm_80"}
+SOLVED_BY_TILELANG = sorted(set(K.KERNELS) - K.TILELANG_FAILS)
+COMPILED = ["tile_100x7", "reduce_4x100", "gemm_rowmax_bias", "softmax_64x128", "attention_fullrow"]
+
+
+def assert_same(ours: lk.Layout, theirs: lk.Layout, what: str) -> None:
+    """Same kind, input shape, replication, thread table of every replica and index table."""
+    assert isinstance(ours, Fragment) == isinstance(theirs, Fragment), f"{what}: {ours} vs {theirs}"
+    assert ours.input_shape == theirs.input_shape, what
+    if isinstance(ours, Fragment):
+        assert ours.replicate_size == theirs.replicate_size, what
+        np.testing.assert_array_equal(ours.thread_table(), theirs.thread_table(), err_msg=what)
+    np.testing.assert_array_equal(ours.table(), theirs.table(), err_msg=what)
+
+
+@functools.cache
+def tilelang_run(name: str, arch: str = "sm_80"):
+    return tilelang_inference(K.KERNELS[name](), {**TARGET, "arch": arch})
+
+
+@functools.cache
+def ours(name: str, arch: str = "sm_80"):
+    return infer_layouts(tilelang_run(name, arch).program)
+
+
+@functools.cache
+def solved(name: str, arch: str = "sm_80"):
+    """The kernel annotated with layoutkit's layouts."""
+    return solve_prim_func(K.KERNELS[name](), {**TARGET, "arch": arch}, result=ours(name, arch))
+
+
+def lower(func, arch: str = "sm_80"):
+    from tilelang import tvm
+
+    target = {**TARGET, "arch": arch}
+    with tvm.target.Target(target):
+        return tilelang.lower(func, target=target)
+
+
+# ---- layout conversion ----------------------------------------------------------------------------
+
+CONVERTED = {
+    "swizzle_64x64_f16": lambda: nv.make_swizzled_layout((64, 64), "float16"),
+    "swizzle_32x32_f16_stage": lambda: nv.make_swizzled_layout((32, 32), "float16").expand([2]),
+    "half_bank_16x32_f16": lambda: nv.make_half_bank_swizzled_layout((16, 32), "float16"),
+    "xor_8x8": lambda: lk.Layout([8, 8], lambda i, j: (i, i ^ j)),
+    "mma_store_2x2": lambda: nv.make_mma_store_layout(2, 2, 16, 16),
+    "mma_load_A": lambda: nv.make_mma_load_layout("A", "float16", 2, 2, 16, 16, 32),
+    "mma_load_B_transposed": lambda: nv.make_mma_load_layout("B", "float16", 2, 2, 16, 16, 32, transposed=True),
+    "fully_replicated": lambda: lk.make_fully_replicated_fragment((16, 4), 128),
+    "replicated_x2": lambda: lk.Fragment([8, 8], forward_thread_fn=lambda i, j, rep: rep * 32 + i * 4 + j // 2,
+                                         replicate=2, forward_index_fn=lambda i, j: j % 2),
+    "two_index_outputs": lambda: lk.Fragment([4, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2,
+                                             forward_index_fn=lambda i, j: (j % 2, i // 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONVERTED))
+def test_round_trip_through_tilelang_keeps_every_table(name):
+    layout = CONVERTED[name]()
+    theirs = to_tilelang(layout)
+    assert type(theirs).__name__ == ("Fragment" if isinstance(layout, Fragment) else "Layout")
+    assert [int(x) for x in theirs.get_input_shape()] == list(layout.input_shape)
+    assert_same(layout, from_tilelang(theirs), name)
+
+
+@pytest.mark.parametrize("xor", ["bits", "bitwise"])
+def test_tilelang_evaluates_our_xor_swizzle_like_we_do(xor):
+    """TileLang's own evaluation (map_forward_index on constants) at every coordinate, no round trip."""
+    layout = nv.make_swizzled_layout((8, 64), "float16")
+    theirs = to_tilelang(layout, xor=xor)
+    assert ("bitwise_xor" in str(theirs)) == (xor == "bitwise")
+    table = layout.table()
+    for i in range(8):
+        for j in range(64):
+            got = [int(x) for x in theirs.map_forward_index([i, j])]
+            assert got == list(table[i, j]), (i, j)
+    assert_same(from_tilelang(theirs), layout, xor)
+
+
+def test_tilelang_swizzle_reads_back_as_ours():
+    from tilelang import layout as tl_layout
+    from tilelang import tvm
+
+    for shape, dtype in (((64, 64), "float16"), ((32, 32), "float32"), ((128, 32), "float16")):
+        buf = tvm.tirx.decl_buffer(shape, dtype, scope="shared.dyn")
+        assert_same(from_tilelang(tl_layout.make_swizzled_layout(buf)), nv.make_swizzled_layout(shape, dtype),
+                    f"{shape} {dtype}")
+
+
+def test_tilelang_replicated_fragment_reads_back_with_replica_order():
+    from tilelang import layout as tl_layout
+
+    theirs = tl_layout.Fragment([16, 16], forward_thread_fn=lambda i, j, rep: rep * 64 + i * 4 + j // 4,
+                                replicate=2, forward_index_fn=lambda i, j: j % 4)
+    mine = lk.Fragment([16, 16], forward_thread_fn=lambda i, j, rep: rep * 64 + i * 4 + j // 4, replicate=2,
+                       forward_index_fn=lambda i, j: j % 4)
+    got = from_tilelang(theirs)
+    assert_same(got, mine, "replicated")
+    assert got.thread_table()[1, 0, 0] == 64
+
+
+def test_conversion_errors_are_typed():
+    with pytest.raises(UnsupportedError, match="expected a layoutkit Layout"):
+        to_tilelang("not a layout")
+    with pytest.raises(UnsupportedError, match="expected a tilelang.layout"):
+        from_tilelang(nv.make_swizzled_layout((8, 64), "float16"))
+
+
+# ---- the Program read from a kernel -----------------------------------------------------------------
+
+def test_gemm_program_has_stages_ops_and_threads():
+    p = tilelang_run("gemm_32").program
+    assert p.threads == 128 and p.target == "sm_80"
+    assert {n: (b.shape, b.scope, b.dtype) for n, b in p.buffers.items()} == {
+        "A": ((1024, 1024), "global", "float16"), "B": ((1024, 1024), "global", "float16"),
+        "C": ((1024, 1024), "global", "float16"), "A_shared": ((32, 32), "shared.dyn", "float16"),
+        "B_shared": ((32, 32), "shared.dyn", "float16"), "C_local": ((32, 32), "local.fragment", "float32")}
+    assert p.stages == {"A_shared": 2, "B_shared": 2}
+    assert p.shape_of("A_shared") == (2, 32, 32)
+    # TileLang's pipeline pass has already peeled the prologue and the last GEMM
+    assert [op.kind for op in p.ops] == ["fill", "copy", "copy", "copy", "copy", "gemm", "gemm", "copy"]
+    g = p.ops[5].args
+    assert (g["A"], g["B"], g["C"], g["transpose_B"], g["policy"]) == ("A_shared", "B_shared", "C_local", False,
+                                                                        "square")
+
+
+def test_parallel_loop_accesses_are_index_expressions():
+    p = tilelang_run("gemm_rowmax_bias").program
+    (loop,) = [op for op in p.ops if op.kind == "parallel"]
+    assert loop.loop == (64, 64)
+    got = sorted((a.buffer, tuple(str(e) for e in a.indices), a.is_write) for a in loop.accesses)
+    assert got == [("C_local", ("_i", "_j"), False), ("C_local", ("_i", "_j"), True), ("bias_frag", ("_j",), False)]
+    (red,) = [op for op in p.ops if op.kind == "reduce"]
+    assert (red.args["src"], red.args["dst"], red.args["dim"], red.args["kind"]) == ("C_local", "row_max", 1, "max")
+
+
+def test_program_equals_the_hand_written_one():
+    """The adapter's Program of GEMM + bias + row max infers what the hand-written builder infers."""
+    hand = infer_layouts(kernels.gemm_rowmax_bias(bM=64, bN=64, bK=32))
+    read = ours("gemm_rowmax_bias")
+    for name in ("A_shared", "B_shared", "C_local", "bias_frag", "row_max"):
+        assert_same(read.layout_map[name], hand.layout_map[name], name)
+
+
+def test_annotate_layout_and_atomic_add_are_read():
+    p = tilelang_run("gemm_annotated").program
+    assert sorted(p.annotations) == ["A_shared", "B_shared"]
+    assert p.annotations["A_shared"].input_shape == (2, 64, 32)
+    assert_same(p.annotations["A_shared"], nv.make_swizzled_layout((64, 32), "float16").expand([2]), "annotation")
+    q = tilelang_run("atomic_accumulate").program
+    (atomic,) = [op for op in q.ops if op.kind == "atomic_add"]
+    assert (atomic.args["src"], atomic.args["dst"], atomic.loop) == ("A_frag", "Out", (64, 64))
+    for program in (p, q):  # what the adapter reads is an ordinary Program: it survives JSON
+        assert Program.from_json(program.to_json()).to_json() == program.to_json()
+
+
+def test_unsupported_statement_is_named():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _bx:
+            x = T.alloc_fragment((64, 4), "float32")
+            y = T.alloc_fragment((64, 64), "float32")
+            T.copy(A[0, 0], y)
+            for k in T.serial(4):
+                for i, j in T.Parallel(64, 64):
+                    y[i, j] = x[i, k]
+            T.copy(y, B[0, 0])
+
+    with pytest.raises(UnsupportedError, match=r"parallel loop .*index of x"):
+        from_prim_func(main, TARGET)
+
+
+def test_fragment_read_outside_tile_ops_is_replicated():
+    """A fragment read in an ``if`` condition is "floating": every thread keeps all of it, as in TileLang."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as _bx:
+            x = T.alloc_fragment((64, 64), "float32")
+            flag = T.alloc_fragment((4,), "float32")
+            T.copy(A[0, 0], x)
+            T.fill(flag, 1)
+            if flag[3] > 0:
+                for i, j in T.Parallel(64, 64):
+                    x[i, j] = x[i, j] * 2
+            T.copy(x, B[0, 0])
+
+    run = tilelang_inference(main, TARGET)
+    assert not run.failed, run.error
+    assert list(run.program.annotations) == ["flag"]
+    result = infer_layouts(run.program)
+    assert result.layout_map["flag"].replicate_size == 128
+    for buf in ("flag", "x"):
+        assert_same(result.layout_map[buf], run.layouts[buf], buf)
+
+
+def test_bad_target_is_typed():
+    with pytest.raises(UnsupportedError, match="TileLang target"):
+        from_prim_func(K.KERNELS["elementwise_64"](), {"kind": "cuda"})
+
+
+# ---- layoutkit's layouts equal TileLang's ---------------------------------------------------------
+
+@pytest.mark.parametrize("name", SOLVED_BY_TILELANG)
+def test_layouts_equal_tilelang(name):
+    run = tilelang_run(name)
+    assert not run.failed, run.error
+    assert run.layouts, "TileLang returned no layouts"
+    result = ours(name)
+    for buf, theirs in run.layouts.items():
+        assert_same(result.layout_map[buf], theirs, f"{name}: {buf}")
+    for op, theirs in run.loop_layouts.items():
+        assert_same(result.loop_layouts[op], theirs, f"{name}: loop {op}")
+    # every fragment layoutkit lays out is one TileLang lays out too
+    assert {b for b, lay in result.layout_map.items() if isinstance(lay, Fragment)} <= set(run.layouts)
+
+
+@pytest.mark.parametrize("name", sorted(K.TILELANG_FAILS))
+def test_tilelang_fails_where_layoutkit_solves(name):
+    run = tilelang_run(name)
+    assert run.failed and "no available layout" in run.error
+    result = ours(name)
+    assert {b for b, lay in result.layout_map.items() if isinstance(lay, Fragment)} == set(
+        n for n, b in run.program.buffers.items() if b.is_fragment)
+
+
+@pytest.mark.parametrize("name", sorted(K.BOTH_FAIL))
+def test_both_solvers_refuse_a_kernel_without_consistent_layouts(name):
+    run = tilelang_inference(K.BOTH_FAIL[name](), TARGET)
+    assert run.failed and "conflict" in run.error.lower()
+    with pytest.raises(lk.LayoutConflictError, match="minimal conflicting constraints"):
+        infer_layouts(run.program)
+
+
+# ---- annotated kernels through TileLang's own pipeline ------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(K.KERNELS))
+def test_annotated_kernel_keeps_our_layouts_and_lowers(name):
+    """TileLang's inference honours every annotation (its result equals ours) and the kernel lowers."""
+    func = solved(name)
+    again = tilelang_inference(func, TARGET)
+    assert not again.failed, again.error
+    result = ours(name)
+    for buf, lay in result.layout_map.items():
+        if buf in again.layouts:
+            assert_same(lay, again.layouts[buf], f"{name}: {buf}")
+    for op, lay in result.loop_layouts.items():
+        if op in again.loop_layouts:
+            assert_same(lay, again.loop_layouts[op], f"{name}: loop {op}")
+    assert {b for b, lay in result.layout_map.items() if isinstance(lay, Fragment)} <= set(again.layouts)
+    assert "__global__" in lower(func).kernel_source
+
+
+def _annotations(func) -> tuple[dict, list]:
+    """The ``layout_map`` entries (buffer name -> TileLang layout) and parallel loop layouts of ``func``."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    blocks, loops = [], []
+    tirx.stmt_functor.post_order_visit(func.body, lambda n: blocks.append(n) if isinstance(n, tirx.SBlock) else (
+        loops.append(n) if isinstance(n, tirx.For) else None))
+    allocated = [b for blk in blocks for b in blk.alloc_buffers]
+    layout_map = {}
+    for blk in blocks:
+        for data, lay in dict(blk.annotations.get("layout_map", {})).items():
+            layout_map[next(b.name for b in allocated if b.data.same_as(data))] = lay
+    return layout_map, [x.annotations["parallel_loop_layout"] for x in loops if "parallel_loop_layout" in x.annotations]
+
+
+def test_solved_kernel_carries_every_layout_as_annotations():
+    layout_map, loops = _annotations(solved("gemm_rowmax_bias"))
+    result = ours("gemm_rowmax_bias")
+    assert sorted(layout_map) == ["A_shared", "B_shared", "C_local", "bias_frag", "row_max"]
+    # pipelined buffers are annotated per stage, as the source declares them; TileLang expands them again
+    assert_same(from_tilelang(layout_map["A_shared"]).expand([2]), result.layout_map["A_shared"], "A_shared")
+    assert_same(from_tilelang(layout_map["C_local"]), result.layout_map["C_local"], "C_local")
+    (loop,) = loops
+    assert_same(from_tilelang(loop), result.loop_layouts["parallel#8"], "loop")
+
+
+def test_tilelang_follows_a_layout_it_would_not_pick():
+    """Annotations are binding: a column-major register distribution survives TileLang's inference."""
+    func = K.KERNELS["elementwise_64"]()
+    program = from_prim_func(func, TARGET)
+    column_major = lk.Fragment([64, 64], forward_thread_fn=lambda i, j: j * 2 + i // 32,
+                               forward_index_fn=lambda i, j: i % 32)
+    program.annotate_layout({program.buffers["A_frag"]: column_major})
+    result = infer_layouts(program)
+    default = tilelang_run("elementwise_64").layouts["B_frag"]
+    assert not np.array_equal(result.layout_map["B_frag"].thread_table(), default.thread_table())
+    again = tilelang_inference(solve_prim_func(func, TARGET, result=result), TARGET)
+    for name in ("A_frag", "B_frag"):
+        assert_same(again.layouts[name], result.layout_map[name], name)
+    assert_same(again.layouts["A_frag"], column_major, "A_frag")
+
+
+@pytest.mark.parametrize("name", ["gemm_64", "gemm_rowmax_bias"])
+def test_warp_specialised_sm90_kernels(name):
+    """sm_90: TMA copies into mbarrier-guarded pipelines, consumer threads 128..255.  TileLang compares an
+    annotated swizzle with its own by proving the expressions equal, which needs xor spelled its way."""
+    run = tilelang_run(name, "sm_90")
+    assert not run.failed, run.error
+    result = ours(name, "sm_90")
+    assert result.layout_map["C_local"].thread_range == (128, 128)
+    for buf, theirs in run.layouts.items():
+        assert_same(result.layout_map[buf], theirs, f"{name}: {buf}")
+    again = tilelang_inference(solved(name, "sm_90"), {**TARGET, "arch": "sm_90"})
+    assert not again.failed, again.error
+    assert "__global__" in lower(solved(name, "sm_90"), "sm_90").kernel_source
+
+
+def test_ragged_fragment_is_refused_before_tilelang_lowering():
+    """200 x 7 on 128 threads: layoutkit deals rows round-robin, leaving register slots of threads
+    72..127 empty; TileLang can only lower fragments that fill every slot, so solve_prim_func says so."""
+    func = _tile(200, 7)
+    result = infer_layouts(from_prim_func(func, TARGET))
+    assert result.layout_map["y"].thread_extent == 128 and result.layout_map["y"].local_size == 14
+    with pytest.raises(UnsupportedError, match=r"fragment x \(200, 7\) .* 1792 slots for 1400 elements"):
+        solve_prim_func(func, TARGET, result=result)
+
+
+def test_a_converted_fragment_is_refused():
+    """Annotations cannot express "fragment x read through another layout"; solve_prim_func says so."""
+    from types import SimpleNamespace
+
+    from layoutkit.frontends.tilelang import _check_lowerable
+
+    frag = lk.make_fully_replicated_fragment((4,), 128)
+    conv = SimpleNamespace(buffer="x", op="parallel#3", src=frag, dst=frag)
+    with pytest.raises(UnsupportedError, match="converts fragment x for parallel#3"):
+        _check_lowerable(SimpleNamespace(conversions=(conv,), layout_map={}), tilelang_run("gemm_32").program)
+
+
+def _tile(rows: int, cols: int):
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((rows * 4, cols), "float32"), B: T.Tensor((rows * 4, cols), "float32")):
+        with T.Kernel(4, threads=128) as bx:
+            x = T.alloc_fragment((rows, cols), "float32")
+            y = T.alloc_fragment((rows, cols), "float32")
+            T.copy(A[bx * rows, 0], x)
+            for i, j in T.Parallel(rows, cols):
+                y[i, j] = x[i, j] + T.cast(1, "float32")
+            T.copy(y, B[bx * rows, 0])
+    return main
+
+
+def _include_dirs() -> list[str]:
+    root = Path(tilelang.__file__).resolve().parent
+    return [str(root / "src"), str(root / "3rdparty" / "cutlass" / "include")]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("name", COMPILED)
+def test_annotated_kernel_compiles_with_nvcc(name, tmp_path):
+    src = tmp_path / f"{name}.cu"
+    src.write_text(lower(solved(name)).kernel_source)
+    cmd = ["nvcc", "-arch=sm_80", "-std=c++17", "-w", "-c", str(src), "-o", str(tmp_path / f"{name}.o")]
+    cmd += [f"-I{d}" for d in _include_dirs()]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / f"{name}.o").stat().st_size > 0

@@ -1,0 +1,335 @@
+"""TileLang kernels whose layouts layoutkit's TileLang adapter solves next to TileLang's own inference.
+
+The first three are the kernels of the conformance data (the docs GEMM, the elementwise kernel and
+GEMM + bias + row max); the rest are GEMM variants, elementwise (one with a dynamic row count),
+row/column reductions, a softmax over a tile, GEMM + bias + ReLU, a tile atomic add, an annotated
+swizzle, an attention head (a GEMM with its A operand in registers), and two kernels TileLang
+0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
+
+Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
+zero-argument builder returning the ``T.prim_func``; :data:`TILELANG_FAILS` names the kernels
+TileLang cannot lay out by itself; :data:`BOTH_FAIL` holds kernels no layout fits.
+
+>>> sorted(TILELANG_FAILS)
+['reduce_4x100', 'tile_100x7']
+>>> len(KERNELS) >= 13
+True
+"""
+
+# No `from __future__ import annotations`: TileLang evaluates the T.Tensor annotations of each
+# prim_func against the builder's closure, which string annotations would not capture.
+from collections.abc import Callable
+
+try:  # the builders need TileLang; importing the module (doctests, collection) must not
+    import tilelang.language as T
+    from tilelang.tileop.base import GemmWarpPolicy
+except ImportError:  # pragma: no cover - exercised where TileLang is absent
+    T = None
+    GemmWarpPolicy = None
+
+
+# ---- the three kernels of the conformance data ---------------------------------------------------
+
+def gemm(M, N, K, bM, bN, bK, threads=128, num_stages=2, dtype="float16", accum_dtype="float32",
+         policy=None, trans_B=False):
+    policy = GemmWarpPolicy.Square if policy is None else policy
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(((N, K) if trans_B else (K, N)), dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), dtype)
+            B_shared = T.alloc_shared(((bN, bK) if trans_B else (bK, bN)), dtype)
+            C_local = T.alloc_fragment((bM, bN), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=num_stages):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                if trans_B:
+                    T.copy(B[bx * bN, ko * bK], B_shared)
+                else:
+                    T.copy(B[ko * bK, bx * bN], B_shared)
+                T.gemm(A_shared, B_shared, C_local, transpose_B=trans_B, policy=policy)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def elementwise(M, N, bM, bN, threads=128, dtype="float16"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_frag = T.alloc_fragment((bM, bN), dtype)
+            B_frag = T.alloc_fragment((bM, bN), dtype)
+            T.copy(A[by * bM, bx * bN], A_frag)
+            for i, j in T.Parallel(bM, bN):
+                B_frag[i, j] = A_frag[i, j] * T.cast(2, dtype)
+            T.copy(B_frag, B[by * bM, bx * bN])
+    return main
+
+
+def gemm_rowmax_bias(M, N, K, bM, bN, bK, threads=128, dtype="float16", accum_dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Bias: T.Tensor((N,), accum_dtype),
+             C: T.Tensor((M, N), dtype), RowMax: T.Tensor((M,), accum_dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), dtype)
+            B_shared = T.alloc_shared((bK, bN), dtype)
+            C_local = T.alloc_fragment((bM, bN), accum_dtype)
+            bias_frag = T.alloc_fragment((bN,), accum_dtype)
+            row_max = T.alloc_fragment((bM,), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                T.copy(B[ko * bK, bx * bN], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(Bias[bx * bN], bias_frag)
+            for i, j in T.Parallel(bM, bN):
+                C_local[i, j] = C_local[i, j] + bias_frag[j]
+            T.reduce_max(C_local, row_max, dim=1)
+            T.copy(C_local, C[by * bM, bx * bN])
+            T.copy(row_max, RowMax[by * bM])
+    return main
+
+
+# ---- more kernels --------------------------------------------------------------------------------
+
+def elementwise_add(M, N, bM, bN, threads=256, dtype="float32"):
+    """``C = A + B`` through fragments, with a scalar epilogue in the loop."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_frag = T.alloc_fragment((bM, bN), dtype)
+            B_frag = T.alloc_fragment((bM, bN), dtype)
+            C_frag = T.alloc_fragment((bM, bN), dtype)
+            T.copy(A[by * bM, bx * bN], A_frag)
+            T.copy(B[by * bM, bx * bN], B_frag)
+            for i, j in T.Parallel(bM, bN):
+                C_frag[i, j] = A_frag[i, j] + B_frag[i, j]
+            T.copy(C_frag, C[by * bM, bx * bN])
+    return main
+
+
+def elementwise_dynamic(N=64, bM=64, threads=128, dtype="float16"):
+    """Elementwise scaling of an ``M x N`` tensor whose row count is dynamic (``T.dynamic``)."""
+    M = T.dynamic("M")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            x = T.alloc_fragment((bM, N), dtype)
+            T.copy(A[bx * bM, 0], x)
+            for i, j in T.Parallel(bM, N):
+                x[i, j] = x[i, j] * T.cast(2, dtype)
+            T.copy(x, B[bx * bM, 0])
+    return main
+
+
+def reduce_rows(M, N, bM, bN, kind="sum", threads=128, dtype="float32"):
+    """Per-row sum or max of a tile (``dim=1``)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), Out: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            A_frag = T.alloc_fragment((bM, bN), dtype)
+            acc = T.alloc_fragment((bM,), dtype)
+            T.copy(A[bx * bM, 0], A_frag)
+            if kind == "sum":
+                T.reduce_sum(A_frag, acc, dim=1)
+            else:
+                T.reduce_max(A_frag, acc, dim=1)
+            T.copy(acc, Out[bx * bM])
+    return main
+
+
+def reduce_cols(M, N, bM, bN, kind="max", threads=128, dtype="float32"):
+    """Per-column max or sum of a tile (``dim=0``)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), Out: T.Tensor((N,), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), threads=threads) as bx:
+            A_frag = T.alloc_fragment((bM, bN), dtype)
+            acc = T.alloc_fragment((bN,), dtype)
+            T.copy(A[0, bx * bN], A_frag)
+            if kind == "sum":
+                T.reduce_sum(A_frag, acc, dim=0)
+            else:
+                T.reduce_max(A_frag, acc, dim=0)
+            T.copy(acc, Out[bx * bN])
+    return main
+
+
+def softmax(M, N, bM, threads=128, dtype="float32"):
+    """Row softmax over a ``bM x N`` tile: reduce max, exp, reduce sum, divide."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            x = T.alloc_fragment((bM, N), dtype)
+            row_max = T.alloc_fragment((bM,), dtype)
+            row_sum = T.alloc_fragment((bM,), dtype)
+            T.copy(A[bx * bM, 0], x)
+            T.reduce_max(x, row_max, dim=1)
+            for i, j in T.Parallel(bM, N):
+                x[i, j] = T.exp(x[i, j] - row_max[i])
+            T.reduce_sum(x, row_sum, dim=1)
+            for i, j in T.Parallel(bM, N):
+                x[i, j] = x[i, j] / row_sum[i]
+            T.copy(x, B[bx * bM, 0])
+    return main
+
+
+def gemm_bias_relu(M, N, K, bM, bN, bK, threads=128, dtype="float16", accum_dtype="float32"):
+    """GEMM with a bias + ReLU epilogue on the accumulator."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Bias: T.Tensor((N,), accum_dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), dtype)
+            B_shared = T.alloc_shared((bK, bN), dtype)
+            C_local = T.alloc_fragment((bM, bN), accum_dtype)
+            bias_frag = T.alloc_fragment((bN,), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=3):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                T.copy(B[ko * bK, bx * bN], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(Bias[bx * bN], bias_frag)
+            for i, j in T.Parallel(bM, bN):
+                C_local[i, j] = T.max(C_local[i, j] + bias_frag[j], T.cast(0, accum_dtype))
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def gemm_annotated(M, N, K, bM, bN, bK, threads=128, dtype="float16", accum_dtype="float32"):
+    """The docs GEMM with its shared tiles annotated (``T.annotate_layout``) with the swizzle TileLang
+    would pick anyway."""
+    from tilelang.layout import make_swizzled_layout
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), dtype)
+            B_shared = T.alloc_shared((bK, bN), dtype)
+            C_local = T.alloc_fragment((bM, bN), accum_dtype)
+            T.annotate_layout({A_shared: make_swizzled_layout(A_shared), B_shared: make_swizzled_layout(B_shared)})
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                T.copy(B[ko * bK, bx * bN], B_shared)
+                T.gemm(A_shared, B_shared, C_local)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def atomic_accumulate(M, N, bM, bN, threads=128, dtype="float32"):
+    """Scale a tile in registers and add it into ``Out`` with a tile ``T.atomic_add``."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), Out: T.Tensor((bM, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_frag = T.alloc_fragment((bM, bN), dtype)
+            T.copy(A[by * bM, bx * bN], A_frag)
+            for i, j in T.Parallel(bM, bN):
+                A_frag[i, j] = A_frag[i, j] * T.cast(0.5, dtype)
+            T.atomic_add(Out[0, bx * bN], A_frag)
+    return main
+
+
+def attention(seq=256, dim=64, bM=64, bN=64, threads=128, policy=None, dtype="float16", accum_dtype="float32"):
+    """One attention head, flash style without the running rescale: S = Q K^T, row max, exp, row sum,
+    P = S cast to fp16 in registers, O += P V (a GEMM whose A operand is a fragment), O /= row sum.
+    With the Square warp policy S and P cannot share a layout (both solvers refuse); FullRow works."""
+    policy = GemmWarpPolicy.FullRow if policy is None else policy
+
+    @T.prim_func
+    def main(Q: T.Tensor((seq, dim), dtype), K: T.Tensor((seq, dim), dtype), V: T.Tensor((seq, dim), dtype),
+             O: T.Tensor((seq, dim), dtype)):
+        with T.Kernel(T.ceildiv(seq, bM), threads=threads) as bx:
+            Q_s = T.alloc_shared((bM, dim), dtype)
+            K_s = T.alloc_shared((bN, dim), dtype)
+            V_s = T.alloc_shared((bN, dim), dtype)
+            S = T.alloc_fragment((bM, bN), accum_dtype)
+            P = T.alloc_fragment((bM, bN), dtype)
+            acc = T.alloc_fragment((bM, dim), accum_dtype)
+            m = T.alloc_fragment((bM,), accum_dtype)
+            lsum = T.alloc_fragment((bM,), accum_dtype)
+            T.copy(Q[bx * bM, 0], Q_s)
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(seq, bN), num_stages=1):
+                T.copy(K[k * bN, 0], K_s)
+                T.copy(V[k * bN, 0], V_s)
+                T.clear(S)
+                T.gemm(Q_s, K_s, S, transpose_B=True, policy=policy)
+                T.reduce_max(S, m, dim=1)
+                for i, j in T.Parallel(bM, bN):
+                    S[i, j] = T.exp(S[i, j] - m[i])
+                T.reduce_sum(S, lsum, dim=1)
+                T.copy(S, P)
+                T.gemm(P, V_s, acc, policy=policy)
+            for i, j in T.Parallel(bM, dim):
+                acc[i, j] = acc[i, j] / lsum[i]
+            T.copy(acc, O[bx * bM, 0])
+    return main
+
+
+def tile_100x7(M=1000, N=7, threads=128, dtype="float32"):
+    """A 100 x 7 fragment tile on 128 threads: 700 elements do not split evenly over the threads."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, 100), threads=threads) as bx:
+            x = T.alloc_fragment((100, N), dtype)
+            y = T.alloc_fragment((100, N), dtype)
+            T.copy(A[bx * 100, 0], x)
+            for i, j in T.Parallel(100, N):
+                y[i, j] = x[i, j] * T.cast(3, dtype)
+            T.copy(y, B[bx * 100, 0])
+    return main
+
+
+def reduce_4x100(M=400, N=100, threads=128, dtype="float32"):
+    """A row sum over a 4 x 100 tile on 128 threads."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), Out: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, 4), threads=threads) as bx:
+            x = T.alloc_fragment((4, N), dtype)
+            acc = T.alloc_fragment((4,), dtype)
+            T.copy(A[bx * 4, 0], x)
+            T.reduce_sum(x, acc, dim=1)
+            T.copy(acc, Out[bx * 4])
+    return main
+
+
+def _policy(name: str):
+    return getattr(GemmWarpPolicy, name)
+
+
+KERNELS: dict[str, Callable] = {
+    "gemm_32": lambda: gemm(1024, 1024, 1024, 32, 32, 32),
+    "elementwise_64": lambda: elementwise(1024, 1024, 64, 64),
+    "gemm_rowmax_bias": lambda: gemm_rowmax_bias(1024, 1024, 1024, 64, 64, 32),
+    "gemm_64": lambda: gemm(1024, 1024, 1024, 64, 64, 32),
+    "gemm_128": lambda: gemm(1024, 1024, 1024, 128, 128, 32),
+    "gemm_128_fullrow": lambda: gemm(1024, 1024, 1024, 128, 128, 32, policy=_policy("FullRow")),
+    "gemm_64_transpose_b": lambda: gemm(1024, 1024, 1024, 64, 64, 32, trans_B=True),
+    "gemm_64x128_3stage_256t": lambda: gemm(1024, 1024, 1024, 64, 128, 32, threads=256, num_stages=3),
+    "gemm_64_int8": lambda: gemm(1024, 1024, 1024, 64, 64, 64, dtype="int8", accum_dtype="int32", trans_B=True),
+    "gemm_128x64_bf16_fullcol": lambda: gemm(1024, 1024, 1024, 128, 64, 32, dtype="bfloat16",
+                                             policy=_policy("FullCol")),
+    "elementwise_add_128": lambda: elementwise_add(1024, 1024, 128, 128),
+    "elementwise_dynamic_m": lambda: elementwise_dynamic(),
+    "reduce_sum_rows": lambda: reduce_rows(1024, 64, 64, 64, kind="sum"),
+    "reduce_max_rows": lambda: reduce_rows(1024, 128, 32, 128, kind="max"),
+    "reduce_max_cols": lambda: reduce_cols(64, 1024, 64, 64, kind="max"),
+    "reduce_sum_cols": lambda: reduce_cols(32, 1024, 32, 128, kind="sum"),
+    "softmax_64x128": lambda: softmax(1024, 128, 64),
+    "gemm_bias_relu": lambda: gemm_bias_relu(1024, 1024, 1024, 64, 64, 32),
+    "gemm_annotated": lambda: gemm_annotated(1024, 1024, 1024, 64, 64, 32),
+    "atomic_accumulate": lambda: atomic_accumulate(1024, 1024, 64, 64),
+    "attention_fullrow": lambda: attention(),
+    "tile_100x7": lambda: tile_100x7(),
+    "reduce_4x100": lambda: reduce_4x100(),
+}
+"""Every kernel by name; each value builds the ``T.prim_func``."""
+
+TILELANG_FAILS = frozenset({"tile_100x7", "reduce_4x100"})
+"""Kernels whose layouts TileLang 0.1.15's LayoutInference cannot find."""
+
+BOTH_FAIL: dict[str, Callable] = {
+    "attention_square": lambda: attention(policy=_policy("Square")),
+}
+"""Kernels with no consistent layout: both solvers must refuse them (layoutkit names the conflict)."""
