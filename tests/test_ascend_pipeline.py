@@ -10,7 +10,7 @@ import pytest
 
 from layoutkit import infer
 from layoutkit.dtypes import DtypeError
-from layoutkit.errors import ShapeError
+from layoutkit.errors import ShapeError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts
 from layoutkit.infer.ascend_exec import AscendExecutionError, UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 from layoutkit.infer.ascend_passes import (
@@ -430,3 +430,56 @@ def test_fill_before_clamped_copy_defines_the_tail_and_stale_data_does_not():
         else:
             with pytest.raises(UninitialisedReadError, match="gemm#"):
                 run_ascend(q, {"A": a, "B": b})
+
+
+# ---- vector-region arithmetic (add / mul / max with a broadcast row, scalar forms) -------------------
+
+IJ = "lambda i, j: (i, j)"
+
+
+def _vector_program(computes, row_read="lambda i, j: (j,)") -> Program:
+    p = Program(target="ascend")
+    X, v = p.tensor("X", (8, 32), "float32"), p.tensor("v", (32,), "float32")
+    Y = p.tensor("Y", (8, 32), "float32")
+    xu, vu = p.alloc("xu", (8, 32), "float32", "ub"), p.alloc("vu", (32,), "float32", "ub")
+    p.copy(X, xu)
+    p.copy(v, vu)
+    with p.simd_vf():
+        for fn in computes:
+            row = [(vu, row_read)] if fn in ("add", "mul", "max") else []
+            p.parallel((8, 32), writes=[(xu, IJ)], reads=[(xu, IJ)] + row, compute=fn)
+    p.copy(xu, Y)
+    return p
+
+
+def test_vector_ops_broadcast_rows_and_scalars():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(8, 32)).astype(np.float32)
+    v = rng.normal(size=32).astype(np.float32)
+    p = _vector_program(["mul", "maxs:-0.25", "add", "muls:2", "adds:0.5", "max", "relu"])
+    got = run_ascend(p, {"X": x, "v": v})["Y"]
+    want = np.maximum(np.maximum((np.maximum(x * v, np.float32(-0.25)) + v) * 2 + 0.5, v), 0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert (got == 0).sum() > 0 and (got != 0).sum() > 0
+
+
+@pytest.mark.parametrize("computes,row,message", [
+    (["exp"], None, r"parallel#\d+: run_ascend models compute relu, copy, add, mul, max, adds:C, .* found 'exp'"),
+    (["muls:x"], None, r"parallel#\d+: compute 'muls:x' needs a number"),
+    (["relu:1"], None, r"found 'relu:1'"),
+])
+def test_vector_op_refusals(computes, row, message):
+    p = _vector_program(computes, row or "lambda i, j: (j,)")
+    with pytest.raises(UnsupportedError, match=message):
+        run_ascend(p, {"X": np.zeros((8, 32), np.float32), "v": np.zeros(32, np.float32)})
+
+
+def test_vector_op_reads_in_loop_order_only():
+    p = Program(target="ascend")
+    X = p.tensor("X", (8, 8), "float32")
+    xu, tu = p.alloc("xu", (8, 8), "float32", "ub"), p.alloc("tu", (8, 8), "float32", "ub")
+    p.copy(X, xu)
+    with p.simd_vf():
+        p.parallel((8, 8), writes=[(tu, IJ)], reads=[(xu, IJ), (xu, "lambda i, j: (j, i)")], compute="add")
+    with pytest.raises(UnsupportedError, match=r"parallel#\d+: .*loop order; xu is read at \['_j', '_i'\]"):
+        run_ascend(p, {"X": np.zeros((8, 8), np.float32)})

@@ -273,12 +273,15 @@ def split_k(M, N, K, bm, bn, bk) -> Program:
 def test_atomic_add_accumulates_split_k(tmp_path):
     p = split_k(40, 24, 72, 32, 32, 32)
     r = infer_layouts(p)
-    k = lower(p, r)
+    k = lower(p, r, roll=False)
     assert k.count(ir.SetAtomic) == 2 * 3 * 2 and k.count(ir.Fixpipe) == 2 * 3
     a, b, want = inputs(40, 24, 72)
     c = np.random.default_rng(5).normal(size=(40, 24)).astype(np.float32)
     got = run(k, {"A": a, "B": b, "C": c})["C"]
     np.testing.assert_allclose(got, c + want, rtol=1e-5, atol=1e-4)
+    rolled = lower(p, r)  # the two full K steps of each M tile roll into a loop: the same stores
+    assert rolled.count(ir.Fixpipe) < k.count(ir.Fixpipe)
+    assert np.array_equal(run(rolled, {"A": a, "B": b, "C": c})["C"], got)
     q, _ = run_ascend_passes(p, r)
     assert np.array_equal(got, run_ascend(q, {"A": a, "B": b, "C": c})["C"])
     src = print_kernel(k)
@@ -379,3 +382,274 @@ def test_cli_infer_emits_ascend_c(tmp_path, capsys):
     text = cpp.read_text()
     assert cpp.name == "ascend_gemm.cpp" and text.count("AscendC::Mmad(") == 8
     _syntax_check(text, tmp_path)
+
+
+# ---- vector epilogues on the AIV cores (mixed kernels) -------------------------------------------
+
+IJ = "lambda i, j: (i, j)"
+
+
+def epilogue_gemm(M, N, K, bm, bn, bk, computes, bias=True, c_dtype="float32") -> Program:
+    """A tiled GEMM whose L0C tile goes through UB: ``computes`` are the region's ``parallel`` ops in order
+    (``"add"`` reads the bias row, broadcast over the rows); a tail bias tile is zero-filled first."""
+    p = Program(target="ascend")
+    A, B = p.tensor("A", (M, K), "float16"), p.tensor("B", (K, N), "float16")
+    C = p.tensor("C", (M, N), c_dtype)
+    bias_gm = p.tensor("Bias", (N,), "float32") if bias else None
+    a1, b1 = p.alloc("A_l1", (bm, bk), "float16", "l1"), p.alloc("B_l1", (bk, bn), "float16", "l1")
+    a0, b0 = p.alloc("A_l0", (bm, bk), "float16", "l0a"), p.alloc("B_l0", (bk, bn), "float16", "l0b")
+    c0 = p.alloc("C_l0", (bm, bn), "float32", "l0c")
+    c_ub = p.alloc("C_ub", (bm // 2, bn), "float32", "ub")
+    bias_ub = p.alloc("Bias_ub", (bn,), "float32", "ub") if bias else None
+    for m in range(0, M, bm):
+        for n in range(0, N, bn):
+            for k in range(0, K, bk):
+                p.copy(A[m:m + bm, k:k + bk], a1)
+                p.copy(B[k:k + bk, n:n + bn], b1)
+                p.copy(a1, a0)
+                p.copy(b1, b0)
+                p.mad(a0, b0, c0, clear_accum=k == 0)
+            if bias:
+                if n + bn > N:
+                    p.fill(bias_ub, 0.0)
+                p.copy(bias_gm[n:n + bn], bias_ub)
+            p.dual_copy(c0, c_ub)
+            with p.simd_vf():
+                for fn in computes:
+                    row = [(bias_ub, "lambda i, j: (j,)")] if fn == "add" else []
+                    p.parallel((bm // 2, bn), writes=[(c_ub, IJ)], reads=[(c_ub, IJ)] + row, compute=fn)
+            p.dual_copy(c_ub, C[m:m + bm, n:n + bn])
+    return p
+
+
+def _epilogue_case(M, N, K, bm, bn, bk, computes, bias=True, c_dtype="float32"):
+    p = epilogue_gemm(M, N, K, bm, bn, bk, computes, bias, c_dtype)
+    r = infer_layouts(p)
+    a, b, prod = inputs(M, N, K)
+    arrays = {"A": a, "B": b}
+    if bias:
+        arrays["Bias"] = np.random.default_rng(7).uniform(-1, 1, N).astype(np.float32)
+    return p, r, arrays, prod
+
+
+@pytest.mark.parametrize("shape", [(100, 72, 40, 64, 64, 32), (130, 96, 50, 64, 32, 32), (64, 64, 64, 64, 64, 64)])
+def test_bias_relu_epilogue_runs_on_the_vector_cores(shape, tmp_path):
+    p, r, arrays, prod = _epilogue_case(*shape, ["add", "relu"])
+    k = lower(p, r)
+    assert k.vector and k.param("workspace").shape == (shape[3], shape[4])
+    assert [b.name for b in k.buffers if b.is_ub] == ["Bias_ub", "C_ub"]
+    got = run(k, arrays)["C"]
+    np.testing.assert_allclose(got, np.maximum(prod + arrays["Bias"], 0), rtol=1e-5, atol=1e-5 * shape[2])
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, run_ascend(q, arrays)["C"])
+    src = print_kernel(k)
+    assert "if ASCEND_IS_AIC {" in src and "if ASCEND_IS_AIV {" in src
+    assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);" in src
+    assert "AscendC::CrossCoreSetFlag<0x2, PIPE_FIX>(0);" in src and "AscendC::CrossCoreWaitFlag(0);" in src
+    assert f"AscendC::Add(C_ub[r * {shape[4]}], C_ub[r * {shape[4]}], Bias_ub[0], {shape[4]});" in src
+    assert f"AscendC::Relu(C_ub[0], C_ub[0], {shape[3] // 2 * shape[4]});" in src
+    _syntax_check(src, tmp_path)
+
+
+def test_epilogue_tail_parameters():
+    """100 x 72 in 64 x 64 tiles: the last tile has 36 rows (32 on core 0, 4 on core 1) and 8 columns."""
+    p, r, _, _ = _epilogue_case(100, 72, 40, 64, 64, 32, ["add", "relu"])
+    k = lower(p, r, roll=False)
+    stores = [s for s in k.vector if isinstance(s, ir.CopyUbToGm)]
+    assert [(s.dst_offset, s.params) for s in stores] == [
+        (ir.Offset(0, 32 * 72, "sub"), ir.DataCopyExtParams(32, 256, 0, 8 * 4)),
+        (ir.Offset(64, 32 * 72, "sub"), ir.DataCopyExtParams(32, 32, 7, 64 * 4)),
+        (ir.Offset(64 * 72, 32 * 72, "sub"), ir.DataCopyExtParams(ir.PerCore((32, 4)), 256, 0, 8 * 4)),
+        (ir.Offset(64 * 72 + 64, 32 * 72, "sub"), ir.DataCopyExtParams(ir.PerCore((32, 4)), 32, 7, 64 * 4))]
+    loads = [s for s in k.vector if isinstance(s, ir.CopyGmToUb)]
+    assert loads[0] == ir.CopyGmToUb("Bias_ub", 0, "Bias", 0, ir.DataCopyExtParams(1, 256, 0, 0), loads[0].label)
+    assert (loads[1].src, loads[1].src_offset, loads[1].params) == (
+        "workspace", ir.Offset(0, 32 * 64, "sub"), ir.DataCopyExtParams(1, 32 * 64 * 4, 0, 0))
+    # the tail bias tile is zeroed (Duplicate) before its 8-element DataCopyPad
+    dup = [s for s in k.vector if isinstance(s, ir.VecOp) and s.op == "Duplicate"]
+    assert [(d.dst, d.count, d.scalar) for d in dup] == [("Bias_ub", 64, 0.0)] * 2
+    # the cube waits for the vector cores before every tile's workspace store but the first
+    assert k.count(ir.CrossCoreWaitFlag) == 3 + 4 and k.count(ir.CrossCoreSetFlag) == 4 + 3
+    src = print_kernel(k)
+    assert "p.blockCount = (sub == 0 ? 32 : 4);" in src and "if (p.blockCount > 0)" not in src
+    # 80 rows: the second M tile has 16 rows, all on core 0; core 1 stores nothing
+    p, r, arrays, prod = _epilogue_case(80, 64, 32, 64, 64, 32, ["add", "relu"])
+    k = lower(p, r)
+    assert [s.params.block_count for s in ir.flatten(k.vector) if isinstance(s, ir.CopyUbToGm)] == [
+        32, ir.PerCore((16, 0))]
+    assert "if (p.blockCount > 0) AscendC::DataCopyPad(C_gm[" in print_kernel(k)
+    np.testing.assert_allclose(run(k, arrays)["C"], np.maximum(prod + arrays["Bias"], 0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("c_dtype", ["float16", "bfloat16"])
+def test_epilogue_casts_to_a_16_bit_output(c_dtype, tmp_path):
+    p, r, arrays, prod = _epilogue_case(100, 72, 40, 64, 64, 32, ["add", "relu"], c_dtype=c_dtype)
+    k = lower(p, r)
+    assert k.buffer("C_ub_" + c_dtype).dtype == c_dtype and k.buffer("C_ub_" + c_dtype).size == 32 * 64
+    got = np.asarray(run(k, arrays)["C"], np.float32)
+    exact = np.maximum(prod + arrays["Bias"], 0)
+    want = exact.astype(np.float16).astype(np.float32) if c_dtype == "float16" else bf16_value(bf16_bits(exact))
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-3)
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, np.asarray(run_ascend(q, arrays)["C"], np.float32))
+    src = print_kernel(k)
+    t = {"float16": "half", "bfloat16": "bfloat16_t"}[c_dtype]
+    assert f"AscendC::Cast(C_ub_{c_dtype}[0], C_ub[0], AscendC::RoundMode::CAST_RINT, 2048);" in src
+    assert f"AscendC::LocalTensor<{t}> C_ub_{c_dtype} = C_ub_{c_dtype}_buf.Get<{t}>();" in src
+    stores = [s.params for s in ir.flatten(k.vector) if isinstance(s, ir.CopyUbToGm)]
+    # 8 halves (16 bytes, one block of the 4-block UB row: gap 3), 64 halves short of the 72-wide GM row
+    assert stores[-1] == ir.DataCopyExtParams(ir.PerCore((32, 4)), 16, 3, 64 * 2)
+    _syntax_check(src, tmp_path)
+
+
+@pytest.mark.parametrize("computes", [["muls:0.5"], ["adds:1.5", "maxs:0", "muls:-2"]])
+def test_scalar_epilogue_with_tails(computes, tmp_path):
+    p, r, arrays, prod = _epilogue_case(70, 96, 40, 32, 32, 32, computes, bias=False)
+    want = prod
+    for fn in computes:
+        kind, value = fn.split(":")
+        want = {"muls": np.multiply, "adds": np.add, "maxs": np.maximum}[kind](want, np.float32(value))
+    k = lower(p, r)
+    got = run(k, arrays)["C"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    q, _ = run_ascend_passes(p, r)
+    assert np.array_equal(got, run_ascend(q, arrays)["C"])
+    src = print_kernel(k)
+    assert "AscendC::Muls(C_ub[0], C_ub[0], (float)-2, 512);" in src if len(computes) > 1 else \
+        "AscendC::Muls(C_ub[0], C_ub[0], (float)0.5, 512);" in src
+    _syntax_check(src, tmp_path)
+
+
+def test_missing_cross_core_flags_are_caught():
+    p, r, arrays, _ = _epilogue_case(100, 72, 40, 64, 64, 32, ["add", "relu"])
+    k = lower(p, r, roll=False)
+    # the cube overwrites the workspace before the vector cores have read the previous tile
+    i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.CrossCoreWaitFlag))
+    with pytest.raises(PipeRaceError, match=r"pipe aiv\d\.MTE2 touches workspace after pipe FIX \(statement"):
+        run(dataclasses.replace(k, body=k.body[:i] + k.body[i + 1:]), arrays)
+    # a vector core that never hears "tile ready" waits forever
+    i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.CrossCoreSetFlag))
+    with pytest.raises(PipeRaceError, match="deadlock: cube, aiv0, aiv1 wait on cross-core flags nobody sets"):
+        run(dataclasses.replace(k, body=k.body[:i] + k.body[i + 1:]), arrays)
+    # inside a vector core: the store to GM before the vector ops finish
+    i = next(i for i, s in enumerate(k.vector) if isinstance(s, ir.WaitFlag) and s.event == "V_MTE3")
+    with pytest.raises(PipeRaceError, match=r"pipe aiv0\.MTE3 touches C_ub@aiv0 after pipe aiv0\.MTE2"):
+        run(dataclasses.replace(k, vector=k.vector[:i] + k.vector[i + 1:]), arrays)
+
+
+def test_epilogue_refusals_name_the_op():
+    p = epilogue_gemm(64, 64, 32, 64, 64, 32, ["exp"], bias=False)
+    with pytest.raises(UnsupportedError, match=r"parallel#\d+: the vector epilogue lowers .*'exp'"):
+        lower(p, infer_layouts(p))
+    p = epilogue_gemm(64, 64, 32, 64, 64, 32, ["muls:x"], bias=False)
+    with pytest.raises(UnsupportedError, match=r"parallel#\d+: .*'muls:x'"):
+        lower(p, infer_layouts(p))
+
+
+# ---- tile loops ---------------------------------------------------------------------------------
+
+def test_tile_loops_keep_a_1024_gemm_small(tmp_path):
+    p = gemm(1024, 1024, 1024, 128, 128, 128)
+    r = infer_layouts(p)
+    k = lower(p, r)
+    unrolled = lower(p, r, roll=False)
+    assert unrolled.count(ir.Fixpipe) == 64 and unrolled.size > 2500
+    assert k.size < 300 and k.count(ir.Fixpipe) <= 3
+    loops = {(s.var, s.extent) for s in ir.flatten(k.body) if isinstance(s, ir.For)}
+    assert {("kt0", 7), ("tj", 7), ("tj", 8), ("ti", 7)} <= loops
+    a, b, want = inputs(1024, 1024, 1024)
+    np.testing.assert_allclose(run(k, {"A": a, "B": b})["C"], want, rtol=1e-5, atol=1e-2)
+    src = print_kernel(k)
+    assert src.count("\n") < 1000 and "for (uint32_t ti = 0; ti < 7; ++ti) {  // tiles" in src
+    _syntax_check(src, tmp_path)
+
+
+@pytest.mark.parametrize("shape,computes", [((300, 200, 100, 64, 64, 32), None),
+                                            ((300, 200, 100, 64, 64, 32), ["add", "relu"])])
+def test_rolled_tiles_compute_what_unrolled_tiles_do(shape, computes, tmp_path):
+    if computes is None:
+        p, arrays = gemm(*shape), None
+        r = infer_layouts(p)
+        a, b, _ = inputs(*shape[:3])
+        arrays = {"A": a, "B": b}
+    else:
+        p, r, arrays, _ = _epilogue_case(*shape, computes)
+    k, unrolled = lower(p, r), lower(p, r, roll=False)
+    assert k.size < unrolled.size / 2 and any(isinstance(s, ir.For) and s.var == "tj" for s in k.vector + k.body)
+    assert np.array_equal(run(k, arrays)["C"], run(unrolled, arrays)["C"])
+    _syntax_check(print_kernel(k), tmp_path)
+
+
+# ---- double buffering -----------------------------------------------------------------------------
+
+def _steps_between(body, kind_a, kind_b):
+    """For each statement of ``kind_b``: the flags since the previous statement of ``kind_a``."""
+    out, since = [], None
+    for s in body:
+        if isinstance(s, kind_a):
+            since = []
+        elif isinstance(s, kind_b) and since is not None:
+            out.append(since)
+            since = None
+        elif since is not None and isinstance(s, ir.WaitFlag):
+            since.append(s)
+    return out
+
+
+def test_double_buffering_lets_loads_overlap_the_cube(tmp_path):
+    p = gemm(128, 64, 1024, 128, 64, 128)                    # 8 K steps
+    r = infer_layouts(p)
+    k = lower(p, r, double_buffer=True, roll=False)
+    assert [b.name for b in k.buffers] == ["A_l1_0", "A_l1_1", "B_l1_0", "B_l1_1", "A_l0_0", "A_l0_1", "B_l0_0",
+                                           "B_l0_1", "C_l0"]
+    mmads = [s for s in k.body if isinstance(s, ir.Mmad)]
+    assert [s.a for s in mmads] == ["A_l0_0", "A_l0_1"] * 4
+    # after the cube starts step k, the loads of step k + 1 wait for MTE1 / MTE2 only, never for the cube
+    # (single-buffered, each L0 load waits for the previous Mmad: M_MTE1)
+    waits = _steps_between(k.body, ir.Mmad, ir.CopyGmToL1)
+    assert len(waits) == 7 and all(w.src != "M" for ws in waits for w in ws)
+    assert [(w.event, w.event_id) for w in waits[1]] == [("MTE1_MTE2", 0)]
+    single = _steps_between(lower(p, r, roll=False).body, ir.Mmad, ir.LoadData)
+    assert all(any(w.event == "M_MTE1" for w in ws) for ws in single)
+    a, b, want = inputs(128, 64, 1024)
+    got = run(k, {"A": a, "B": b})["C"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-2)
+    assert np.array_equal(got, run(lower(p, r), {"A": a, "B": b})["C"])
+    rolled = lower(p, r, double_buffer=True)                 # pairs of K steps roll
+    assert ("kt0", 2) in {(s.var, s.extent) for s in ir.flatten(rolled.body) if isinstance(s, ir.For)}
+    assert np.array_equal(run(rolled, {"A": a, "B": b})["C"], got)
+    src = print_kernel(rolled)
+    assert "AscendC::WaitFlag<AscendC::HardEvent::MTE1_MTE2>(EVENT_ID1);" in src
+    _syntax_check(src, tmp_path)
+
+
+@pytest.mark.parametrize("shape", [(300, 200, 100, 64, 64, 32), (70, 40, 90, 32, 32, 32)])
+def test_double_buffering_with_tails(shape):
+    p = gemm(*shape)
+    r = infer_layouts(p)
+    a, b, want = inputs(*shape[:3])
+    got = run(lower(p, r, double_buffer=True), {"A": a, "B": b})["C"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    assert np.array_equal(got, run(lower(p, r), {"A": a, "B": b})["C"])
+
+
+def test_double_buffering_with_the_vector_epilogue():
+    p, r, arrays, prod = _epilogue_case(100, 72, 40, 64, 64, 32, ["add", "relu"])
+    got = run(lower(p, r, double_buffer=True), arrays)["C"]
+    np.testing.assert_allclose(got, np.maximum(prod + arrays["Bias"], 0), rtol=1e-5, atol=1e-4)
+
+
+def test_double_buffering_races_are_caught():
+    p = gemm(128, 64, 512, 128, 64, 128)
+    k = lower(p, infer_layouts(p), double_buffer=True, roll=False)
+    a, b, _ = inputs(128, 64, 512)
+    # the third step's copy into slot 0 must wait for the first step's L0 loads from it
+    i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.WaitFlag) and s.event == "MTE1_MTE2")
+    with pytest.raises(PipeRaceError, match="pipe MTE2 touches A_l1_0 after pipe MTE1"):
+        run(dataclasses.replace(k, body=k.body[:i] + k.body[i + 1:]), {"A": a, "B": b})
+    j = next(j for j, s in enumerate(k.body) if isinstance(s, ir.SetFlag) and s.event == "MTE1_MTE2")
+    with pytest.raises(PipeRaceError, match=r"WaitFlag<MTE1_MTE2>\(0\) with no SetFlag before it"):
+        run(dataclasses.replace(k, body=k.body[:j] + k.body[j + 1:]), {"A": a, "B": b})
+    extra = k.body[:j] + (k.body[j],) + k.body[j:]
+    with pytest.raises(PipeRaceError, match=r"SetFlag<MTE1_MTE2>\(0\) while an earlier one is still unwaited"):
+        run(dataclasses.replace(k, body=extra), {"A": a, "B": b})

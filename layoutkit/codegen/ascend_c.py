@@ -3,8 +3,11 @@
 One ``extern "C" __global__ __aicore__`` function per kernel: a ``GlobalTensor`` per GM parameter, a ``TBuf``
 (``TPosition`` A1 / B1 / A2 / B2 / CO1) and its ``LocalTensor`` per on-chip buffer, then the statements
 in order, each parameter struct filled field by field (``Nd2NzParams``, ``LoadData2DParams``, ``MmadParams``,
-``FixpipeParamsV220``, ``InitConstValueParams``), and ``SetFlag`` / ``WaitFlag`` on the ``HardEvent`` of the
-two pipes they order.  The kernel is cube-only, so the vector cores of a mixed launch return at once.
+``FixpipeParamsV220``, ``InitConstValueParams``, ``DataCopyExtParams``), and ``SetFlag`` / ``WaitFlag`` on the
+``HardEvent`` of the two pipes they order.  A cube-only kernel lets the vector cores of a mixed launch return
+at once; a kernel with a vector body is ``KERNEL_TYPE_MIX_AIC_1_2``: the cube statements under
+``ASCEND_IS_AIC``, the vector ones (UB buffers, ``sub = GetSubBlockIdx()``) under ``ASCEND_IS_AIV``, meeting
+through ``CrossCoreSetFlag<2, PIPE_...>`` / ``CrossCoreWaitFlag``.
 
 >>> from layoutkit.codegen import ascend_ir as ir
 >>> from layoutkit.targets.ascend import fractal_info, make_ascend_nz_layout
@@ -47,13 +50,20 @@ def ident(name: str) -> str:
 
 
 def _offset(x: int | ir.Offset) -> str:
-    """An element offset: a constant or ``base + var * stride``."""
+    """An element offset: a constant or ``base + var * stride + ...`` (innermost loop first).
+
+    >>> _offset(ir.Offset(8, 2, "kt0", (("ti", 64),))), _offset(3)
+    ('8 + kt0 * 2 + ti * 64', '3')
+    """
     if isinstance(x, ir.Offset):
-        return f"{x.base} + {x.var} * {x.stride}" if x.base else f"{x.var} * {x.stride}"
+        parts = ([str(x.base)] if x.base else []) + [f"{v} * {s}" for v, s in ((x.var, x.stride),) + x.terms]
+        return " + ".join(parts)
     return str(x)
 
 
 def _value(v: object) -> str:
+    if isinstance(v, ir.PerCore):
+        return f"(sub == 0 ? {v.values[0]} : {v.values[1]})"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -85,7 +95,31 @@ def _stmt(s, k: ir.Kernel) -> list[str]:
         return [f"// {s.text}"]
     if isinstance(s, ir.For):
         inner = [f"    {x}" for t in s.body for x in _stmt(t, k)]
-        return [f"for (uint32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{  // K steps"] + inner + ["}"]
+        what = {"kt0": "K steps", "r": "rows"}.get(s.var, "tiles")
+        return [f"for (uint32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{  // {what}"] + inner + ["}"]
+    if isinstance(s, ir.CrossCoreSetFlag):
+        return [f"AscendC::CrossCoreSetFlag<0x2, PIPE_{s.pipe_name}>({s.flag_id});"]
+    if isinstance(s, ir.CrossCoreWaitFlag):
+        return [f"AscendC::CrossCoreWaitFlag({s.flag_id});"]
+    if isinstance(s, ir.VecOp):
+        dst = f"{ident(s.dst)}[{_offset(s.dst_offset)}]"
+        srcs = [f"{ident(b)}[{_offset(o)}]" for b, o in s.srcs]
+        t = ctype(k.buffer(s.dst).dtype)
+        scalar = [f"({t}){_value(float(s.scalar))}"] if s.op in ir.VEC_SCALAR or s.op == "Duplicate" else []
+        scalar = ["AscendC::RoundMode::CAST_RINT"] if s.op == "Cast" else scalar
+        return [f"AscendC::{s.op}({', '.join([dst] + srcs + scalar + [str(s.count)])});  // {s.label}"]
+    if isinstance(s, (ir.CopyGmToUb, ir.CopyUbToGm)):
+        body = _struct("AscendC::DataCopyExtParams", s.params)
+        if isinstance(s, ir.CopyGmToUb):
+            t = ctype(k.buffer(s.dst).dtype)
+            call = (f"AscendC::DataCopyPad({ident(s.dst)}[{_offset(s.dst_offset)}], {ident(s.src)}_gm"
+                    f"[{_offset(s.src_offset)}], p, AscendC::DataCopyPadExtParams<{t}>{{false, 0, 0, 0}});")
+            return _block(f"{s.label}: GM -> UB", body + [call])
+        call = (f"AscendC::DataCopyPad({ident(s.dst)}_gm[{_offset(s.dst_offset)}], "
+                f"{ident(s.src)}[{_offset(s.src_offset)}], p);")
+        if isinstance(s.params.block_count, ir.PerCore) and 0 in s.params.block_count.values:
+            call = f"if (p.blockCount > 0) {call}"  # a tail tile may leave one core no rows
+        return _block(f"{s.label}: UB -> GM", body + [call])
     if isinstance(s, ir.SetFlag):
         return [f"AscendC::SetFlag<AscendC::HardEvent::{s.event}>(EVENT_ID{s.event_id});"]
     if isinstance(s, ir.WaitFlag):
@@ -120,27 +154,39 @@ def _stmt(s, k: ir.Kernel) -> list[str]:
     raise UnsupportedError(f"ascend_c: no printer for {type(s).__name__}")
 
 
+def _declare(b: ir.LocalBuffer) -> list[str]:
+    t = ctype(b.dtype)
+    return [f"AscendC::TBuf<AscendC::TPosition::{b.position}> {ident(b.name)}_buf;",
+            f"pipe.InitBuffer({ident(b.name)}_buf, {b.size * ELEM_BYTES[b.dtype]});",
+            f"AscendC::LocalTensor<{t}> {ident(b.name)} = {ident(b.name)}_buf.Get<{t}>();"]
+
+
 def print_kernel(kernel: ir.Kernel) -> str:
     """Ascend C source of one kernel (a whole translation unit)."""
     args = ", ".join(f"GM_ADDR {ident(g.name)}" for g in kernel.params)
+    mixed = bool(kernel.vector)
     out = ["// Generated by layoutkit from a solved Ascend program: the cube pipeline GM -> L1 -> L0A/L0B -> Mmad",
-           "// -> L0C -> GM, unrolled tile by tile, with the fractal parameters of the inferred layouts.",
+           "// -> L0C -> GM" + (" with a vector epilogue (GM workspace -> UB -> GM)" if mixed else "")
+           + ", with the fractal parameters of the inferred layouts.",
            '#include "kernel_operator.h"', "",
            f'extern "C" __global__ __aicore__ void {ident(kernel.name)}({args})', "{"]
-    body = ["if ASCEND_IS_AIV {", "    return;  // cube-only kernel: the vector cores of a mixed launch idle", "}",
-            "AscendC::TPipe pipe;"]
+    body = ["KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);"] if mixed else [
+        "if ASCEND_IS_AIV {", "    return;  // cube-only kernel: the vector cores of a mixed launch idle", "}"]
+    body.append("AscendC::TPipe pipe;")
     for g in kernel.params:
         t = ctype(g.dtype)
         body += [f"AscendC::GlobalTensor<{t}> {ident(g.name)}_gm;",
                  f"{ident(g.name)}_gm.SetGlobalBuffer((__gm__ {t} *){ident(g.name)});"]
-    for b in kernel.buffers:
-        t = ctype(b.dtype)
-        body += [f"AscendC::TBuf<AscendC::TPosition::{b.position}> {ident(b.name)}_buf;",
-                 f"pipe.InitBuffer({ident(b.name)}_buf, {b.size * ELEM_BYTES[b.dtype]});",
-                 f"AscendC::LocalTensor<{t}> {ident(b.name)} = {ident(b.name)}_buf.Get<{t}>();"]
-    body.append("")
-    for s in kernel.body:
-        body += _stmt(s, kernel)
+    cube = [x for b in kernel.buffers if not b.is_ub for x in _declare(b)]
+    cube += [""] + [x for s in kernel.body for x in _stmt(s, kernel)]
+    if not mixed:
+        body += cube
+    else:
+        vec = ["uint32_t sub = AscendC::GetSubBlockIdx();  // which half of each tile this vector core takes"]
+        vec += [x for b in kernel.buffers if b.is_ub for x in _declare(b)]
+        vec += [""] + [x for s in kernel.vector for x in _stmt(s, kernel)]
+        body += (["if ASCEND_IS_AIC {"] + [f"    {x}" if x else "" for x in cube] + ["}"]
+                 + ["if ASCEND_IS_AIV {"] + [f"    {x}" if x else "" for x in vec] + ["}"])
     out += [f"    {x}" if x else "" for x in body] + ["}", ""]
     return "\n".join(out)
 

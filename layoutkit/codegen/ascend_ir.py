@@ -2,9 +2,13 @@
 
 A :class:`Kernel` has global parameters (GM tensors, flat and row-major), local buffers (L1 / L0A / L0B /
 L0C, addressed in elements of the buffer's dtype, each holding the canonical fractal image described by its
-:class:`~layoutkit.targets.ascend.FractalInfo`) and a straight-line body of statements.  Each statement
-names the hardware pipe it runs on (``MTE2``: GM -> L1, ``MTE1``: L1 -> L0, ``M``: the cube, ``FIX``:
-L0C -> GM), the buffers it reads and writes, and the program op it came from (``label``, used in errors).
+:class:`~layoutkit.targets.ascend.FractalInfo`; UB buffers, plain ND, one per vector core) and two bodies of
+statements: ``body`` runs on the cube core (AIC) and ``vector`` on each of its two vector cores (AIV, the
+loop variable ``sub`` is the core's ``GetSubBlockIdx()``).  Each statement names the hardware pipe it runs
+on (``MTE2``: GM -> L1 / UB, ``MTE1``: L1 -> L0, ``M``: the cube, ``FIX``: L0C -> GM, ``V``: vector
+ops, ``MTE3``: UB -> GM), the buffers it reads and writes, and the program op it came from (``label``, used
+in errors).  The cores meet through ``CrossCoreSetFlag`` / ``CrossCoreWaitFlag`` (mode 2: the cube and its
+two vector cores).
 
 Parameter structs mirror the real Ascend C ones field for field; the printer (:mod:`.ascend_c`) spells the
 snake_case fields in camelCase (``dst_nz_c0_stride`` -> ``dstNzC0Stride``).  ``Nd2NzParams`` is the one of
@@ -20,7 +24,7 @@ snake_case fields in camelCase (``dst_nz_c0_stride`` -> ``dstNzC0Stride``).  ``N
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from ..targets.ascend import FractalInfo, Nd2NzParams
 
@@ -28,10 +32,11 @@ __all__ = [
     "GlobalParam", "LocalBuffer", "Nd2NzParams", "LoadData2DParams", "MmadParams", "FixpipeParamsV220",
     "InitConstValueParams", "InitConstValue", "CopyGmToL1", "LoadData", "Mmad", "Fixpipe", "SetFlag",
     "WaitFlag", "SetAtomic", "PipeBarrier", "Comment", "For", "Offset", "Stmt", "Kernel", "cpp_name", "struct_fields",
-    "POSITIONS", "flatten", "resolve",
+    "POSITIONS", "flatten", "resolve", "DataCopyExtParams", "CopyGmToUb", "CopyUbToGm", "VecOp", "CrossCoreSetFlag",
+    "CrossCoreWaitFlag", "PerCore", "VEC_BINARY", "VEC_SCALAR", "VEC_UNARY", "offset", "linear", "bind_params",
 ]
 
-POSITIONS = {"l1": ("A1", "B1"), "l0a": ("A2",), "l0b": ("B2",), "l0c": ("CO1",)}
+POSITIONS = {"l1": ("A1", "B1"), "l0a": ("A2",), "l0b": ("B2",), "l0c": ("CO1",), "ub": ("VECCALC",)}
 """Ascend C ``TPosition`` of each on-chip scope (L1 holds A1 or B1 operands)."""
 
 
@@ -50,11 +55,37 @@ def struct_fields(params) -> list[tuple[str, object]]:
 
 @dataclass(frozen=True)
 class Offset:
-    """``base + stride * var``: an element offset that moves with the loop variable ``var``."""
+    """``base + stride * var + sum(s * v for v, s in terms)``: an element offset that moves with loop
+    variables (``var`` the innermost; ``terms`` the enclosing loops, added when tile loops are rolled)."""
 
     base: int
     stride: int
     var: str
+    terms: tuple[tuple[str, int], ...] = ()
+
+
+def linear(x: int | Offset) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """``(base, ((var, stride), ...))`` of an offset, the terms sorted by variable.
+
+    >>> linear(Offset(4, 2, "kt0", (("ti", 8),))), linear(3)
+    ((4, (('kt0', 2), ('ti', 8))), (3, ()))
+    """
+    if isinstance(x, Offset):
+        return x.base, tuple(sorted(((x.var, x.stride),) + x.terms))
+    return x, ()
+
+
+def offset(base: int, terms) -> int | Offset:
+    """The offset ``base + sum(stride * var)`` (a plain int without terms); zero strides are dropped.
+
+    >>> offset(5, [("sub", 0)]), offset(5, [("sub", 3)])
+    (5, Offset(base=5, stride=3, var='sub', terms=()))
+    """
+    terms = [(v, s) for v, s in terms if s]
+    if not terms:
+        return base
+    (v, s), *rest = terms
+    return Offset(base, s, v, tuple(rest))
 
 
 def resolve(x: int | Offset, env: dict[str, int]) -> int:
@@ -63,7 +94,26 @@ def resolve(x: int | Offset, env: dict[str, int]) -> int:
     >>> resolve(Offset(128, 64, "kt0"), {"kt0": 2}), resolve(7, {})
     (256, 7)
     """
-    return x.base + x.stride * env[x.var] if isinstance(x, Offset) else x
+    base, terms = linear(x)
+    return base + sum(s * env[v] for v, s in terms)
+
+
+@dataclass(frozen=True)
+class PerCore:
+    """A struct field whose value depends on the vector core: ``values[sub]`` (a tail tile's row count)."""
+
+    values: tuple[int, ...]
+
+
+def bind_params(params, env: dict[str, int]):
+    """``params`` with its :class:`PerCore` fields resolved for the vector core ``env["sub"]``.
+
+    >>> bind_params(DataCopyExtParams(PerCore((32, 4)), 32, 0, 256), {"sub": 1}).block_count
+    4
+    """
+    changes = {f.name: getattr(params, f.name).values[env["sub"]] for f in fields(params)
+               if isinstance(getattr(params, f.name), PerCore)}
+    return replace(params, **changes) if changes else params
 
 
 # ---- declarations ---------------------------------------------------------------------------------
@@ -79,14 +129,19 @@ class GlobalParam:
 
 @dataclass(frozen=True)
 class LocalBuffer:
-    """An on-chip buffer: ``position`` (A1, B1, A2, B2, CO1), ``size`` in elements and the fractal ``image``
-    it holds (its storage is ``image.storage_shape`` flattened)."""
+    """An on-chip buffer: ``position`` (A1, B1, A2, B2, CO1; VECCALC for UB), ``size`` in elements and the
+    fractal ``image`` it holds (its storage is ``image.storage_shape`` flattened; ``None`` for a UB buffer,
+    which is ND, row-major, one per vector core)."""
 
     name: str
     dtype: str
     position: str
     size: int
-    image: FractalInfo
+    image: FractalInfo | None
+
+    @property
+    def is_ub(self) -> bool:
+        return self.position == "VECCALC"
 
 
 # ---- parameter structs (fields as in Ascend C) ----------------------------------------------------
@@ -137,6 +192,24 @@ class InitConstValueParams:
     block_num: int
     dst_gap: int
     init_value: float = 0.0
+
+
+@dataclass(frozen=True)
+class DataCopyExtParams:
+    """``DataCopyExtParams`` of ``DataCopyPad``: ``block_count`` blocks of ``block_len`` bytes; the strides are
+    the gaps between consecutive blocks, in bytes on the GM side and in 32-byte blocks on the UB side (a UB
+    block occupies ``block_len`` rounded up to 32 bytes)."""
+
+    block_count: int | PerCore
+    block_len: int
+    src_stride: int
+    dst_stride: int
+
+
+VEC_BINARY = ("Add", "Mul", "Max")
+VEC_SCALAR = ("Adds", "Muls", "Maxs")
+VEC_UNARY = ("Relu",)
+"""Vector intrinsics of :class:`VecOp` (``Duplicate`` takes only the scalar)."""
 
 
 # ---- statements ---------------------------------------------------------------------------------
@@ -249,6 +322,90 @@ class Fixpipe:
 
 
 @dataclass(frozen=True)
+class CopyGmToUb:
+    """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams, {false, 0, 0, 0})``: GM -> UB."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: DataCopyExtParams
+    label: str = ""
+    pipe = "MTE2"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class CopyUbToGm:
+    """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams)``: UB -> GM (a tail tile's rows and
+    columns only; a core with no valid rows skips it)."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: DataCopyExtParams
+    label: str = ""
+    pipe = "MTE3"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class VecOp:
+    """A vector intrinsic over ``count`` contiguous UB elements: ``op(dst, src0[, src1], count)`` (binary,
+    :data:`VEC_BINARY`), ``op(dst, src0, scalar, count)`` (:data:`VEC_SCALAR`), ``Relu(dst, src0, count)`` or
+    ``Duplicate(dst, scalar, count)``, or ``Cast(dst, src0, RoundMode::CAST_RINT, count)`` (to the type of
+    ``dst``, rounding to nearest even); ``srcs`` are ``(buffer, offset)`` pairs."""
+
+    op: str
+    dst: str
+    dst_offset: int | Offset
+    srcs: tuple[tuple[str, int | Offset], ...]
+    count: int
+    scalar: float = 0.0
+    label: str = ""
+    pipe = "V"
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(b for b, _ in self.srcs))
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
+@dataclass(frozen=True)
+class CrossCoreSetFlag:
+    """``CrossCoreSetFlag<2, PIPE_pipe>(flag_id)``: issued on ``pipe`` of its core, it signals the other side
+    (the cube signals both vector cores; the cube's wait needs both vector cores' signals)."""
+
+    flag_id: int
+    pipe_name: str
+
+
+@dataclass(frozen=True)
+class CrossCoreWaitFlag:
+    """``CrossCoreWaitFlag(flag_id)``: the core waits for the other side's :class:`CrossCoreSetFlag`."""
+
+    flag_id: int
+
+
+@dataclass(frozen=True)
 class SetFlag:
     """``SetFlag<HardEvent::SRC_DST>(event_id)``: pipe ``src`` signals everything issued on it so far."""
 
@@ -304,19 +461,21 @@ class For:
 
 
 Stmt = (InitConstValue | CopyGmToL1 | LoadData | Mmad | Fixpipe | SetFlag | WaitFlag | SetAtomic | PipeBarrier
-        | Comment | For)
-WORK = (InitConstValue, CopyGmToL1, LoadData, Mmad, Fixpipe)
+        | Comment | For | CopyGmToUb | CopyUbToGm | VecOp | CrossCoreSetFlag | CrossCoreWaitFlag)
+WORK = (InitConstValue, CopyGmToL1, LoadData, Mmad, Fixpipe, CopyGmToUb, CopyUbToGm, VecOp)
 """Statements that move or compute data (the others order the pipes or annotate)."""
 
 
 @dataclass(frozen=True)
 class Kernel:
-    """One cube kernel: ``params`` (GM tensors in argument order), ``buffers`` and the ``body``."""
+    """One kernel: ``params`` (GM tensors in argument order), ``buffers``, the cube ``body`` and the
+    ``vector`` body of each vector core (empty for a cube-only kernel)."""
 
     name: str
     params: tuple[GlobalParam, ...]
     buffers: tuple[LocalBuffer, ...]
     body: tuple[Stmt, ...]
+    vector: tuple[Stmt, ...] = ()
 
     def buffer(self, name: str) -> LocalBuffer:
         for b in self.buffers:
@@ -331,8 +490,13 @@ class Kernel:
         raise KeyError(name)
 
     def count(self, kind: type) -> int:
-        """How many statements of ``kind`` the body has (loop bodies counted once)."""
-        return sum(isinstance(s, kind) for s in flatten(self.body))
+        """How many statements of ``kind`` the two bodies have (loop bodies counted once)."""
+        return sum(isinstance(s, kind) for s in flatten(self.body) + flatten(self.vector))
+
+    @property
+    def size(self) -> int:
+        """Statements printed (loops and their bodies counted once): what tile-loop rolling keeps small."""
+        return len(flatten(self.body)) + len(flatten(self.vector))
 
 
 def flatten(body) -> list:

@@ -22,18 +22,36 @@ GM-contiguous runs as the C0 rows), so the L1 buffer is staged as the MajorK (zN
 the ``LoadData`` transposes each 16 x 16 fractal (``ifTranspose``): the L0 buffer still holds the inferred
 MajorMN image.  That needs 16-element fractal rows (16-bit types).
 
-* The vector epilogue ``dual_copy`` L0C -> UB, a vector region of elementwise ``relu`` / ``copy`` over the
-  whole UB tile, ``dual_copy`` UB -> GM: one ``Fixpipe`` straight to GM with ``reluEn`` (the fixpipe applies
-  the ReLU on the way out), clamped like the UB -> GM copy.  The UB round trip through the vector cores (a
-  mixed AIC/AIV kernel with cross-core flags) is not emitted.
+* The vector epilogue ``dual_copy`` L0C -> UB, a vector region, ``dual_copy`` UB -> GM:
+
+  - when the region only applies ``relu`` / ``copy`` to the whole UB tile: one ``Fixpipe`` straight to GM
+    with ``reluEn`` (the fixpipe applies the ReLU on the way out), clamped like the UB -> GM copy;
+  - otherwise a mixed kernel (``KERNEL_TYPE_MIX_AIC_1_2``): the cube ``Fixpipe`` s the whole L0C tile into a
+    GM ``workspace`` (on Atlas A2/A3 the cube cannot write UB) and signals ``CrossCoreSetFlag<2, PIPE_FIX>(0)``;
+    each vector core waits for it, ``DataCopyPad`` s its half of the rows (``sub`` = ``GetSubBlockIdx()``) into
+    UB, hands the workspace back (``CrossCoreSetFlag<2, PIPE_MTE2>(1)``, which the cube waits for before its
+    next tile's ``Fixpipe``), runs the region's ops as vector intrinsics and ``DataCopyPad`` s its valid rows
+    and columns to GM (``DataCopyExtParams`` with the tail's ``blockCount`` / ``blockLen`` per core), through a
+    ``Cast`` (``CAST_RINT``) into a UB buffer of the output type when GM is float16 / bfloat16.
+
+  Region ops (``parallel`` over the UB tile, identity accesses, ``compute``): ``copy``, ``relu``,
+  ``add`` / ``mul`` / ``max`` of two UB tiles or of a tile and a 1-D UB vector broadcast over the rows
+  (``lambda i, j: (j,)``: one intrinsic per row), and ``adds:C`` / ``muls:C`` / ``maxs:C`` with a scalar.  A
+  GM -> UB ``copy`` (a bias vector) is a ``DataCopyPad`` on every vector core; a ``fill`` of a UB buffer is
+  ``Duplicate``.  Within a core, ``SetFlag`` / ``WaitFlag`` order MTE2, V and MTE3 as for the cube.
+
+* ``lower(..., double_buffer=True)``: the L1 and L0A/L0B buffers ping-pong (``X_0`` / ``X_1``) and the flags
+  follow the slot (``EVENT_ID0`` / ``EVENT_ID1``, each ``SetFlag`` right after the statement depended on), so
+  the GM -> L1 copies of step ``k + 1`` wait only for the loads of step ``k - 1``, not for the cube.
 
 * ``set_atomic("add", "float32")`` / ``set_atomic_none()``: ``SetAtomicAdd<float>()`` / ``SetAtomicNone()``, so
   the Fixpipe stores in between accumulate into GM (split-K).
 
-Anything else (other ``dual_copy`` paths or vector regions, UB copies, other atomic modes) raises
-:class:`~layoutkit.errors.UnsupportedError` naming the op.  The program is unrolled tile by tile, so the
-kernel is straight-line code, except that runs of identical K steps (offsets moving evenly) are folded back
-into ``for`` loops (:func:`roll_k_loops`).
+Anything else (other ``dual_copy`` paths, UB copies, other atomic modes) raises
+:class:`~layoutkit.errors.UnsupportedError` naming the op.  The program is unrolled tile by tile; the lowering
+folds it back: runs of identical K steps (offsets moving evenly) become ``for`` loops (:func:`roll_k_loops`),
+then runs of identical tiles, and runs of identical runs (:func:`roll_tiles`), so a kernel's size grows with
+the number of distinct tile shapes, not with the number of tiles.
 
 >>> from layoutkit.infer import Program, infer_layouts
 >>> p = Program(target="ascend")
@@ -53,7 +71,6 @@ into ``for`` loops (:func:`roll_k_loops`).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from ..errors import UnsupportedError
 from ..infer.ascend_passes import layouts_of, run_ascend_passes
@@ -61,18 +78,29 @@ from ..infer.program import Op, Program
 from ..targets import ascend
 from ..targets.ascend import FractalInfo, FractalKind, Nd2NzParams
 from . import ascend_ir as ir
+from .ascend_loops import roll_k_loops, roll_tiles
 
 ROW = ascend.ROW_FRACTAL
 MAX_REPEAT = 255  # LoadData2DParams.repeatTimes is a uint8_t
 U16 = 65535
+BLOCK = 32         # bytes: the UB block
+READY, FREE = 0, 1  # cross-core flags: the workspace holds a tile / the vector cores are done reading it
+WORKSPACE = "workspace"
+VEC_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "adds": "Adds", "muls": "Muls", "maxs": "Maxs",
+           "relu": "Relu", "copy": "Adds"}
+ELEM = {"float32": 4, "float16": 2, "bfloat16": 2}
 EVENTS = {("MTE2", "MTE1"), ("MTE1", "MTE2"), ("MTE1", "M"), ("M", "MTE1"), ("M", "FIX"), ("FIX", "M"),
-          ("MTE2", "M"), ("M", "MTE2"), ("FIX", "MTE2"), ("MTE2", "FIX")}
+          ("MTE2", "M"), ("M", "MTE2"), ("FIX", "MTE2"), ("MTE2", "FIX"), ("MTE2", "V"), ("V", "MTE2"),
+          ("V", "MTE3"), ("MTE3", "V"), ("MTE2", "MTE3"), ("MTE3", "MTE2")}
 """``HardEvent`` pairs the printer may emit (all exist in Ascend C)."""
 
 
-def lower(program: Program, result=None, name: str | None = None) -> ir.Kernel:
+def lower(program: Program, result=None, name: str | None = None, roll: bool = True,
+          double_buffer: bool = False) -> ir.Kernel:
     """The :class:`~.ascend_ir.Kernel` of a solved Ascend cube program (see the module doc); ``name``
-    defaults to ``ascend_gemm`` for a program with a GEMM, else ``ascend_kernel``."""
+    defaults to ``ascend_gemm`` for a program with a GEMM, else ``ascend_kernel``; ``roll=False`` keeps
+    every tile and K step unrolled, as the passes left them;
+    ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`_Lowering`)."""
     if name is None:
         name = "ascend_gemm" if any(op.kind == "gemm" for op in program.ops) else "ascend_kernel"
     if not program.is_ascend:
@@ -82,7 +110,7 @@ def lower(program: Program, result=None, name: str | None = None) -> ir.Kernel:
     else:
         program, _ = run_ascend_passes(program, result)
         lay = layouts_of(program)
-    return _Lowering(program, lay).run(name)
+    return _Lowering(program, lay, roll, double_buffer).run(name)
 
 
 def _processed(program: Program) -> bool:
@@ -157,14 +185,31 @@ def load_plan(src: FractalInfo, dst: FractalInfo, what: str) -> list[tuple[int, 
 
 
 class _Lowering:
-    def __init__(self, program: Program, layouts: dict):
+    """The lowering state.  With ``double_buffer`` every L1 / L0A / L0B buffer ``X`` becomes two, ``X_0`` and
+    ``X_1``, and each write of ``X`` (a GM -> L1 copy with its zero fill, an L1 -> L0 load) switches to the
+    other one, so K step ``k + 1`` loads while the cube multiplies step ``k``.  The flags then follow the
+    ping-pong pattern: a ``SetFlag`` goes right after the statement a later one depends on (its
+    ``EVENT_ID`` the buffer's slot) and the ``WaitFlag`` right before that later one, so a pipe waits for
+    exactly the step it needs, not for everything issued since."""
+
+    def __init__(self, program: Program, layouts: dict, roll: bool = True, double_buffer: bool = False):
         self.p = program
+        self.roll = roll
+        self.double = double_buffer
+        self.slot: dict[str, int] = {}      # double-buffered buffer -> the slot its last write used
+        self.after: dict[int, list] = {}    # cube body index -> SetFlags that follow that statement
         self.lay = layouts
         self.body: list = []
         self.images: dict[str, FractalInfo] = {}
         self.clamped: set[str] = set()
-        self.sync = _SyncState()
+        self.sync = _SyncState(self.slot_of if double_buffer else None)
         self.epilogue: dict | None = None  # an L0C -> UB dual_copy waiting for its UB -> GM half
+        self.vbody: list = []               # the vector cores' statements (a mixed kernel)
+        self.vsync = _SyncState()
+        self.ubs: dict[str, None] = {}      # UB buffers the vector body uses, in order of use
+        self.casts: dict[str, tuple[str, int]] = {}  # UB buffers of the output type: name -> (dtype, size)
+        self.workspace: tuple[int, int] | None = None
+        self.handed = 0                     # tiles the cube has handed to the vector cores
 
     # ---- helpers ----------------------------------------------------------------------------------
     def scope(self, name: str) -> str:
@@ -183,34 +228,78 @@ class _Lowering:
             self.images[name] = info
         return self.images[name]
 
-    def emit(self, stmt) -> None:
-        for src, dst in self.sync.before(stmt):
+    def emit(self, stmt, vector: bool = False) -> None:
+        """Append ``stmt`` to the cube (or vector) body after the flags that order it behind other pipes."""
+        body, sync = (self.vbody, self.vsync) if vector else (self.body, self.sync)
+        for src, dst, at, event in sync.before(_Touch.of(stmt)):
             if (src, dst) not in EVENTS:
-                raise UnsupportedError(f"{stmt.label}: no HardEvent orders pipe {src} before pipe {dst}")
-            self.body += [ir.SetFlag(src, dst), ir.WaitFlag(src, dst)]
-        self.body.append(stmt)
+                raise UnsupportedError(f"{_label(stmt)}: no HardEvent orders pipe {src} before pipe {dst}")
+            if sync.eager:  # set right after the statement depended on, on the slot's event
+                self.after.setdefault(at, []).append(ir.SetFlag(src, dst, event))
+                body.append(ir.WaitFlag(src, dst, event))
+            else:
+                body += [ir.SetFlag(src, dst), ir.WaitFlag(src, dst)]
+        sync.placed(len(body))
+        body.append(stmt)
+
+    # ---- double buffering ---------------------------------------------------------------------------
+    def pingpong(self, name: str) -> bool:
+        return self.double and self.scope(name) in ("l1", "l0a", "l0b")
+
+    def slot_of(self, name: str) -> int | None:
+        """The slot of a double-buffered buffer's name (``A_l1_1`` -> 1), else ``None``."""
+        base, _, slot = name.rpartition("_")
+        return int(slot) if slot in ("0", "1") and base in self.slot else None
+
+    def current(self, name: str) -> str:
+        """The slot of ``name`` that its last write filled (what a reader uses)."""
+        return f"{name}_{self.slot.get(name, 0)}" if self.pingpong(name) else name
+
+    def fresh(self, name: str) -> str:
+        """Switch ``name`` to its other slot for a new write."""
+        if not self.pingpong(name):
+            return name
+        self.slot[name] = 1 - self.slot.get(name, 1)
+        return self.current(name)
 
     # ---- ops --------------------------------------------------------------------------------------
     def run(self, name: str) -> ir.Kernel:
         for op in self.p.ops:
-            if self.epilogue is not None and op.kind not in ("vf", "dual_copy"):
+            into_ub = op.kind in ("copy", "fill") and self.scope(op.args["dst"]) == "ub"
+            if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
                 raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
                                        f"{self.epilogue['op']}")
             getattr(self, f"op_{op.kind}", self.unsupported)(op)
         if self.epilogue is not None:
             raise UnsupportedError(f"{self.epilogue['op']}: the L0C -> UB dual_copy has no UB -> GM dual_copy")
-        self.body = roll_k_loops(self.body) + [ir.PipeBarrier()]
+        if self.vbody and not self.handed:
+            raise UnsupportedError("the program's UB ops feed no vector epilogue (UB ops are lowered only around "
+                                   "an L0C -> UB ... UB -> GM epilogue)")
+        frees = [i for i, s in enumerate(self.vbody) if isinstance(s, ir.CrossCoreSetFlag) and s.flag_id == FREE]
+        if frees:  # the cube waits before every tile but the first: the last hand-back has no taker
+            del self.vbody[frees[-1]]
+        flat = [x for i, stmt in enumerate(self.body) for x in [stmt] + self.after.get(i, [])]
+        body = (roll_tiles(roll_k_loops(flat)) if self.roll else flat) + [ir.PipeBarrier()]
+        vector = (roll_tiles(self.vbody) if self.roll else self.vbody) + [ir.PipeBarrier()] if self.vbody else []
         gms = [b for b in self.p.buffers.values() if b.scope == "gm"]
         params = tuple(ir.GlobalParam(b.name, b.dtype, self.p.shape_of(b.name)) for b in gms)
+        if self.workspace is not None:
+            params += (ir.GlobalParam(WORKSPACE, "float32", self.workspace),)
         feeds_b = {op.args["src"] for op in self.p.ops if op.kind == "copy"
                    and self.scope(op.args["dst"]) == "l0b"}
         buffers = []
         for bname, info in self.images.items():
             scope = self.scope(bname)
             pos = ir.POSITIONS[scope][1 if scope == "l1" and bname in feeds_b else 0]
-            buffers.append(ir.LocalBuffer(bname, self.p.buffers[bname].dtype, pos, math.prod(info.storage_shape),
-                                          info))
-        return ir.Kernel(name, params, tuple(buffers), tuple(self.body))
+            for each in ([f"{bname}_0", f"{bname}_1"] if self.pingpong(bname) else [bname]):
+                buffers.append(ir.LocalBuffer(each, self.p.buffers[bname].dtype, pos, math.prod(info.storage_shape),
+                                              info))
+        for bname in self.ubs:
+            buffers.append(ir.LocalBuffer(bname, self.p.buffers[bname].dtype, "VECCALC",
+                                          math.prod(self.p.shape_of(bname)), None))
+        for bname, (dt, size) in self.casts.items():
+            buffers.append(ir.LocalBuffer(bname, dt, "VECCALC", size, None))
+        return ir.Kernel(name, params, tuple(buffers), tuple(body), tuple(vector))
 
     def unsupported(self, op: Op) -> None:
         raise UnsupportedError(f"{op.name}: Ascend C lowering handles copy (GM -> L1, L1 -> L0A/L0B, L0C -> GM), "
@@ -225,6 +314,8 @@ class _Lowering:
 
     def op_fill(self, op: Op) -> None:
         a = op.args
+        if self.scope(a["dst"]) == "ub":
+            return self.fill_ub(op)
         if a.get("for") not in self.clamped:
             raise UnsupportedError(f"{op.name}: only the OOB fills of clamped GM -> L1 copies are lowered; this one "
                                    f"fills {a['dst']} on its own")
@@ -241,8 +332,9 @@ class _Lowering:
             self.image(a[key], op)
         m, n, k = a["mnk"]
         _u16(op, m=m, n=n, k=k)
-        self.emit(ir.Mmad(a["C"], a["A"], a["B"], ir.MmadParams(m, n, k, bool(a["clear_accum"])),
-                          bool(a["transpose_A"]), bool(a["transpose_B"]), op.name))
+        self.emit(ir.Mmad(a["C"], self.current(a["A"]), self.current(a["B"]),
+                          ir.MmadParams(m, n, k, bool(a["clear_accum"])), bool(a["transpose_A"]),
+                          bool(a["transpose_B"]), op.name))
 
     def op_copy(self, op: Op) -> None:
         a = op.args
@@ -253,8 +345,10 @@ class _Lowering:
             return self.l1_to_l0(op)
         if path == ("l0c", "gm"):
             return self.l0c_to_gm(op)
+        if path == ("gm", "ub"):
+            return self.gm_to_ub(op)
         raise UnsupportedError(f"{op.name}: Ascend C lowering has no {path[0]} -> {path[1]} copy (only GM -> L1, "
-                               f"L1 -> L0A/L0B and L0C -> GM)")
+                               f"L1 -> L0A/L0B, L0C -> GM and GM -> UB)")
 
     def gm_to_l1(self, op: Op) -> None:
         a = op.args
@@ -269,16 +363,17 @@ class _Lowering:
         if d0[1] % c0:
             raise UnsupportedError(f"{op.name}: the L1 column start {d0[1]} is not a multiple of C0 = {c0}")
         dst_off = (d0[1] // c0) * pr * c0 + d0[0] * c0
+        dst = self.fresh(a["dst"])
         if [vr, vc] != list(se):  # a tail: zero the tile's fractals first (the OOB fills' effect)
             self.clamped.add(op.name)
             rows = _ru(d0[0] + de[0], ROW) - d0[0]
             blocks = _ru(d0[1] + de[1], c0) // c0 - d0[1] // c0
-            self.emit(ir.InitConstValue(a["dst"], dst_off, ir.InitConstValueParams(blocks, rows, pr - rows, 0.0),
+            self.emit(ir.InitConstValue(dst, dst_off, ir.InitConstValueParams(blocks, rows, pr - rows, 0.0),
                                         op.name))
         params = Nd2NzParams(nd_num=1, n_value=vr, d_value=vc, src_nd_matrix_stride=0, src_d_value=gm[1],
                              dst_nz_c0_stride=pr, dst_nz_n_stride=1, dst_nz_matrix_stride=0)
         _u16(op, **vars(params))
-        self.emit(ir.CopyGmToL1(a["dst"], dst_off, a["src"], s0[0] * gm[1] + s0[1], params, op.name))
+        self.emit(ir.CopyGmToL1(dst, dst_off, a["src"], s0[0] * gm[1] + s0[1], params, op.name))
 
     def l1_to_l0(self, op: Op) -> None:
         a = op.args
@@ -291,6 +386,7 @@ class _Lowering:
         if (si.rows, si.cols) != (di.rows, di.cols):
             raise UnsupportedError(f"{op.name}: {src} {si.rows}x{si.cols} and {dst} {di.rows}x{di.cols} differ")
         frac = ROW * di.c0
+        src, dst = self.current(src), self.fresh(dst)
         for t, params in load_plan(si, di, op.name):
             self.emit(ir.LoadData(dst, t * frac, src, 0, params, op.name))
 
@@ -316,7 +412,7 @@ class _Lowering:
         _u16(op, n_size=vn, m_size=vm, src_stride=params.src_stride)
         self.emit(ir.Fixpipe(dst, d0[0] * gm[1] + d0[1], src, 0, params, op.name))
 
-    # ---- the vector epilogue: dual_copy L0C -> UB, vector region (relu / copy), dual_copy UB -> GM ----
+    # ---- the vector epilogue: dual_copy L0C -> UB, vector region, dual_copy UB -> GM -------------------
     def op_dual_copy(self, op: Op) -> None:
         a = op.args
         path = (self.scope(a["src"]), self.scope(a["dst"]))
@@ -324,127 +420,265 @@ class _Lowering:
             (s0, _), (d0, de) = a["src_region"], a["dst_region"]
             if any(s0) or any(d0) or tuple(de) != self.p.shape_of(a["dst"]):
                 raise UnsupportedError(f"{op.name}: the epilogue moves the whole L0C tile into the whole UB buffer")
-            self.epilogue = {"l0c": a["src"], "ub": a["dst"], "relu": False, "op": op.name}
+            self.epilogue = {"l0c": a["src"], "ub": a["dst"], "op": op.name, "split": a["split"], "inner": []}
             return
         if path == ("ub", "gm") and self.epilogue is not None and a["src"] == self.epilogue["ub"]:
-            (_, de) = a["dst_region"]
             epi, self.epilogue = self.epilogue, None
-            self.fixpipe(op, epi["l0c"], a["dst"], a["dst_region"][0], a.get("valid", list(de)), epi["relu"])
+            (d0, de) = a["dst_region"]
+            if self.fusable(epi):
+                relu = any(x.args.get("compute") == "relu" for x in epi["inner"])
+                self.fixpipe(op, epi["l0c"], a["dst"], d0, a.get("valid", list(de)), relu)
+            else:
+                self.mixed(epi, op)
             return
         raise UnsupportedError(f"{op.name}: a {path[0]} -> {path[1]} dual_copy is lowered only as the L0C -> UB "
-                               f"... UB -> GM epilogue around a relu/copy vector region")
+                               f"... UB -> GM epilogue around a vector region")
 
     def op_vf(self, op: Op) -> None:
-        epi = self.epilogue
-        if epi is None:
+        if self.epilogue is None:
             raise UnsupportedError(f"{op.name}: a vector region is lowered only between the epilogue's dual_copy ops")
-        ub = epi["ub"]
-        for inner in self.p.regions.get(op.uid, []):
-            fn = inner.args.get("compute", "copy")
-            ident = [f"_{c}" for c in "ij"]
-            if (inner.kind != "parallel" or fn not in ("relu", "copy") or tuple(inner.loop) != self.p.shape_of(ub)
-                    or any(x.buffer != ub or [str(e) for e in x.indices] != ident for x in inner.accesses)):
-                raise UnsupportedError(f"{inner.name}: the vector epilogue lowers elementwise relu/copy over the whole "
-                                       f"{ub} (identity accesses) only; found {inner.kind} {fn!r}")
-            epi["relu"] = epi["relu"] or fn == "relu"
+        self.epilogue["inner"] += self.p.regions.get(op.uid, [])
+
+    def fusable(self, epi: dict) -> bool:
+        """Whether the region is ReLU / copy of the UB tile in place (the fixpipe's ``reluEn`` does it)."""
+        ident = [f"_{c}" for c in "ij"]
+        return all(x.kind == "parallel" and x.args.get("compute", "copy") in ("relu", "copy")
+                   and tuple(x.loop) == self.p.shape_of(epi["ub"])
+                   and all(y.buffer == epi["ub"] and [str(e) for e in y.indices] == ident for y in x.accesses)
+                   for x in epi["inner"])
+
+    def use_ub(self, name: str, op: Op) -> tuple[int, ...]:
+        if self.p.buffers[name].dtype != "float32":
+            raise UnsupportedError(f"{op.name}: the vector epilogue computes in float32 UB buffers; {name} is "
+                                   f"{self.p.buffers[name].dtype}")
+        self.ubs[name] = None
+        return self.p.shape_of(name)
+
+    def mixed(self, epi: dict, op: Op) -> None:
+        """The epilogue on the vector cores (see the module doc)."""
+        l0c, ub = epi["l0c"], epi["ub"]
+        h, n = self.use_ub(ub, op)
+        info = self.image(l0c, op)
+        if epi["split"] != "M" or len(self.p.shape_of(ub)) != 2:
+            raise UnsupportedError(f"{epi['op']}: the mixed epilogue splits the L0C tile by rows (split 'M', 2-D); "
+                                   f"found split {epi['split']!r} into {self.p.shape_of(ub)}")
+        if (n * 4) % BLOCK:
+            raise UnsupportedError(f"{epi['op']}: UB rows of {n} float32 are not whole 32-byte blocks")
+        if self.workspace not in (None, (2 * h, n)):
+            raise UnsupportedError(f"{epi['op']}: epilogues of different tile shapes {self.workspace} and "
+                                   f"{(2 * h, n)} would share the workspace")
+        self.workspace = (2 * h, n)
+        if self.p.buffers[l0c].dtype != "float32":
+            raise UnsupportedError(f"{epi['op']}: the L0C tile must be float32")
+        # cube: wait until the vector cores hold the previous tile, park this one in the workspace, signal
+        if self.handed:
+            self.body.append(ir.CrossCoreWaitFlag(FREE))
+        fix = ir.FixpipeParamsV220(n_size=n, m_size=2 * h, src_stride=info.outer1 * ROW, dst_stride=n)
+        _u16(op, m_size=2 * h, n_size=n, src_stride=fix.src_stride)
+        self.emit(ir.Fixpipe(WORKSPACE, 0, l0c, 0, fix, epi["op"]))
+        self.body.append(ir.CrossCoreSetFlag(READY, "FIX"))
+        self.handed += 1
+        # vector cores: take half the rows, hand the workspace back, compute, store the valid part
+        self.vbody.append(ir.CrossCoreWaitFlag(READY))
+        self.emit(ir.CopyGmToUb(ub, 0, WORKSPACE, ir.offset(0, [("sub", h * n)]),
+                                ir.DataCopyExtParams(1, h * n * 4, 0, 0), epi["op"]), vector=True)
+        self.vbody.append(ir.CrossCoreSetFlag(FREE, "MTE2"))
+        for inner in epi["inner"]:
+            for stmt in self.vector_op(inner):
+                self.emit(stmt, vector=True)
+        self.ub_to_gm(op, ub, h, n)
+
+    def ub_to_gm(self, op: Op, ub: str, h: int, n: int) -> None:
+        """Store each core's valid rows and columns; a float16 / bfloat16 GM tensor first gets a ``Cast``
+        (round to nearest even, ``CAST_RINT``) of the float32 tile into a UB buffer of its type."""
+        a = op.args
+        (d0, de) = a["dst_region"]
+        dst = a["dst"]
+        gm = self.p.shape_of(dst)
+        dt = self.p.buffers[dst].dtype
+        if len(gm) != 2 or dt not in ELEM:
+            raise UnsupportedError(f"{op.name}: the epilogue stores a 2-D float32 / float16 / bfloat16 GM tensor; "
+                                   f"{dst} is {dt} {gm}")
+        if a.get("atomic"):
+            raise UnsupportedError(f"{op.name}: an atomic ({a['atomic']}) store from the vector cores is not lowered")
+        size = ELEM[dt]
+        if (n * size) % BLOCK:
+            raise UnsupportedError(f"{op.name}: UB rows of {n} {dt} are not whole 32-byte blocks")
+        src = ub
+        if dt != "float32":
+            src = f"{ub}_{dt}"
+            self.casts[src] = (dt, h * n)
+            self.emit(ir.VecOp("Cast", src, 0, ((ub, 0),), h * n, label=op.name), vector=True)
+        cols = max(0, min(de[1], gm[1] - d0[1]))
+        rows = tuple(max(0, min(h, gm[0] - d0[0] - c * h)) for c in range(2))
+        count = rows[0] if rows[0] == rows[1] else ir.PerCore(rows)
+        used = -(-cols * size // BLOCK) * BLOCK
+        params = ir.DataCopyExtParams(count, cols * size, (n * size - used) // BLOCK, (gm[1] - cols) * size)
+        self.emit(ir.CopyUbToGm(dst, ir.offset(d0[0] * gm[1] + d0[1], [("sub", h * gm[1])]), src, 0, params,
+                                op.name), vector=True)
+
+    def gm_to_ub(self, op: Op) -> None:
+        """A GM -> UB copy (a bias row, a tile of another input): ``DataCopyPad`` of the valid block."""
+        a = op.args
+        (s0, se), (d0, _) = a["src_region"], a["dst_region"]
+        src, dst = a["src"], a["dst"]
+        shape = self.use_ub(dst, op)
+        gm = self.p.shape_of(src)
+        valid = list(a.get("valid", [e for e in se if e != 1]))
+        if len(gm) not in (1, 2) or len(shape) not in (1, 2) or len(valid) not in (1, 2) or any(d0):
+            raise UnsupportedError(f"{op.name}: GM -> UB lowering copies a 1-D or 2-D block to the start of {dst}")
+        if self.p.buffers[src].dtype != "float32":
+            raise UnsupportedError(f"{op.name}: GM -> UB lowering copies float32 ({src} is "
+                                   f"{self.p.buffers[src].dtype})")
+        rows, cols = ([1] + valid)[-2:]
+        pitch = shape[-1]
+        gpitch = gm[-1]
+        used = -(-cols * 4 // BLOCK) * BLOCK
+        if rows > 1 and (pitch * 4 - used) % BLOCK:
+            raise UnsupportedError(f"{op.name}: UB rows of {pitch} float32 are not whole 32-byte blocks")
+        gaps = ((gpitch - cols) * 4, (pitch * 4 - used) // BLOCK) if rows > 1 else (0, 0)
+        params = ir.DataCopyExtParams(rows, cols * 4, *gaps)
+        start = s0[0] * gpitch + s0[1] if len(gm) == 2 else s0[0]
+        self.emit(ir.CopyGmToUb(dst, 0, src, start, params, op.name), vector=True)
+
+    def fill_ub(self, op: Op) -> None:
+        a = op.args
+        name = a["dst"]
+        shape = self.use_ub(name, op)
+        region = a.get("fill_region") or tuple((0, e) for e in shape)
+        starts, ext = [r[0] for r in region], [r[1] for r in region]
+        if list(ext[1:]) != list(shape[1:]) or any(starts[1:]):
+            raise UnsupportedError(f"{op.name}: a UB fill covers whole rows (a contiguous run); found {region}")
+        start = starts[0] * math.prod(shape[1:])
+        self.emit(ir.VecOp("Duplicate", name, start, (), math.prod(ext), float(a["value"]), op.name), vector=True)
+
+    def vector_op(self, inner: Op) -> list:
+        """The vector intrinsics of one region op (see the module doc)."""
+        fn = str(inner.args.get("compute", "copy"))
+        kind, _, scalar = fn.partition(":")
+        writes = [x for x in inner.accesses if x.is_write]
+        reads = [x for x in inner.accesses if not x.is_write]
+        loop = tuple(inner.loop or ())
+        ident = [f"_{c}" for c in "ijklmn"[:len(loop)]]
+        arity = 2 if kind in ("add", "mul", "max") else 1
+        scalar_op = kind in ("adds", "muls", "maxs")
+        bad = (inner.kind != "parallel" or kind not in VEC_OPS or (scalar != "") != scalar_op
+               or len(writes) != 1 or len(reads) != arity or len(loop) != 2)
+        if not bad:
+            w = writes[0]
+            bad = [str(e) for e in w.indices] != ident or self.scope(w.buffer) != "ub"
+        if bad:
+            raise UnsupportedError(f"{inner.name}: the vector epilogue lowers elementwise copy/relu/add/mul/max "
+                                   f"(or adds:C/muls:C/maxs:C) over a UB tile, written in place; found "
+                                   f"{inner.kind} {fn!r}")
+        rows, cols = loop
+        dst = w.buffer
+        if self.use_ub(dst, inner) != loop:
+            raise UnsupportedError(f"{inner.name}: the loop {loop} must cover the whole {dst}")
+        full, rowvec = [], []
+        for r in reads:
+            idx = [str(e) for e in r.indices]
+            shape = self.use_ub(r.buffer, inner) if self.scope(r.buffer) == "ub" else None
+            if shape == loop and idx == ident:
+                full.append(r.buffer)
+            elif shape is not None and len(shape) == 1 and idx == ["_j"] and shape[0] >= cols:
+                rowvec.append(r.buffer)
+            else:
+                raise UnsupportedError(f"{inner.name}: reads {r.buffer} at {idx}; expected a UB tile at {ident} or "
+                                       f"a 1-D UB vector at ['_j'] (broadcast over rows)")
+        if not full:
+            raise UnsupportedError(f"{inner.name}: a vector op needs one operand that is the whole tile")
+        op = VEC_OPS[kind]
+        try:
+            value = float(scalar or 0.0)
+        except ValueError:
+            raise UnsupportedError(f"{inner.name}: compute {fn!r} needs a number after the colon") from None
+        if kind == "copy" and full[0] == dst:
+            return []
+        if not rowvec:
+            return [ir.VecOp(op, dst, 0, tuple((b, 0) for b in full), rows * cols, value, inner.name)]
+        at = ir.offset(0, [("r", cols)])
+        body = (ir.VecOp(op, dst, at, ((full[0], at), (rowvec[0], 0)), cols, value, inner.name),)
+        return [ir.For("r", rows, body)]
 
 
-def roll_k_loops(body: list) -> list:
-    """Fold runs of consecutive K steps (the statements up to and including each ``Mmad``) that differ only by
-    offsets moving evenly from step to step into :class:`~.ascend_ir.For` loops (``kt0``, ``kt1``, ...).  The
-    first K step of a tile (``cmatrixInitVal``) and tail steps (other ``Nd2NzParams``) stay outside.
+class _Touch:
+    """What a statement (or a loop of them, all on one pipe) touches, for :class:`_SyncState`."""
 
-    >>> m = ir.Mmad("c", "a", "b", ir.MmadParams(16, 16, 16, False), label="g")
-    >>> ld = [ir.LoadData("a", 0, "a1", 0, ir.LoadData2DParams(0, 1, 1), label="x")]
-    >>> steps = [ir.CopyGmToL1("a1", 0, "A", 16 * t, Nd2NzParams(1, 16, 16, 0, 64, 16, 1, 0), "c") for t in range(3)]
-    >>> out = roll_k_loops([x for t in range(3) for x in [steps[t], *ld, m]])
-    >>> loop, = out
-    >>> loop.var, loop.extent, loop.body[0].src_offset
-    ('kt0', 3, Offset(base=0, stride=16, var='kt0'))
-    """
-    segs, cur = [], []
-    for s in body:
-        cur.append(s)
-        if isinstance(s, (ir.Mmad, ir.Fixpipe)):
-            segs.append(cur)
-            cur = []
-    segs += [cur] if cur else []
-    out: list = []
-    i = loops = 0
-    while i < len(segs):
-        n, delta = 1, None
-        while isinstance(segs[i][-1], ir.Mmad) and i + n < len(segs) and isinstance(segs[i + n][-1], ir.Mmad):
-            d = _step_delta(segs[i + n - 1], segs[i + n])
-            if d is None or (delta is not None and d != delta):
-                break
-            delta, n = d, n + 1
-        if n >= 2:
-            out.append(_loop(segs[i:i + n], delta, f"kt{loops}"))
-            loops += 1
-        else:
-            out += segs[i]
-        i += n
-    return out
+    def __init__(self, pipe: str, reads: tuple, writes: tuple):
+        self.pipe, self.reads, self.writes = pipe, reads, writes
+
+    @staticmethod
+    def of(stmt):
+        if not isinstance(stmt, ir.For):
+            return stmt
+        inner = [_Touch.of(s) for s in stmt.body]
+        pipes = {t.pipe for t in inner}
+        if len(pipes) != 1:
+            raise UnsupportedError(f"a loop over pipes {sorted(pipes)} cannot be ordered as one statement")
+        return _Touch(pipes.pop(), tuple(b for t in inner for b in t.reads), tuple(b for t in inner for b in t.writes))
 
 
-_OFFSETS = ("src_offset", "dst_offset")
-
-
-def _offsets(s) -> dict[str, int]:
-    return {f: getattr(s, f) for f in _OFFSETS if hasattr(s, f)}
-
-
-def _bare(s):
-    """``s`` without what may change from one K step to the next (offsets, label)."""
-    changes = {f: 0 for f in _offsets(s)} | ({"label": ""} if hasattr(s, "label") else {})
-    return replace(s, **changes) if changes else s
-
-
-def _step_delta(a: list, b: list) -> tuple | None:
-    if len(a) != len(b) or any(_bare(x) != _bare(y) for x, y in zip(a, b)):
-        return None
-    return tuple(tuple(_offsets(y)[f] - v for f, v in _offsets(x).items()) for x, y in zip(a, b))
-
-
-def _loop(segs: list[list], delta: tuple, var: str) -> ir.For:
-    body = []
-    for j, s in enumerate(segs[0]):
-        changes = {f: (ir.Offset(v, d, var) if d else v) for (f, v), d in zip(_offsets(s).items(), delta[j])}
-        if hasattr(s, "label"):
-            changes["label"] = f"{s.label}..{segs[-1][j].label}"
-        body.append(replace(s, **changes) if changes else s)
-    return ir.For(var, len(segs), tuple(body))
+def _label(stmt) -> str:
+    return getattr(stmt, "label", "") or (_label(stmt.body[0]) if isinstance(stmt, ir.For) else "")
 
 
 class _SyncState:
     """Which cross-pipe orderings a new statement needs: per buffer the last write and the reads since, and
-    per pipe pair the last statement already ordered by a SetFlag/WaitFlag pair."""
+    per pipe pair the last statement already ordered by a SetFlag/WaitFlag pair.
 
-    def __init__(self):
+    Plain: the SetFlag goes right before its WaitFlag, covering everything the source pipe issued.  Eager
+    (``slot_of`` given, double buffering): the SetFlag goes right after the source pipe's last statement on
+    the same buffer slot (its ``EVENT_ID`` the slot), so it covers what the consumer needs and no more;
+    through a buffer with no slot it goes after the source pipe's last statement."""
+
+    def __init__(self, slot_of=None):
+        self.slot_of = slot_of
+        self.eager = slot_of is not None
         self.n = 0
         self.last: dict[str, int] = {}                  # pipe -> index of its last statement
         self.synced: dict[tuple[str, str], int] = {}    # (src pipe, dst pipe) -> src statement index covered
         self.writer: dict[str, tuple[str, int]] = {}
         self.readers: dict[str, list[tuple[str, int]]] = {}
+        self.on_slot: dict[tuple[str, int], int] = {}   # (pipe, slot) -> its last statement on that slot
+        self.where: dict[int, int] = {}                 # statement index -> its body position
 
-    def before(self, stmt) -> list[tuple[str, str]]:
+    def before(self, stmt) -> list[tuple[str, str, int, int]]:
+        """The ``(src pipe, dst pipe, body position to set after, event id)`` orderings ``stmt`` needs; call
+        :meth:`placed` with the statement's body position next."""
         pipe = stmt.pipe
-        deps: list[tuple[str, int]] = []
+        deps: list[tuple[str, int, str]] = []  # (pipe, statement, the buffer the two share)
         for b in stmt.reads:
-            deps += [self.writer[b]] if b in self.writer else []
+            deps += [(*self.writer[b], b)] if b in self.writer else []
         for b in stmt.writes:
-            deps += ([self.writer[b]] if b in self.writer else []) + self.readers.get(b, [])
-        need = sorted({q for q, i in deps if q != pipe and i > self.synced.get((q, pipe), -1)})
-        for q in need:
-            self.synced[(q, pipe)] = self.last[q]
+            deps += ([(*self.writer[b], b)] if b in self.writer else []) + [(q, i, b) for q, i in
+                                                                          self.readers.get(b, [])]
+        latest: dict[str, tuple[int, str]] = {}
+        for q, i, b in deps:
+            if q != pipe and i > self.synced.get((q, pipe), -1) and i >= latest.get(q, (-1, ""))[0]:
+                latest[q] = (i, b)
+        out = []
+        for q in sorted(latest):
+            slot = self.slot_of(latest[q][1]) if self.eager else None
+            anchor = self.last[q] if slot is None else self.on_slot[(q, slot)]
+            self.synced[(q, pipe)] = anchor
+            out.append((q, pipe, self.where.get(anchor, 0), slot or 0))
         for b in stmt.reads:
             self.readers.setdefault(b, []).append((pipe, self.n))
         for b in stmt.writes:
             self.writer[b] = (pipe, self.n)
             self.readers[b] = []
+        for b in stmt.reads + stmt.writes:
+            slot = self.slot_of(b) if self.eager else None
+            if slot is not None:
+                self.on_slot[(pipe, slot)] = self.n
         self.last[pipe] = self.n
         self.n += 1
-        return [(q, pipe) for q in need]
+        return out
+
+    def placed(self, at: int) -> None:
+        """The body position of the statement :meth:`before` just saw."""
+        self.where[self.n - 1] = at
 
 
 def _ru(x: int, m: int) -> int:

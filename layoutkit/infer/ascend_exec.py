@@ -11,7 +11,9 @@ the C0 axis); ``fill`` writes its region; L1 -> L0A/L0B copies the fractal image
 ``gemm`` is the MAD on the logical M x K x N block (fp32 accumulation); L0C -> GM is the fixpipe (with
 ``set_atomic("add")`` it accumulates); ``dual_copy`` gives each vector core its half; ``scatter`` /
 ``post_copy`` are :func:`~layoutkit.targets.ascend.ub_scatter_compact_nz` / ``burst_copy``; vector regions
-run their ops on both cores (``parallel`` with ``compute`` ``"relu"`` or ``"copy"``).
+run their ops on both cores (``parallel`` with ``compute`` one of :data:`PARALLEL_OPS`: ``relu``, ``copy``,
+``add`` / ``mul`` / ``max`` of two reads, a read missing a loop variable broadcasting along it, as a bias row
+``lambda i, j: (j,)``, and ``adds:C`` / ``muls:C`` / ``maxs:C`` with a number ``C``).
 
 >>> import numpy as np
 >>> from layoutkit.infer import Program, infer_layouts
@@ -352,21 +354,39 @@ class _Machine:
                 self._write(op, dst, tuple(slice(s, s + e) for s, e in zip(starts, ext)), data)
 
     def op_parallel(self, op: Op) -> None:
-        fn = op.args.get("compute", "copy")
-        ops = {"relu": lambda x: np.maximum(x, 0), "copy": lambda x: x}
-        if fn not in ops:
-            raise UnsupportedError(f"{op.name}: run_ascend models compute 'relu' or 'copy'; found {fn!r}")
+        """An elementwise loop (see :data:`PARALLEL_OPS`): one write at the identity index, one or two reads
+        whose indices are loop variables in loop order (a missing one broadcasts, ``(j,)`` is a row vector)."""
+        kind, fn, scalar = parallel_compute(op)
         reads = [x for x in op.accesses if not x.is_write]
         writes = [x for x in op.accesses if x.is_write]
-        if len(reads) != 1 or len(writes) != 1:
-            raise UnsupportedError(f"{op.name}: run_ascend models one read and one write per parallel loop")
-        for acc in reads + writes:
-            if [str(e) for e in acc.indices] != [f"_{c}" for c in "ijklmn"[:len(op.loop)]]:
-                raise UnsupportedError(f"{op.name}: run_ascend models identity accesses only; {acc.buffer} is "
-                                       f"accessed at {[str(e) for e in acc.indices]}")
+        arity = 2 if kind in BINARY else 1
+        if len(reads) != arity or len(writes) != 1:
+            raise UnsupportedError(f"{op.name}: run_ascend models compute {kind!r} with {arity} read(s) and one "
+                                   f"write; found {len(reads)} and {len(writes)}")
+        loopvars = [f"_{c}" for c in "ijklmn"[:len(op.loop)]]
+        if [str(e) for e in writes[0].indices] != loopvars:
+            raise UnsupportedError(f"{op.name}: run_ascend models identity writes only; {writes[0].buffer} is "
+                                   f"written at {[str(e) for e in writes[0].indices]}")
+        args = [self._operand(op, acc, loopvars) for acc in reads]
+        if scalar is not None:
+            args.append(np.float32(scalar))
         idx = tuple(slice(0, e) for e in op.loop)
-        data = self._read(op, reads[0].buffer, idx, core=None)
-        self._write(op, writes[0].buffer, idx, ops[fn](data), both_cores=True)
+        out = fn(*args)
+        self._write(op, writes[0].buffer, idx, np.broadcast_to(out, (CORES,) + tuple(op.loop)), both_cores=True)
+
+    def _operand(self, op: Op, acc, loopvars: list[str]) -> np.ndarray:
+        """The values a read access sees, shaped ``(cores, *loop)`` with 1 where it broadcasts."""
+        names = [str(e) for e in acc.indices]
+        pos = [loopvars.index(v) if v in loopvars else -1 for v in names]
+        if -1 in pos or pos != sorted(set(pos)):
+            raise UnsupportedError(f"{op.name}: run_ascend models reads indexed by loop variables in loop order; "
+                                   f"{acc.buffer} is read at {names}")
+        idx = tuple(slice(0, op.loop[k]) for k in pos)
+        data = self._read(op, acc.buffer, idx, core=None)
+        if self.p.buffers[acc.buffer].scope != "ub":
+            data = data[None]
+        shape = [data.shape[0]] + [op.loop[k] if k in pos else 1 for k in range(len(op.loop))]
+        return data.reshape(shape)
 
     def op_scatter(self, op: Op) -> None:
         a = op.args
@@ -383,6 +403,35 @@ class _Machine:
         ascend.burst_copy(self.mem[a["src"]][0], flat, n_burst=a["n_burst"], len_burst=a["len_burst"],
                           src_gap=a["src_gap"], dst_gap=a["dst_gap"], dst_offset=a["dst_offset"],
                           dtype=self.dtype(a["dst"]))
+
+
+UNARY = {"relu": lambda x: np.maximum(x, 0), "copy": lambda x: x}
+BINARY = {"add": np.add, "mul": np.multiply, "max": np.maximum}
+SCALAR = {"adds": np.add, "muls": np.multiply, "maxs": np.maximum}
+PARALLEL_OPS = tuple(UNARY) + tuple(BINARY) + tuple(f"{k}:C" for k in SCALAR)
+"""``compute`` values of a ``parallel`` op that the executor (and the Ascend C lowering) model; ``C`` is a
+number (``"muls:0.5"``)."""
+
+
+def parallel_compute(op: Op) -> tuple[str, object, float | None]:
+    """``(kind, numpy function, scalar or None)`` of a parallel op's ``compute`` (``copy`` when absent).
+
+    >>> from layoutkit.infer.program import Op
+    >>> kind, fn, c = parallel_compute(Op("parallel", 0, {"compute": "muls:0.5"}))
+    >>> kind, float(fn(np.float32(4), c))
+    ('muls', 2.0)
+    """
+    text = str(op.args.get("compute", "copy"))
+    kind, colon, value = text.partition(":")
+    table = {**UNARY, **BINARY, **SCALAR}
+    if kind not in table or bool(colon) != (kind in SCALAR):
+        raise UnsupportedError(f"{op.name}: run_ascend models compute {', '.join(PARALLEL_OPS)}; found {text!r}")
+    if kind not in SCALAR:
+        return kind, table[kind], None
+    try:
+        return kind, table[kind], float(value)
+    except ValueError:
+        raise UnsupportedError(f"{op.name}: compute {text!r} needs a number after the colon") from None
 
 
 def _ru(x: int, m: int) -> int:

@@ -9,6 +9,9 @@
 #define __gm__
 #define GM_ADDR __gm__ uint8_t*
 #define ASCEND_IS_AIV (false)
+#define ASCEND_IS_AIC (true)
+enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2 };
+#define KERNEL_TASK_TYPE_DEFAULT(type) static_assert((type) == KERNEL_TYPE_MIX_AIC_1_2 || true, "kernel type")
 
 struct half {
     half() = default;
@@ -26,7 +29,7 @@ namespace AscendC {
 
 enum class TPosition : uint8_t { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC };
 enum class HardEvent : uint8_t { MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, M_FIX, FIX_M, MTE2_M, M_MTE2, FIX_MTE2,
-                                 MTE2_FIX };
+                                 MTE2_FIX, MTE2_V, V_MTE2, V_MTE3, MTE3_V, MTE2_MTE3, MTE3_MTE2 };
 enum class QuantMode_t { NoQuant, F322F16, F322BF16 };
 enum class CO2Layout : uint8_t { NZ = 0, ROW_MAJOR, COLUMN_MAJOR };
 struct FixpipeConfig {
@@ -114,8 +117,54 @@ template <typename T> struct InitConstValueParams {
     T initValue = 0;
 };
 
+struct DataCopyExtParams {
+    uint16_t blockCount = 1;
+    uint32_t blockLen = 0;
+    uint32_t srcStride = 0;
+    uint32_t dstStride = 0;
+    uint32_t rsv = 0;
+};
+
+template <typename T> struct DataCopyPadExtParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    T paddingValue = 0;
+};
+
 template <typename T>
 __aicore__ void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& intriParams);
+template <typename T>
+__aicore__ void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& dataCopyParams,
+                            const DataCopyPadExtParams<T>& padParams);
+template <typename T>
+__aicore__ void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& dataCopyParams);
+template <typename T>
+__aicore__ void Add(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                    const int32_t& calCount);
+template <typename T>
+__aicore__ void Mul(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                    const int32_t& calCount);
+template <typename T>
+__aicore__ void Max(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                    const int32_t& calCount);
+template <typename T>
+__aicore__ void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& calCount);
+template <typename T>
+__aicore__ void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& calCount);
+template <typename T>
+__aicore__ void Maxs(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& calCount);
+template <typename T>
+__aicore__ void Relu(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& calCount);
+enum class RoundMode { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+template <typename T, typename U>
+__aicore__ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
+                     const uint32_t calCount);
+template <typename T>
+__aicore__ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount);
+__aicore__ int64_t GetSubBlockIdx();
+template <uint8_t modeId, pipe_t pipe> __aicore__ void CrossCoreSetFlag(uint16_t flagId);
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S> __aicore__ void CrossCoreWaitFlag(uint16_t flagId);
 template <typename T>
 __aicore__ void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& loadDataParams);
 template <typename T, typename U, typename S>
