@@ -234,8 +234,20 @@ class InitConstValue:
         return (self.dst,)
 
 
+class _Move:
+    """A statement that reads its ``src`` buffer and writes its ``dst`` buffer."""
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return (self.src,)
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return (self.dst,)
+
+
 @dataclass(frozen=True)
-class CopyGmToL1:
+class CopyGmToL1(_Move):
     """``DataCopy(dst[dst_offset], src[src_offset], Nd2NzParams)``: the GM -> L1 ND2NZ DMA."""
 
     dst: str
@@ -246,17 +258,8 @@ class CopyGmToL1:
     label: str = ""
     pipe = "MTE2"
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.src,)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
-
-
 @dataclass(frozen=True)
-class LoadData:
+class LoadData(_Move):
     """``LoadData(dst[dst_offset], src[src_offset], LoadData2DParams)``: L1 -> L0A / L0B."""
 
     dst: str
@@ -266,15 +269,6 @@ class LoadData:
     params: LoadData2DParams
     label: str = ""
     pipe = "MTE1"
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.src,)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
-
 
 @dataclass(frozen=True)
 class Mmad:
@@ -300,7 +294,7 @@ class Mmad:
 
 
 @dataclass(frozen=True)
-class Fixpipe:
+class Fixpipe(_Move):
     """``Fixpipe<dst, src, CFG_ROW_MAJOR>(dst[dst_offset], src[src_offset], FixpipeParamsV220)``:
     L0C -> GM with NZ2ND."""
 
@@ -312,17 +306,8 @@ class Fixpipe:
     label: str = ""
     pipe = "FIX"
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.src,)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
-
-
 @dataclass(frozen=True)
-class CopyGmToUb:
+class CopyGmToUb(_Move):
     """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams, {false, 0, 0, 0})``: GM -> UB."""
 
     dst: str
@@ -333,17 +318,8 @@ class CopyGmToUb:
     label: str = ""
     pipe = "MTE2"
 
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.src,)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
-
-
 @dataclass(frozen=True)
-class CopyUbToGm:
+class CopyUbToGm(_Move):
     """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams)``: UB -> GM (a tail tile's rows and
     columns only; a core with no valid rows skips it)."""
 
@@ -354,15 +330,6 @@ class CopyUbToGm:
     params: DataCopyExtParams
     label: str = ""
     pipe = "MTE3"
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        return (self.src,)
-
-    @property
-    def writes(self) -> tuple[str, ...]:
-        return (self.dst,)
-
 
 @dataclass(frozen=True)
 class VecOp:
