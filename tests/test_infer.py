@@ -334,3 +334,53 @@ def test_transpose_op_layouts():
     ta = r.layout_map["a"].thread_table()[0]
     tb = r.layout_map["b"].thread_table()[0]
     assert np.array_equal(ta, tb.T)                      # b[j, i] lives with a[i, j]
+
+
+def test_alias_layout_reaches_the_views_users_during_inference():
+    """A view of a GEMM accumulator gets the accumulator's layout when the GEMM commits it (as
+    TileLang propagates aliases on every commit), so a loop over the view follows the MMA layout."""
+    p = infer.Program(threads=128)
+    As = p.alloc_shared("As", (64, 32), "float16")
+    Bs = p.alloc_shared("Bs", (32, 64), "float16")
+    c = p.alloc_fragment("c", (64, 64), "float32")
+    y = p.alloc_fragment("y", (64, 64), "float32")
+    view = p.alias("c_view", c)
+    p.gemm(As, Bs, c)
+    loop = p.parallel((64, 64), writes=[(y, lambda i, j: (i, j))], reads=[(view, lambda i, j: (i, j))])
+    r = infer.infer_layouts(p)
+    assert r.layout_map[view].is_equal(r.layout_map[c])
+    assert r.loop_layouts[loop].is_equal(r.layout_map[c]) and r.layout_map[y].is_equal(r.layout_map[c])
+    assert r.explain(view)[0].rule == "alias" and r.explain(view)[0].level == "strict"
+
+
+def test_bijective_reshaping_access_is_inverted():
+    """``x[i * 2 + j // 32, j % 32]`` maps the (4, 64) loop one-to-one onto x (8, 32): x follows the
+    loop point each element comes from (TileLang's bijective ``CompleteBufferFragment`` path)."""
+    p = infer.Program(threads=128)
+    G = p.tensor("G", (4, 64), "float32")
+    y = p.alloc_fragment("y", (4, 64), "float32")
+    x = p.alloc_fragment("x", (8, 32), "float32")
+    p.copy(G[0:4, 0:64], y)
+    p.parallel((4, 64), writes=[(x, lambda i, j: (i * 2 + j // 32, j % 32))], reads=[(y, lambda i, j: (i, j))])
+    r = infer.infer_layouts(p)
+    ty, tx = r.layout_map["y"].thread_table()[0], r.layout_map["x"].thread_table()[0]
+    i, j = np.indices((4, 64))
+    assert np.array_equal(tx[i * 2 + j // 32, j % 32], ty)
+    assert r.layout_map["x"].prove_injective()
+
+
+def test_ragged_rows_go_to_threads_that_divide_them():
+    """200 x 7 on 128 threads (TileLang finds no layout): 100 threads take two whole rows each, so no
+    register slot is empty and the layout lowers as an exact partition; the rest are guarded off."""
+    p = infer.Program(threads=128)
+    X = p.tensor("X", (200, 7), "float32")
+    x = p.alloc_fragment("x", (200, 7), "float32")
+    p.copy(X[0:200, 0:7], x)
+    loop = p.parallel((200, 7), writes=[(x, lambda i, j: (i, j))], reads=[(x, lambda i, j: (i, j))])
+    r = infer.infer_layouts(p)
+    f = r.layout_map["x"]
+    assert (f.thread_extent, f.local_size) == (100, 14) and f.prove_injective()
+    assert f.thread_extent * f.local_size == 200 * 7
+    assert r.predicates[loop] == "_thread < 100"
+    t = f.thread_table()[0]
+    assert (t == t[:, :1]).all()                       # a row stays in one thread

@@ -81,3 +81,18 @@ def test_order_independence_on_200_random_programs():
         assert _snapshot(infer.infer_layouts(q)) == want, seed
         checked += 1
     assert checked == 200
+
+
+def test_order_independence_with_conversions_priced():
+    """The shared-memory-aware model also tries conversions; the answer still ignores op order."""
+    for seed in range(200):
+        rng = random.Random(1000 + seed)
+        p = infer.Program(threads=128, target="sm_80")
+        for g in range(rng.randint(2, 4)):
+            _group(p, rng, g)
+        want = infer.infer_layouts(p, cost_model="smem-aware")
+        q = copy.copy(p)
+        q.ops = _random_topological(p.ops, rng)
+        got = infer.infer_layouts(q, cost_model="smem-aware")
+        assert _snapshot(got) == _snapshot(want), seed
+        assert [(c.buffer, c.op) for c in got.conversions] == [(c.buffer, c.op) for c in want.conversions]

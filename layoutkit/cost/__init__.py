@@ -11,22 +11,35 @@ True
 """
 
 from .access import GlobalTraffic, global_traffic, shared_access, vector_width
-from .attempt import REGISTER_LIMIT, AttemptCost, CostModel, CostModelError, Operand, Statement, StatementCost
+from .attempt import (
+    REGISTER_LIMIT,
+    AttemptCost,
+    CostModel,
+    CostModelError,
+    Operand,
+    Statement,
+    StatementCost,
+    add_costs,
+    conversion_price,
+)
 from .io_aware import IOAwareModel
 from .register_count import RegisterCountModel
 from .registry import cost_model_names, get_cost_model, register_cost_model
-from .smem_aware import Conversion, SharedMemoryAwareModel, _bank_report, conversion_cost
+from .smem_aware import Conversion, SharedMemoryAwareModel, _bank_report, conversion_cost, staged_conversion_cost
+from .spill import spilled_bytes
 
 
 def clear_caches() -> None:
     """Forget the memoised global-traffic and bank figures (they only save time)."""
     global_traffic.cache_clear()
     _bank_report.cache_clear()
+    spilled_bytes.cache_clear()
 
 
 __all__ = [
     "AttemptCost", "Conversion", "CostModel", "CostModelError", "GlobalTraffic", "IOAwareModel", "Operand",
     "REGISTER_LIMIT", "RegisterCountModel", "SharedMemoryAwareModel", "Statement", "StatementCost",
-    "clear_caches", "conversion_cost", "cost_model_names", "get_cost_model", "global_traffic", "register_cost_model",
-    "shared_access", "vector_width",
+    "add_costs", "clear_caches", "conversion_cost", "conversion_price", "cost_model_names", "get_cost_model",
+    "global_traffic", "register_cost_model",
+    "shared_access", "staged_conversion_cost", "vector_width",
 ]

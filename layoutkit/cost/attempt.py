@@ -105,6 +105,33 @@ class StatementCost:
         return ", ".join(parts) + (f" ({self.note})" if self.note else "")
 
 
+def add_costs(a: AttemptCost, b: AttemptCost) -> AttemptCost:
+    """``a + b`` field by field (``extra`` kept from ``a``).
+
+    >>> add_costs(AttemptCost(1, 2, (3,)), AttemptCost(10, 20))
+    AttemptCost(mem=11, regs=22, extra=(3,))
+    """
+    return AttemptCost(a.mem + b.mem, a.regs + b.regs, a.extra)
+
+
+def conversion_price(model, src: Fragment, dst: Fragment, dtype: str) -> tuple[AttemptCost, object]:
+    """What converting a fragment from ``src`` to ``dst`` adds to an attempt under ``model``: the
+    converted copy's register slots, plus, when the model prices conversions
+    (``model.conversion_cost(src, dst, dtype)`` returning an object with ``bytes``), those bytes
+    as ``mem``.  Returns the cost and the model's figures (None when it prices none).
+
+    >>> import layoutkit as lk
+    >>> f = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
+    >>> conversion_price(object(), f, f, "float32")
+    (AttemptCost(mem=0, regs=8, extra=()), None)
+    """
+    price = getattr(model, "conversion_cost", None)
+    if price is None:
+        return AttemptCost(0, dst.local_size), None
+    detail = price(src, dst, dtype)
+    return AttemptCost(int(detail.bytes), dst.local_size), detail
+
+
 def fragments_of(layouts: Mapping[str, Layout]) -> dict[str, Fragment]:
     return {k: v for k, v in layouts.items() if isinstance(v, Fragment)}
 

@@ -27,7 +27,7 @@ from ..dtypes import element_bits
 from ..errors import LayoutError
 from .access import SEGMENT, global_traffic
 from .attempt import AttemptCost, Operand, Statement, StatementCost, check_statements
-from .register_count import RegisterCountModel
+from .register_count import RegisterCountModel, spill_rows
 
 
 def worst_case_bytes(stmt: Statement, op: Operand) -> int:
@@ -66,7 +66,8 @@ class IOAwareModel(RegisterCountModel):
     wants_statements = True
 
     def rows(self, layouts: Mapping, program, statements: Sequence[Statement] | None = None) -> list[StatementCost]:
-        return global_rows(check_statements(statements))
+        st = check_statements(statements)
+        return spill_rows(st) + global_rows(st)
 
     def cost(self, layouts: Mapping, program, statements: Sequence[Statement] | None = None) -> AttemptCost:
         base = super().cost(layouts, program)

@@ -25,7 +25,7 @@ Conversion(store_wavefronts=256, load_wavefronts=32)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..algebra.layout import Layout, placeholder
@@ -80,10 +80,12 @@ def shared_rows(statements: Sequence[Statement]) -> list[StatementCost]:
 
 @dataclass(frozen=True)
 class Conversion:
-    """Converting a fragment's layout through shared memory: store with ``src``, load with ``dst``."""
+    """Converting a fragment's layout through shared memory: store with ``src``, load with ``dst``,
+    staged in a ``staging`` layout (``row-major`` or ``padded``)."""
 
     store_wavefronts: int
     load_wavefronts: int
+    staging: str = field(default="row-major", repr=False, compare=False)
 
     @property
     def wavefronts(self) -> int:
@@ -113,6 +115,28 @@ def conversion_cost(src: Fragment, dst: Fragment, dtype: str, smem: Layout | Non
     return Conversion(out[0], out[1])
 
 
+def staged_conversion_cost(src: Fragment, dst: Fragment, dtype: str) -> Conversion:
+    """The cheaper of staging the conversion in a row-major tile or in TileLang's padded layout (rows
+    16 bytes apart in the bank cycle, so columns do not conflict); ties keep row-major.
+
+    >>> import layoutkit as lk
+    >>> by_col = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
+    >>> by_row = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
+    >>> c = staged_conversion_cost(by_col, by_row, "float32")
+    >>> c, c.staging
+    (Conversion(store_wavefronts=32, load_wavefronts=32), 'padded')
+    """
+    from ..targets.nv.swizzle import make_padded_layout
+
+    best = conversion_cost(src, dst, dtype)
+    if len(src.input_shape) >= 2:
+        padded = make_padded_layout(src.input_shape, dtype)
+        alt = conversion_cost(src, dst, dtype, padded)
+        if alt.wavefronts < best.wavefronts:
+            best = Conversion(alt.store_wavefronts, alt.load_wavefronts, "padded")
+    return best
+
+
 class SharedMemoryAwareModel(IOAwareModel):
     """``mem`` = io-aware ``mem`` + 128 bytes per shared-memory wavefront of the component's
     shared <-> fragment moves."""
@@ -124,4 +148,6 @@ class SharedMemoryAwareModel(IOAwareModel):
         return super().rows(layouts, program, st) + shared_rows(st)
 
     def conversion_cost(self, src: Fragment, dst: Fragment, dtype: str, smem: Layout | None = None) -> Conversion:
-        return conversion_cost(src, dst, dtype, smem)
+        """Price of converting ``src`` to ``dst`` through shared memory (``smem``: the staging layout;
+        default the cheaper of row-major and padded), charged by free mode as ``bytes``."""
+        return conversion_cost(src, dst, dtype, smem) if smem is not None else staged_conversion_cost(src, dst, dtype)

@@ -13,6 +13,7 @@ from . import ascend_rules as _ascend_rules  # noqa: F401  (registers the "ascen
 from .ascend_exec import AscendExecutionError, UninitialisedReadError, run_ascend
 from .ascend_passes import PassReport, insert_nd2nz, insert_oob_padding, normalize_fractal_storage, run_ascend_passes
 from .conflicts import InferenceConflictError, minimal_constraints
+from .convert import LayoutConversion
 from .cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
 from .engine import clear_caches, infer_layouts, solve
 from .program import Access, Buffer, Op, Program, Region
@@ -25,6 +26,7 @@ __all__ = [
     "insert_oob_padding", "normalize_fractal_storage", "run_ascend", "run_ascend_passes",
     "Buffer", "COMMON", "clear_caches",
     "CostModel", "Derivation", "FREE", "InferenceConflictError",
-    "InferenceResult", "Op", "OpValidationError", "Program", "Region", "RegisterCountModel", "STRICT", "get_rule",
+    "InferenceResult", "LayoutConversion", "Op", "OpValidationError", "Program", "Region", "RegisterCountModel",
+    "STRICT", "get_rule",
     "infer_layouts", "minimal_constraints", "register_cost_model", "register_merge", "register_rule", "solve",
 ]

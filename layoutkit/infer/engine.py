@@ -4,10 +4,15 @@
 1. kStrict: every op once.
 2. kCommon: a BFS worklist; an op that changes a buffer's layout re-queues the buffer's other users
    (to the front when they touch a buffer with a known layout, as TileLang's ``EnqueueWithPriority``).
-3. kFree: per connected component (union-find over the non-global buffers the ops share), try every op
+3. kFree: per connected component (union-find over the fragment buffers the ops share), try every op
    as the root (run it free and finish the queue, then every other op in order the same way), score
-   with the cost model and keep the cheapest (ties: the smallest layout signature, so the answer does
-   not depend on op order; TileLang keeps the earliest root).
+   with the cost model and keep the cheapest (ties: the earliest root in :func:`canonical_order`,
+   TileLang's earliest root made independent of how independent ops are ordered).  When no attempt
+   lays every fragment out because only fills (or transposes) touch it (TileLang fails there), the
+   attempts are repeated with fills planning layouts like loops.  Beyond TileLang, an
+   attempt may read a fragment through a converted view (:mod:`.convert`): models that price
+   conversions weigh them against re-rooting; the others convert only when every plain attempt
+   conflicts.
 4. Aliases of one storage get the layout, rescaled by the element-width ratio.
 
 >>> from layoutkit.infer import Program, infer_layouts
@@ -19,17 +24,19 @@
 
 from __future__ import annotations
 
+import json
 from collections import ChainMap, deque
 from collections.abc import Sequence
 
 from ..algebra.layout import Layout
-from ..cost import Operand, Statement
+from ..cost import Operand, Statement, add_costs, conversion_price
 from ..cost import clear_caches as clear_cost_caches
 from ..dtypes import element_bits
 from ..errors import LayoutConflictError, LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from . import nv_rules as _nv_rules  # noqa: F401  (registers the sm_* rules)
+from .convert import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
 from .loops import RuleConflict
 from .result import Derivation, InferenceResult, _NameKeyed
@@ -60,6 +67,11 @@ class Context:
         self.derivations: dict[str, list[Derivation]] = {}
         self.setter: dict[str, str] = {}
         self.memo: dict = {}
+        self.fallback = False
+        self.convert: frozenset = frozenset()   # (op uid, fragment) edges read through a converted view
+        self.views: dict = {}                   # (op uid, fragment) -> the view's layout
+        self.conversions: list = []             # LayoutConversion records kept by free mode
+        self.siblings = _alias_siblings(program)
 
     def overlay(self) -> Context:
         """A trial context whose writes go to fresh maps layered over this one (O(1) to make)."""
@@ -73,6 +85,33 @@ class Context:
         """Keep what ``trial`` (an overlay of this context) wrote."""
         for key in ("layouts", "loops", "predicates", "derivations", "setter"):
             getattr(self, key).update(getattr(trial, key).maps[0])
+
+    def attempt(self, convert: frozenset = frozenset()) -> Context:
+        """An overlay for one free-mode attempt reading the ``convert`` edges through views."""
+        trial = self.overlay()
+        trial.convert = convert
+        trial.views = {}
+        return trial
+
+    def seen_by(self, op) -> Context:
+        """The context ``op``'s rule sees: its converted reads show their views (hidden until set)."""
+        hidden = [b for uid, b in self.convert if uid == op.uid]
+        if not hidden:
+            return self
+        c = Context.__new__(Context)
+        c.__dict__.update(self.__dict__)
+        c.layouts = MaskedLayouts(self.layouts, {b: self.views.get((op.uid, b)) for b in hidden})
+        return c
+
+    def set_view(self, op, name: str, new: Layout) -> None:
+        """Record the layout ``op`` reads the converted ``name`` through."""
+        key = (op.uid, name)
+        old = self.views.get(key)
+        if old is None or (isinstance(old, Fragment) and isinstance(new, Fragment) and new.contains(old)):
+            self.views[key] = new
+        elif not old.is_equal(new):
+            raise Conflict(f"{op.name}: two views of converted {name}: {old.describe()} and {new.describe()}",
+                           name, (op.name,), (old, new))
 
     def buffer(self, name: str):
         return self.program.buffers[name]
@@ -119,17 +158,57 @@ class Context:
         self.derivations[name] = self.derivations.get(name, []) + [Derivation(rule, LEVEL_NAMES[level], op, action)]
 
 
+def _alias_siblings(program) -> dict[str, tuple[str, ...]]:
+    """Buffer -> the other views of its storage."""
+    groups: dict[str, list[str]] = {}
+    for name, buf in program.buffers.items():
+        groups.setdefault(buf.alias_of or name, []).append(name)
+    return {n: tuple(m for m in g if m != n) for g in groups.values() if len(g) > 1 for n in g}
+
+
+PRODUCER_THREADS = 128
+"""Threads of the producer warp group TileLang's warp specialisation adds in front of the consumers
+when every pipelined copy is a TMA load (one warp group issues them)."""
+
+
 def thread_range(program) -> tuple[int, int]:
-    """``(0, threads)``, or ``(threads, threads)`` for sm_90+ warp-specialised consumers (a pipelined
-    global -> shared copy feeding a GEMM), as TileLang binds them."""
+    """``(min, extent)`` of the threads running the tile ops: ``(0, threads)``, or for sm_90+ warp
+    specialisation (pipelined global -> shared copies feeding a GEMM, at least one a TMA load)
+    ``(128, threads)``: TileLang puts one 128-thread producer warp group first and the ``threads``
+    consumers after it; when some producer copy cannot be a TMA load it runs as SIMT code on a
+    producer partition as wide as the consumers: ``(threads, threads)``.
+
+    >>> from layoutkit.infer import kernels
+    >>> thread_range(kernels.gemm(threads=256, target="sm_90")), thread_range(kernels.gemm(threads=256))
+    ((128, 256), (0, 256))
+    """
     t = program.threads
     arch = program.target
     if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
-        staged = any(op.kind == "copy" and op.args["dst"] in program.stages
-                     and program.buffers[op.args["src"]].scope == "global" for op in program.ops)
+        staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
+                  and program.buffers[op.args["src"]].scope == "global"]
         if staged and any(op.kind == "gemm" for op in program.ops):
-            return (t, t)
+            tma = [_tma_capable(program, op) for op in staged]
+            if all(tma):
+                return (PRODUCER_THREADS, t)
+            if any(tma):  # a SIMT producer copy keeps the producer partition at the full block
+                return (t, t)
     return (0, t)
+
+
+def _tma_capable(program, op) -> bool:
+    """Whether a global -> shared copy can be a TMA load (16-byte rows and global strides)."""
+    from ..targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
+
+    sides = []
+    for name, (starts, extents) in ((op.args["src"], op.args["src_region"]), (op.args["dst"], op.args["dst_region"])):
+        buf = program.buffers[name]
+        sides.append(CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
+    try:
+        select_copy_instruction(*sides, program.target, prefer_instruction="tma")
+    except CopySelectionError:
+        return False
+    return True
 
 
 def _users(ops) -> dict[str, list]:
@@ -143,12 +222,17 @@ def _users(ops) -> dict[str, list]:
 def _run(ctx: Context, op, level: int, ops_set, users, queue: deque, queued: set) -> None:
     rule = get_rule(op.kind, ctx.target)
     try:
-        res = rule(op, ctx, level)
+        res = rule(op, ctx.seen_by(op), level)
     except RuleConflict as err:
         raise Conflict(str(err), err.buffer or "?", (op.name,), ()) from None
     for name, lay in res.items():
-        if ctx.commit(name, lay, op.name, level, op.kind):
-            for user in users.get(name, ()):
+        if (op.uid, name) in ctx.convert:
+            ctx.set_view(op, name, lay)
+            continue
+        if not ctx.commit(name, lay, op.name, level, op.kind):
+            continue
+        for changed in [name, *_propagate_alias(ctx, name, op, level)]:
+            for user in users.get(changed, ()):
                 if user is op or user.uid in queued or user.uid not in ops_set:
                     continue
                 queued.add(user.uid)
@@ -168,6 +252,8 @@ def _bfs(ctx: Context, start, level: int, ops_set, users) -> None:
 
 
 def _components(ops, program) -> list[list]:
+    """Connected components of ops linked by the fragment buffers they share (views of one storage
+    count as one buffer), as TileLang's free mode groups them; shared and global buffers link none."""
     parent = list(range(len(ops)))
 
     def find(x):
@@ -179,31 +265,55 @@ def _components(ops, program) -> list[list]:
     owner: dict[str, int] = {}
     for k, op in enumerate(ops):
         for b in op.buffers:
-            if program.buffers[b].scope == "global":
+            buf = program.buffers[b]
+            if buf.scope != "local.fragment":
                 continue
-            if b in owner:
-                parent[find(k)] = find(owner[b])
+            key = buf.alias_of or b
+            if key in owner:
+                parent[find(k)] = find(owner[key])
             else:
-                owner[b] = k
+                owner[key] = k
     groups: dict[int, list] = {}
     for k, op in enumerate(ops):
         groups.setdefault(find(k), []).append(op)
     return list(groups.values())
 
 
+def canonical_order(ops) -> dict[int, tuple]:
+    """A sort key per op uid: its depth in the order ops sharing a buffer must keep (1 + the deepest
+    earlier op touching one of its buffers), then its content.  Free mode tries roots in this order
+    and keeps the first of equally cheap attempts, as TileLang keeps the earliest root; unlike
+    program order, the key does not change when independent ops are permuted."""
+    depth: dict[str, int] = {}
+    out = {}
+    for op in ops:
+        d = 1 + max((depth[b] for b in op.buffers if b in depth), default=-1)
+        for b in op.buffers:
+            depth[b] = d
+        out[op.uid] = (d, _content(op))
+    return out
+
+
+def _content(op) -> str:
+    from .program import _op_dict
+
+    d = _op_dict(op)
+    d.pop("uid")
+    return json.dumps(d, sort_keys=True, default=str)
+
+
+def _fragments_unsolved(ctx: Context, comp) -> bool:
+    return any(ctx.is_fragment(b) and b not in ctx.layouts for op in comp for b in op.buffers)
+
+
 def _unsolved(ctx: Context, comp) -> bool:
+    """Free mode still has work: a fragment without a layout, or a loop without a loop layout."""
     for op in comp:
-        if op.loop is not None and op.name not in ctx.loops and any(ctx.is_fragment(b) for b in op.buffers):
+        if op.loop is not None and op.name not in ctx.loops:
             return True
         if any(ctx.is_fragment(b) and b not in ctx.layouts for b in op.buffers):
             return True
     return False
-
-
-def _signature(ctx: Context, comp) -> tuple:
-    names = sorted({b for op in comp for b in op.buffers if b in ctx.layouts})
-    return tuple((n, str(ctx.layouts[n])) for n in names) + tuple(
-        sorted(str(ctx.loops[op.name]) for op in comp if op.name in ctx.loops))
 
 
 def statements(ctx: Context, comp) -> list[Statement]:
@@ -215,8 +325,10 @@ def statements(ctx: Context, comp) -> list[Statement]:
         if op.loop is not None:
             for a in op.accesses:
                 buf = ctx.buffer(a.buffer)
+                # a converted read sees its view's layout
+                lay = ctx.views.get((op.uid, a.buffer)) or ctx.layouts.get(a.buffer)
                 operands.append(Operand(a.buffer, buf.scope, buf.dtype, ctx.shape(a.buffer), a.is_write, a.indices,
-                                        ctx.layouts.get(a.buffer)))
+                                        lay))
         else:
             for b in op.buffers:
                 buf = ctx.buffer(b)
@@ -247,41 +359,90 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
     for op in ops:
         _run(ctx, op, STRICT, everything, users, queue, queued)
     _bfs(ctx, ops, COMMON, everything, users)
+    order = canonical_order(ops)
     for comp in _components(ops, program):
         if not _unsolved(ctx, comp):
             continue
-        comp_set = {op.uid for op in comp}
-        best = None
-        first_error: Conflict | None = None
-        for root in comp:
-            trial = ctx.overlay()
-            try:
-                for op in [root] + [op for op in comp if op is not root]:
-                    _bfs(trial, [op], FREE, comp_set, users)
-            except Conflict as err:
-                first_error = first_error or err
-                continue
-            frags = {b: trial.layouts[b] for op in comp for b in op.buffers if b in trial.layouts}
-            if getattr(model, "wants_statements", False):
-                score = model.cost(frags, program, statements=statements(trial, comp))
-            else:
-                score = model.cost(frags, program)
-            key = (score, _signature(trial, comp))
-            if best is None or key < best[0]:
-                best = (key, trial)
-        if best is None:
-            raise first_error or Conflict("no available layout found", "?", [o.name for o in comp], ())
-        trial = best[1]
-        for b, steps in list(trial.derivations.maps[0].items()):
-            d = steps[-1]
-            if d.level == "free":
-                trial.derivations[b] = steps[:-1] + [Derivation(d.rule, d.level, d.op, d.action, best[0][0])]
-        ctx.absorb(trial)
+        comp = sorted(comp, key=lambda op: order[op.uid])
+        _free_component(ctx, comp, model, users)
     _aliases(ctx)
     return ctx
 
 
+def _free_component(ctx: Context, comp, model, users) -> None:
+    """Try every root (and, for models that price conversions, every root with one fragment ->
+    fragment edge converted); keep the cheapest, the earliest of equals (plain attempts first).
+    Models that price no conversion convert only when no plain attempt succeeds."""
+    comp_set = {op.uid for op in comp}
+    edges = conversion_edges(comp, ctx.is_fragment)
+    plain = [frozenset()]
+    converted = [frozenset([e]) for e in edges]
+    if getattr(model, "conversion_cost", None) is not None:
+        passes = [(False, plain + converted), (True, plain + converted)]
+    else:
+        passes = [(False, plain), (True, plain), (False, converted), (True, converted)]
+    best, first_error = None, None
+    for planning_fills, group in passes:
+        for convert in group:
+            for root in comp:
+                try:
+                    trial = _attempt(ctx, comp, root, comp_set, users, convert, planning_fills)
+                except Conflict as err:
+                    first_error = first_error or err
+                    continue
+                scored = None if _fragments_unsolved(trial, comp) else _score(trial, comp, model, convert)
+                if scored is not None and (best is None or scored[0] < best[0]):
+                    best = (*scored, trial)
+        if best is not None:
+            break
+    if best is None:
+        raise first_error or Conflict("no available layout found", "?", [o.name for o in comp], ())
+    score, conversions, trial = best
+    for b, steps in list(trial.derivations.maps[0].items()):
+        d = steps[-1]
+        if d.level == "free":
+            trial.derivations[b] = steps[:-1] + [Derivation(d.rule, d.level, d.op, d.action, score)]
+    for conv in conversions:
+        trial.derivations[conv.buffer] = trial.derivations.get(conv.buffer, []) + [
+            Derivation("conversion", "free", conv.op, "converted", conv.cost)]
+    ctx.absorb(trial)
+    ctx.conversions.extend(conversions)
+
+
+def _attempt(ctx: Context, comp, root, comp_set, users, convert: frozenset, planning_fills: bool) -> Context:
+    """One attempt: ``root`` first, then every other op in order, each followed by the worklist.
+    ``planning_fills``: fills and transposes plan layouts like loops (beyond TileLang, where they
+    propose nothing); only tried when no TileLang-like attempt lays every fragment out."""
+    trial = ctx.attempt(convert)
+    trial.fallback = planning_fills
+    for op in [root] + [op for op in comp if op is not root]:
+        _bfs(trial, [op], FREE, comp_set, users)
+    trial.fallback = False
+    return trial
+
+
+def _score(trial: Context, comp, model, convert: frozenset):
+    """``(score, conversions)`` of a finished attempt, or None when a converted edge is void (the view
+    was never set, the buffer has no layout of its own, or the view equals it)."""
+    frags = {b: trial.layouts[b] for op in comp for b in op.buffers if b in trial.layouts}
+    if getattr(model, "wants_statements", False):
+        score = model.cost(frags, trial.program, statements=statements(trial, comp))
+    else:
+        score = model.cost(frags, trial.program)
+    names = {op.uid: op.name for op in comp}
+    conversions = []
+    for uid, b in sorted(convert):
+        src, dst = trial.layouts.get(b), trial.views.get((uid, b))
+        if not isinstance(src, Fragment) or not isinstance(dst, Fragment) or src.is_equal(dst):
+            return None
+        price, detail = conversion_price(model, src, dst, trial.buffer(b).dtype)
+        score = add_costs(score, price)
+        conversions.append(LayoutConversion(b, names[uid], src, dst, price, detail))
+    return score, conversions
+
+
 def _aliases(ctx: Context) -> None:
+    """Views of one storage that no op reached: copy the layout of a laid-out view (rescaled)."""
     for name, buf in ctx.program.buffers.items():
         root = buf.alias_of
         if root is None:
@@ -289,23 +450,43 @@ def _aliases(ctx: Context) -> None:
         src, dst = (root, name) if root in ctx.layouts else (name, root)
         if src not in ctx.layouts or dst in ctx.layouts:
             continue
-        lay = ctx.layouts[src]
-        a, b = ctx.buffer(src), ctx.buffer(dst)
-        shape = ctx.shape(dst)
-        if shape != lay.input_shape or a.dtype != b.dtype:
-            if isinstance(lay, Fragment):
-                lay = lay.reshape(shape)
-            else:
-                lay = lay.reshape(shape, element_bits(a.dtype), element_bits(b.dtype))
-        ctx._set(dst, lay, f"alias of {src}", STRICT, "alias", "copied")
+        ctx._set(dst, alias_layout(ctx, src, dst, ctx.layouts[src]), f"alias of {src}", STRICT, "alias", "copied")
+
+
+def alias_layout(ctx: Context, src: str, dst: str, lay: Layout) -> Layout:
+    """``src``'s layout seen through the view ``dst`` of the same storage: reshaped to ``dst``'s shape,
+    rescaled by the element-width ratio (TileLang's ``Reshape(shape, old bits, new bits)``)."""
+    a, b = ctx.buffer(src), ctx.buffer(dst)
+    shape = ctx.shape(dst)
+    if shape == lay.input_shape and a.dtype == b.dtype:
+        return lay
+    if isinstance(lay, Fragment):
+        return lay.reshape(shape)
+    return lay.reshape(shape, element_bits(a.dtype), element_bits(b.dtype))
+
+
+def _propagate_alias(ctx: Context, name: str, op, level: int) -> list[str]:
+    """As TileLang does on every commit: the views sharing ``name``'s storage get its layout now (so
+    their users see it); returns the views that changed."""
+    changed = []
+    for sib in ctx.siblings.get(name, ()):
+        target = alias_layout(ctx, name, sib, ctx.layouts[name])
+        old = ctx.layouts.get(sib)
+        if old is None:
+            ctx._set(sib, target, op.name, level, "alias", "copied")
+            changed.append(sib)
+        elif not (old.input_shape == target.input_shape and old.is_equal(target)):
+            raise Conflict(f"Get different layout for alias buffer {sib} (storage of {name}): {old.describe()} vs "
+                           f"{target.describe()}", sib, (ctx.setter.get(sib, "?"), op.name), (old, target))
+    return changed
 
 
 def clear_caches() -> None:
     """Forget the memoised rule results (layouts are immutable, so the caches only save time)."""
-    from . import loops, nv_rules
+    from . import loops, nv_rules, vectorize
 
     for fn in (loops.loop_from_buffer, loops.complete_buffer, loops.plan_partition, loops.reducer_layout,
-               nv_rules._layouts):
+               loops.loop_agrees, loops._replica_zero, vectorize.loop_vector_width, nv_rules._layouts):
         fn.cache_clear()
     clear_cost_caches()
 
@@ -322,4 +503,4 @@ def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bo
 
         raise explain(program, err, cost_model) from None
     return InferenceResult(_NameKeyed(ctx.layouts), _NameKeyed(ctx.loops), _NameKeyed(ctx.predicates),
-                           dict(ctx.derivations))
+                           dict(ctx.derivations), tuple(ctx.conversions))

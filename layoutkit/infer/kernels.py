@@ -65,10 +65,120 @@ def gemm_rowmax_bias(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, d
         p.gemm(A_s, B_s, C_l)
     p.copy(Bias[0], bias)
     p.parallel((bM, bN), writes=[(C_l, lambda i, j: (i, j))], reads=[(C_l, lambda i, j: (i, j)),
-                                                                      (bias, lambda i, j: (j,))])
+                                                                      (bias, lambda i, j: (j,))], compute="add")
     p.reduce(C_l, row_max, dim=1, kind="max")
     p.copy(C_l, C[0, 0])
     p.copy(row_max, RowMax[0])
+    return p
+
+
+def gemm_shared_epilogue(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, dtype="float16",
+                         accum_dtype="float32", target="sm_80") -> Program:
+    """The docs GEMM storing C through shared memory (``C_local -> C_shared -> C``): on sm_90 the
+    shared -> global copy is a TMA store, which lays ``C_shared`` out as a Hopper swizzle."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, K), dtype)
+    B = p.tensor("B", (K, N), dtype)
+    C = p.tensor("C", (M, N), dtype)
+    A_s = p.alloc_shared("A_shared", (bM, bK), dtype)
+    B_s = p.alloc_shared("B_shared", (bK, bN), dtype)
+    C_l = p.alloc_fragment("C_local", (bM, bN), accum_dtype)
+    C_s = p.alloc_shared("C_shared", (bM, bN), dtype)
+    p.clear(C_l)
+    with p.pipelined(num_stages=2):
+        p.copy(A[0, 0], A_s)
+        p.copy(B[0, 0], B_s)
+        p.gemm(A_s, B_s, C_l)
+    p.copy(C_l, C_s)
+    p.copy(C_s, C[0, 0])
+    return p
+
+
+def shared_symmetrize(M=1024, bM=64, threads=128, dtype="float16", target="sm_80") -> Program:
+    """``x = s + s^T`` from a shared tile (the transposed read keeps the loop scalar)."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, M), dtype)
+    B = p.tensor("B", (M, M), dtype)
+    s = p.alloc_shared("s", (bM, bM), dtype)
+    x = p.alloc_fragment("x", (bM, bM), dtype)
+    p.copy(A[0, 0], s)
+    p.parallel((bM, bM), writes=[(x, lambda i, j: (i, j))], reads=[(s, lambda i, j: (i, j)),
+                                                                    (s, lambda i, j: (j, i))])
+    p.copy(x, B[0, 0])
+    return p
+
+
+def fragment_transpose(M=1024, bM=64, bN=64, threads=128, dtype="float16", target="sm_80") -> Program:
+    """``y = x^T`` between two fragments loaded from and stored to global memory."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, M), dtype)
+    B = p.tensor("B", (M, M), dtype)
+    x = p.alloc_fragment("x", (bN, bM), dtype)
+    y = p.alloc_fragment("y", (bM, bN), dtype)
+    p.copy(A[0, 0], x)
+    p.parallel((bM, bN), writes=[(y, lambda i, j: (i, j))], reads=[(x, lambda i, j: (j, i))])
+    p.copy(y, B[0, 0])
+    return p
+
+
+def elementwise_cast(M=1024, N=1024, bM=64, bN=64, threads=128, in_dtype="float32", out_dtype="float16",
+                     target="sm_80") -> Program:
+    """The elementwise kernel converting ``in_dtype`` to ``out_dtype`` (the narrower vector wins)."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, N), in_dtype)
+    B = p.tensor("B", (M, N), out_dtype)
+    A_f = p.alloc_fragment("A_frag", (bM, bN), in_dtype)
+    B_f = p.alloc_fragment("B_frag", (bM, bN), out_dtype)
+    p.copy(A[0, 0], A_f)
+    p.parallel((bM, bN), writes=[(B_f, lambda i, j: (i, j))], reads=[(A_f, lambda i, j: (i, j))])
+    p.copy(B_f, B[0, 0])
+    return p
+
+
+def tile_reduce(M=1024, N=1024, bM=64, bN=128, dim=1, kind="sum", threads=128, dtype="float32",
+                target="sm_80") -> Program:
+    """Load a tile into a fragment and reduce it along ``dim`` into a 1-D fragment stored out."""
+    p = Program(threads=threads, target=target)
+    out_len = bM if dim == 1 else bN
+    A = p.tensor("A", (M, N), dtype)
+    R = p.tensor("R", (M * N // (bM * bN) * out_len,), dtype)
+    x = p.alloc_fragment("x", (bM, bN), dtype)
+    r = p.alloc_fragment("r", (out_len,), dtype)
+    p.copy(A[0, 0], x)
+    p.reduce(x, r, dim=dim, kind=kind)
+    p.copy(r, R[0])
+    return p
+
+
+def softmax(M=1024, N=1024, bM=64, bN=128, threads=128, dtype="float32", target="sm_80") -> Program:
+    """Row softmax of a tile: row max, ``exp(x - max)``, row sum, divide."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, N), dtype)
+    B = p.tensor("B", (M, N), dtype)
+    x = p.alloc_fragment("x", (bM, bN), dtype)
+    m = p.alloc_fragment("m", (bM,), dtype)
+    s = p.alloc_fragment("s", (bM,), dtype)
+    p.copy(A[0, 0], x)
+    p.reduce(x, m, dim=1, kind="max")
+    p.parallel((bM, bN), writes=[(x, lambda i, j: (i, j))], reads=[(x, lambda i, j: (i, j)), (m, lambda i, j: (i,))])
+    p.reduce(x, s, dim=1, kind="sum")
+    p.parallel((bM, bN), writes=[(x, lambda i, j: (i, j))], reads=[(x, lambda i, j: (i, j)), (s, lambda i, j: (i,))])
+    p.copy(x, B[0, 0])
+    return p
+
+
+def column_bias(M=1024, N=1024, bM=64, bN=64, threads=128, dtype="float32", target="sm_80") -> Program:
+    """``x[i, j] += b[j]`` with ``b`` loaded from global memory into a fragment."""
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, N), dtype)
+    Bias = p.tensor("Bias", (N,), dtype)
+    B = p.tensor("B", (M, N), dtype)
+    x = p.alloc_fragment("x", (bM, bN), dtype)
+    b = p.alloc_fragment("b", (bN,), dtype)
+    p.copy(A[0, 0], x)
+    p.copy(Bias[0], b)
+    p.parallel((bM, bN), writes=[(x, lambda i, j: (i, j))], reads=[(x, lambda i, j: (i, j)), (b, lambda i, j: (j,))])
+    p.copy(x, B[0, 0])
     return p
 
 
@@ -82,7 +192,10 @@ def from_record(kernel: dict, target: dict) -> Program:
     if "policy" in k:
         k["policy"] = str(k["policy"]).lower()
     builders = {"gemm": gemm, "elementwise": elementwise, "gemm_bias_rowmax": gemm_rowmax_bias,
-                "gemm_rowmax_bias": gemm_rowmax_bias}
+                "gemm_rowmax_bias": gemm_rowmax_bias, "gemm_shared_epilogue": gemm_shared_epilogue,
+                "shared_symmetrize": shared_symmetrize, "fragment_transpose": fragment_transpose,
+                "elementwise_cast": elementwise_cast, "tile_reduce": tile_reduce, "softmax": softmax,
+                "column_bias": column_bias}
     build = builders[kind]
     params = inspect.signature(build).parameters
     return build(target=arch, **{a: v for a, v in k.items() if a in params})

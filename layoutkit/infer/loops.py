@@ -1,6 +1,10 @@
 """Target-independent rules: parallel loops (also copies, fills, transposes, tile atomic adds, which
 lower to one) and reductions, after TileLang's ``ParallelOp`` / ``ReduceOp`` (REFERENCE section 4).
 
+Free mode plans a loop as TileLang's ``PlanLoopPartition`` does, with the vector width of its
+contiguity analysis (:mod:`.vectorize`).  Fills and transposes only follow layouts others set, as in
+TileLang; a fragment nothing else lays out (TileLang gives up) is planned by its fill as a last resort:
+
 >>> from layoutkit.infer import Program, infer_layouts
 >>> p = Program(threads=128)
 >>> a = p.alloc_fragment("a", (64, 64), "float16")
@@ -17,12 +21,14 @@ from functools import lru_cache
 import numpy as np
 
 from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import floordiv, floormod, linear, make_split, substitute
+from ..algebra.nodes import Const, Expr, Var, free_vars
+from ..algebra.simplify import floordiv, floormod, linear, make_split, split_view, substitute
+from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 from .rules import FREE, STRICT, register_rule
+from .vectorize import VectorAccess, loop_vector_width
 
 
 class RuleConflict(LayoutError):
@@ -37,9 +43,99 @@ class RuleConflict(LayoutError):
 
 # ---- fragment helpers ------------------------------------------------------------------------------
 
+def fragment(shape, thread: Expr, replicate: int, rng=None) -> Fragment:
+    """``Fragment(shape, thread, replicate)`` with TileLang's inferred register index, including the
+    unused digits of *fused* iterators: in ``(_j * 12 + _i // 4) % 32`` the sum ``_j * 12 + _i // 4``
+    is one iterator of extent 288 whose digit ``// 32`` the thread leaves to the index, after the
+    unused digits of the input dims (``DivideUnusedIterators``).
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> i, j = placeholder(0, 48), placeholder(1, 24)
+    >>> print(fragment((48, 24), (j * 12 + i // 4) % 32, 1).forward_index[0])
+    _i % 4 * 9 + (_j * 12 + _i // 4) // 32
+    """
+    shape = tuple(shape)
+    extra = _fused_unused(thread)
+    if not extra:
+        return Fragment.from_exprs(shape, None, thread, replicate, rng)
+    from ..fragment.splits import digit_extent, unused_digits
+
+    variables = [placeholder(d, n) for d, n in enumerate(shape)]
+    parts = [(make_split(v, lo, None if up >= v.hi + 1 else up), digit_extent((v, lo, up)))
+             for v, lo, up in unused_digits(thread, variables)] + extra
+    index: Expr = Const(0)
+    stride = 1
+    for e, n in reversed(parts):
+        index = index + e * stride
+        stride *= n
+    return Fragment.from_exprs(shape, (index,), thread, replicate, rng)
+
+
+def _fused_unused(thread: Expr) -> list[tuple[Expr, int]]:
+    """``[(digit expr, extent)]``: the digits of fused sums (read through ``%`` / ``//``) the thread
+    map does not use, high digits first per sum, sums in order of appearance; sums that involve the
+    replica are left alone (the index may not depend on it)."""
+    from ..algebra.nodes import Sum, walk
+
+    def sum_digit(e: Expr) -> bool:
+        return e is not split_view(e)[0] and isinstance(split_view(e)[0], Sum)
+
+    used: dict[Expr, list[tuple[int, int]]] = {}
+    for e in walk(thread, prune=sum_digit):
+        if not sum_digit(e):
+            continue
+        base, lower, upper = split_view(e)
+        if any(v.name == "_rep" for v in free_vars(base)):
+            continue   # TileLang leaves sums with the replica out of the index
+        ext = int(base.hi) + 1
+        used.setdefault(base, []).append((lower, ext if upper is None else min(upper, ext)))
+    out = []
+    for base, cuts in used.items():
+        ext = int(base.hi) + 1
+        gaps, cur = [], 1
+        for lo, up in sorted(cuts):
+            if lo > cur:
+                gaps.append((cur, lo))
+            cur = max(cur, up)
+        if cur < ext:
+            gaps.append((cur, ext))
+        for lo, up in reversed(gaps):
+            out.append((make_split(base, lo, None if up >= ext else up), -(-up // lo)))
+    return out
+
+
 def condense(frag: Fragment) -> Fragment:
-    """TileLang's ``CondenseReplicateVar`` (see :meth:`Fragment.condense_rep_var`)."""
-    return frag.condense_rep_var()
+    """TileLang's ``CondenseReplicateVar`` (see :meth:`Fragment.condense_rep_var`), which also
+    re-orders the replica digits when it drops none: the digit with the largest thread stride becomes
+    the lowest digit of the new ``_rep``.
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> r, i = rep_var(16), placeholder(0, 8)
+    >>> print(condense(Fragment.from_exprs((8,), None, r // 8 * 64 + i * 8 + r % 8, 16)).forward_thread)
+    _rep % 2 * 64 + _i * 8 + _rep // 2
+    """
+    out = frag.condense_rep_var()
+    return _reorder_replicas(out) if out is frag and frag.replicate_size > 1 else out
+
+
+def _reorder_replicas(frag: Fragment) -> Fragment:
+    rep, R = frag.rep_var, frag.replicate_size
+    terms, _ = linear(frag.forward_thread)
+    rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
+    if len(rep_terms) < 2 or any(split_view(atom)[0] != rep for atom, _ in rep_terms):
+        return frag
+    digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
+    extents = [-(-(up if up is not None else R) // lo) for _, lo, up, _ in digits]
+    if math.prod(extents) != R:
+        return frag
+    mapping: dict[Expr, Expr] = {}
+    stride = 1
+    for (_c, _lo, _up, atom), ext in zip(digits, extents):
+        digit = floordiv(rep, Const(stride))
+        mapping[atom] = digit if stride * ext >= R else floormod(digit, Const(ext))
+        stride *= ext
+    return Fragment.from_exprs(frag.input_shape, frag.forward_index, substitute(frag.forward_thread, mapping), R,
+                               frag.thread_range)
 
 
 def bind(frag: Fragment, rng: tuple[int, int]) -> Fragment:
@@ -70,7 +166,7 @@ def loop_from_buffer(src: Fragment, indices, loop, rng) -> Fragment:
         return bind(src, rng)
     mapping = {v: e for v, e in zip(src.forward_vars, indices)}
     thread = substitute(src.forward_thread, mapping)
-    return Fragment.from_exprs(loop, None, thread, src.replicate_size, rng)
+    return fragment(loop, thread, src.replicate_size, rng)
 
 
 @lru_cache(maxsize=4096)
@@ -84,8 +180,7 @@ def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool,
     used = [v[0] for v in views if v is not None]
     if any(v is None for v in views) and not all(isinstance(e, Const) or v is not None
                                                  for e, v in zip(indices, views)):
-        raise UnsupportedError(f"cannot invert the access {tuple(str(e) for e in indices)}: only loop vars "
-                               f"plus constants are supported")
+        return bind(_bijective_completion(loop_layout, indices, shape, loop), rng)
     if len(set(used)) != len(used):
         raise UnsupportedError(f"access {tuple(str(e) for e in indices)} uses a loop var twice")
     unused = [v for v in loop_vars if v not in used]
@@ -105,50 +200,119 @@ def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool,
     if loop_layout.replicate_size > 1:
         mapping[loop_layout.rep_var] = floordiv(rep, Const(U))
     thread = substitute(loop_layout.forward_thread, mapping)
-    frag = condense(Fragment.from_exprs(shape, None, thread, R))
+    frag = condense(fragment(shape, thread, R))
     if not is_write and not frag.prove_injective():
         return make_fully_replicated_fragment(shape, loop_layout.thread_extent)
     return bind(frag, rng)
 
 
-@lru_cache(maxsize=4096)
-def plan_partition(loop, bits: int, threads: int, has_fragment: bool, rng) -> tuple[Fragment, str | None]:
-    """Free mode (``PlanLoopPartition``): fuse row-major, vectorise by ``128 / bits`` (halved until it
-    divides the last extent and, with fragments, the total by ``threads * vec``), deal vectors
-    round-robin.  Returns the layout and a guard predicate over ``_thread`` / ``_index`` when the
-    domain does not fill every slot.  Beyond TileLang: a fragment loop whose size is not a multiple of
-    the thread count deals whole rows (the last dim stays in one thread) and guards the idle threads,
-    instead of a fused map whose rows straddle threads.
+def _bijective_completion(loop_layout: Fragment, indices, shape, loop) -> Fragment:
+    """TileLang's first ``CompleteBufferFragment`` path: indices that map the loop one-to-one onto the
+    whole buffer (e.g. ``x[i * 2 + j // 32, j % 32]``) are inverted, and the buffer element follows the
+    loop point it came from.
 
-    >>> f, guard = plan_partition((100, 7), 32, 128, True, (0, 128))
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> i, j = placeholder(0, 4), placeholder(1, 64)
+    >>> loop = Fragment.from_exprs((4, 64), None, j % 32 + i * 32, 2)
+    >>> f = _bijective_completion(loop, (i * 2 + j // 32, j % 32), (8, 32), (4, 64))
+    >>> print(f.forward_thread)
+    _i // 2 * 32 + _j
+    """
+    from ..algebra.layout import Layout
+
+    what = f"cannot invert the access {tuple(str(e) for e in indices)} over the loop {tuple(loop)}"
+    try:
+        access = Layout.from_exprs(tuple(loop), tuple(indices))
+        if tuple(access.output_shape) != tuple(shape):
+            raise UnsupportedError(f"{what}: it does not cover the buffer {tuple(shape)} one-to-one")
+        inv = access.inverse()
+    except LayoutError as err:
+        raise UnsupportedError(f"{what}: {err}") from None
+    coords = [substitute(e, {v: placeholder(d, n) for d, (v, n) in enumerate(zip(inv.forward_vars, shape))})
+              for e in inv.forward_index]
+    mapping: dict[Expr, Expr] = {placeholder(d, n): c for d, (n, c) in enumerate(zip(loop, coords))}
+    thread = substitute(loop_layout.forward_thread, mapping)
+    if loop_layout.replicate_size > 1:
+        thread = substitute(thread, {loop_layout.rep_var: rep_var(loop_layout.replicate_size)})
+    return condense(fragment(tuple(shape), thread, loop_layout.replicate_size))
+
+
+@lru_cache(maxsize=4096)
+def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
+                   whole_rows: bool = False) -> tuple[Fragment, str | None]:
+    """Free mode (TileLang's ``PlanLoopPartition``): fuse the loop row-major, cut it into vectors of
+    ``vec`` and deal them round-robin to the threads; a loop over fragments with fewer vectors than
+    threads is replicated ``threads // used`` times (every thread gets work).  Returns the layout and
+    a guard predicate over ``_thread`` / ``_index`` when the domain does not fill every slot.
+
+    Beyond TileLang: a fragment loop whose size exceeds the thread count without being a multiple of
+    it (TileLang finds no layout: the fused split is not exact) deals whole rows (the last dim stays
+    in one thread) to the most threads that divide the row count and guards the idle threads;
+    ``whole_rows`` (fills nothing else lays out, which TileLang cannot infer at all) also deals whole
+    rows when rows would straddle thread vectors.
+
+    >>> f, guard = plan_partition((8, 8), 1, 128, True, (0, 128))
+    >>> print(f.forward_thread, f.replicate_size, guard, sep=" | ")
+    _rep * 64 + _i * 8 + _j | 2 | None
+    >>> f, guard = plan_partition((100, 7), 1, 128, True, (0, 128))
     >>> print(f.forward_thread, f.forward_index[0], guard, sep=" | ")
     _i | _j | _thread < 100
+    >>> f, guard = plan_partition((200, 7), 1, 128, True, (0, 128))
+    >>> print(f.forward_thread, f.forward_index[0], guard, sep=" | ")
+    _i % 100 | _i // 100 * 7 + _j | _thread < 100
     """
     total = math.prod(loop)
-    vec = max(1, 128 // bits)
-    while vec > 1 and (loop[-1] % vec or (has_fragment and total % (threads * vec))):
-        vec //= 2
     variables = [placeholder(d, n) for d, n in enumerate(loop)]
     span = vec * threads
-    straddles = len(loop) > 1 and loop[-1] % span and span % loop[-1]
-    if has_fragment and (total % threads or straddles):
+    straddles = whole_rows and len(loop) > 1 and loop[-1] % span and span % loop[-1]
+    ragged = total > threads and total % threads
+    if has_fragment and (ragged or straddles or (whole_rows and total % threads)):
         inner = loop[-1] if len(loop) > 1 else 1
         outer = total // inner
         o_flat = _flat(variables[:-1], loop[:-1]) if len(loop) > 1 else variables[0]
         i_flat = variables[-1] if len(loop) > 1 else Const(0)
-        thread = floormod(o_flat, Const(threads))
-        index = floordiv(o_flat, Const(threads)) * inner + i_flat
-        guard = None if outer % threads == 0 else f"_thread < {outer}" if outer < threads else \
-            f"_index // {inner} * {threads} + _thread < {outer}"
+        # the most threads that split the rows evenly: every used thread holds the same rows, so no
+        # register slot stays empty and the layout lowers as an ordinary (exact) partition
+        used = max(d for d in range(1, min(outer, threads) + 1) if outer % d == 0)
+        thread = floormod(o_flat, Const(used))
+        index = floordiv(o_flat, Const(used)) * inner + i_flat
+        guard = None if used == threads else f"_thread < {used}"
         return Fragment.from_exprs(loop, (index,), thread, 1, rng), guard
     flat = _flat(variables, loop)
     thread = floormod(floordiv(flat, Const(vec)), Const(threads))
     index = floordiv(flat, Const(vec * threads)) * vec + floormod(flat, Const(vec))
-    frag = Fragment.from_exprs(loop, (index,), thread, 1, rng)
+    frag = Fragment.from_exprs(loop, (index,), thread, 1)
+    if has_fragment and threads // frag.thread_extent > 1:
+        frag = frag.replicate(threads // frag.thread_extent)
     guard = None
-    if total % (threads * vec):
+    if not has_fragment and total % (threads * vec):
         guard = f"_index // {vec} * {vec * threads} + _thread * {vec} + _index % {vec} < {total}"
-    return frag, guard
+    return bind(frag, rng), guard
+
+
+def partition_width(loop, width: int, threads: int, has_fragment: bool) -> int:
+    """The vector width the partition uses (``ComputePlanCandidate``): with fragments, halve
+    ``width`` until the loop is a whole number of ``threads * width`` rounds; without, the width of
+    the least padding (ties: the widest).
+
+    >>> partition_width((64, 64), 8, 128, True), partition_width((8, 8), 8, 128, True)
+    (8, 1)
+    >>> partition_width((100, 7), 1, 128, False), partition_width((96, 8), 8, 128, False)
+    (1, 2)
+    """
+    total = math.prod(loop)
+    if has_fragment:
+        while width > 1 and total % (threads * width):
+            width //= 2
+        return width
+    best, best_pad = width, None
+    w = width
+    while w >= 1:
+        pad = -(-total // (threads * w)) * threads * w - total
+        if best_pad is None or pad < best_pad:
+            best, best_pad = w, pad
+        w //= 2
+    return best
 
 
 def slot_guard(layout: Fragment, threads: int) -> str | None:
@@ -201,6 +365,7 @@ def _subset(small: np.ndarray, big: np.ndarray) -> bool:
     return bool(np.isin(small + x * width, (big + x * width).ravel()).all())
 
 
+@lru_cache(maxsize=8192)
 def loop_agrees(loop_layout: Fragment, buf_frag: Fragment, indices, loop, is_read: bool, is_write: bool) -> bool:
     """Reads: every loop thread finds the element; writes: the owner sets are equal."""
     if buf_frag.is_fully_replicated() and not is_write:
@@ -221,6 +386,10 @@ def loop_agrees(loop_layout: Fragment, buf_frag: Fragment, indices, loop, is_rea
 
 
 # ---- the loop rule ------------------------------------------------------------------------------
+
+SILENT_KINDS = ("fill", "transpose")
+"""Ops whose TileLang ``InferLayout`` proposes nothing (they only follow layouts others set)."""
+
 
 def _merged_accesses(op, ctx):
     """Fragment accesses merged per buffer, in first-access order: ``name -> [indices, read, write]``."""
@@ -251,6 +420,10 @@ def loop_rule(op, ctx, level) -> dict:
                 raise UnsupportedError(f"{op.name}: fragment {name} accessed at a constant non-zero index")
             res[name] = make_fully_replicated_fragment(ctx.shape(name), ctx.rng[1]).bind_thread_range(*ctx.rng)
         return res
+    if op.kind in SILENT_KINDS and not getattr(ctx, "fallback", False) and any(n not in ctx.layouts for n in acc):
+        # TileLang's fill and transpose propose nothing: their fragments are laid out by other users
+        # (a fragment only they touch is planned by them in the engine's fallback attempts)
+        return {}
     const = [n for n, (ix, _r, _w) in acc.items() if all(isinstance(e, Const) for e in ix)]
     allow = not const or len(acc) > len(const)
     source = read_source = None
@@ -270,14 +443,15 @@ def loop_rule(op, ctx, level) -> dict:
     if source is not None and (allow or source_is_write):
         layout = loop_from_buffer(ctx.layouts[source], acc[source][0], loop, ctx.rng)
     elif level == FREE:
-        bits = min(element_bits(ctx.buffer(a.buffer).dtype) for a in op.accesses)
-        plan, guard = plan_partition(loop, bits, ctx.rng[1], bool(acc), ctx.rng)
+        threads = ctx.rng[1]
+        width = partition_width(loop, loop_vector_width(loop, _vector_accesses(op, ctx)), threads, bool(acc))
+        plan, guard = plan_partition(loop, width, threads, bool(acc), ctx.rng, op.kind == "fill")
         layout = plan
         if read_source is not None and allow:
             cand = loop_from_buffer(ctx.layouts[read_source], acc[read_source][0], loop, ctx.rng)
-            if _validate(op, ctx, cand, acc, strict=False) and (
-                    cand.replicate_size <= plan.replicate_size or not _validate(op, ctx, plan, acc, strict=False)):
-                layout, guard = cand, None
+            layout = choose_candidate(op, ctx, cand, plan, acc)
+            if layout is cand:
+                guard = None
     else:
         return {}
     _validate(op, ctx, layout, acc)
@@ -286,10 +460,88 @@ def loop_rule(op, ctx, level) -> dict:
         if name not in ctx.layouts:
             res[name] = complete_buffer(layout, ix, ctx.shape(name), loop, w, ctx.rng)
     ctx.loops[op.name] = layout
-    guard = guard or slot_guard(layout, ctx.rng[1])
-    if guard is not None:
-        ctx.predicates[op.name] = guard
+    guards = [g for g in (guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout)) if g]
+    if guards:
+        ctx.predicates[op.name] = " and ".join(guards)
     return res
+
+
+def replica_guard(op, ctx, layout: Fragment) -> str | None:
+    """``BuildReplicationGuardsIfNeeded``: a replicated loop that touches shared or global memory and
+    stores to no fragment runs its memory accesses on replica 0 only (one store per element).
+
+    >>> from layoutkit.infer import Program, infer_layouts
+    >>> p = Program(threads=128)
+    >>> x = p.alloc_fragment("x", (64, 128), "float32"); r = p.alloc_fragment("r", (64,), "float32")
+    >>> O = p.tensor("O", (64,), "float32")
+    >>> _ = p.fill(x, 1.0); _ = p.reduce(x, r, dim=1)
+    >>> store = p.parallel((64,), writes=[(O, lambda i: (i,))], reads=[(r, lambda i: (i,))])
+    >>> infer_layouts(p).predicates[store.name]
+    '_thread % 32 == 0'
+    """
+    if layout.replicate_size == 1 or not op.accesses:
+        return None
+    scopes = {a.buffer: ctx.buffer(a.buffer).scope for a in op.accesses}
+    if not any(s in ("global", "shared", "shared.dyn") for s in scopes.values()):
+        return None
+    if any(a.is_write and scopes[a.buffer] == "local.fragment" for a in op.accesses):
+        return None
+    return _replica_zero(layout)
+
+
+@lru_cache(maxsize=1024)
+def _replica_zero(layout: Fragment) -> str:
+    """``rep(_thread) == 0`` from the inverse layout (the replica a thread holds)."""
+    try:
+        inv = layout.inverse()
+    except LayoutError:
+        return "replica 0 of the loop layout only"
+    *index_vars, thread_var = inv.forward_vars
+    mapping = {v: Const(0) for v in index_vars}
+    mapping[thread_var] = Var("_thread", thread_var.hi + 1)
+    return f"{substitute(inv.forward_index[-1], mapping)} == 0"
+
+
+def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:
+    out = []
+    for a in op.accesses:
+        buf = ctx.buffer(a.buffer)
+        out.append(VectorAccess(a.indices, ctx.shape(a.buffer), element_bits(buf.dtype),
+                                buf.scope in ("local.fragment", "local"), a.is_write, ctx.layouts.get(a.buffer)))
+    return tuple(out)
+
+
+def choose_candidate(op, ctx, from_buffer: Fragment, from_plan: Fragment, acc) -> Fragment:
+    """TileLang's ``ChooseBestCandidate`` between the layout following a read fragment and the
+    partition plan: the only valid one; else the one whose fragment register indices do not depend
+    on the thread (a thread-indexed register array would spill); else the one the other contains
+    (less replication, same coverage); else the plan when its replication is not larger."""
+    buf_ok = _validate(op, ctx, from_buffer, acc, strict=False)
+    plan_ok = _validate(op, ctx, from_plan, acc, strict=False)
+    if buf_ok != plan_ok:
+        return from_buffer if buf_ok else from_plan
+    if not buf_ok:
+        return from_buffer
+    buf_tid, plan_tid = _thread_indexed(from_buffer, ctx, acc, op.loop), _thread_indexed(from_plan, ctx, acc, op.loop)
+    if buf_tid != plan_tid:
+        return from_plan if buf_tid else from_buffer
+    bt, pt = _owner_sets(from_buffer), _owner_sets(from_plan)
+    buf_has_plan, plan_has_buf = _subset(pt, bt), _subset(bt, pt)
+    if buf_has_plan and not plan_has_buf:
+        return from_plan
+    if plan_has_buf and not buf_has_plan:
+        return from_buffer
+    return from_plan if from_plan.replicate_size <= from_buffer.replicate_size else from_buffer
+
+
+def _thread_indexed(loop_layout: Fragment, ctx, acc, loop) -> bool:
+    """Some fragment with a layout is read at a register index that, for one register of the loop
+    layout, differs between the threads running it (``HasThreadDependentFragmentIndex``)."""
+    for name, (ix, _r, _w) in acc.items():
+        frag = ctx.layouts.get(name)
+        if isinstance(frag, Fragment) and thread_indexed(loop_layout, frag, tuple(ix), tuple(loop)):
+            return True
+    return False
 
 
 def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
@@ -327,7 +579,7 @@ def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
     if src.replicate_size > 1:
         mapping[src.rep_var] = floordiv(rep, Const(ext))
     thread = substitute(src.forward_thread, mapping)
-    frag = condense(Fragment.from_exprs(tuple(dst_shape), None, thread, R))
+    frag = condense(fragment(tuple(dst_shape), thread, R))
     return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
 
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..targets import nv
-from .rules import register_merge, register_rule
+from ..targets.nv.copy import tma_inferred_layout
+from .loops import loop_rule
+from .rules import FREE, register_merge, register_rule
 
 
 def gemm_rule(op, ctx, level) -> dict:
@@ -38,9 +40,46 @@ def _layouts(operands, transpose_A, transpose_B, target, policy, rng):
                            arch=target, policy=policy, thread_range=rng)
 
 
+def copy_rule(op, ctx, level) -> dict:
+    """``T.copy`` on NVIDIA: the instruction TileLang would select decides the rule.  TMA copies
+    (sm_90+: stores by default, loads issued by a warp-specialised producer) propose a layout for
+    their shared buffer at the free level when it has none and get no loop; every other form is a
+    SIMT loop (:func:`layoutkit.infer.loops.loop_rule`)."""
+    inst, shared = _copy_instruction(op, ctx)
+    if not inst.is_tma:
+        return loop_rule(op, ctx, level)
+    if level != FREE or shared in ctx.layouts:
+        return {}
+    fixed = tuple(range(len(ctx.shape(shared)) - len(ctx.buffer(shared).shape)))
+    lay = tma_inferred_layout(inst, ctx.shape(shared), ctx.buffer(shared).dtype, fixed)
+    return {} if lay is None else {shared: lay}
+
+
+def _copy_instruction(op, ctx):
+    key = ("copy-inst", op.uid, ctx.rng)
+    hit = ctx.memo.get(key)
+    if hit is None:
+        a = op.args
+        sides = []
+        for name, (starts, extents) in ((a["src"], a["src_region"]), (a["dst"], a["dst_region"])):
+            buf = ctx.buffer(name)
+            sides.append(nv.CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
+        src, dst = sides
+        # warp specialisation turns the pipelined global -> shared copies into TMA loads
+        producer = ctx.rng[0] > 0 and a["dst"] in ctx.program.stages and src.is_global()
+        try:
+            inst = nv.select_copy_instruction(src, dst, ctx.target, is_tma_copy=producer)
+        except nv.CopySelectionError:
+            inst = nv.CopyInstruction.NORMAL
+        shared = a["dst"] if dst.is_shared() else a["src"]
+        hit = ctx.memo[key] = (inst, shared)
+    return hit
+
+
 def merge_rule(old, new, dtype):
     return nv.merge_swizzles(old, new, dtype)
 
 
 register_rule("gemm", "sm_*", gemm_rule)
+register_rule("copy", "sm_*", copy_rule)
 register_merge("sm_*", merge_rule)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from functools import cache
@@ -16,7 +17,13 @@ DATA = Path(__file__).parent / "data"
 
 @cache
 def load(group: str) -> dict[str, dict]:
-    cases = json.loads((DATA / f"{group}.json").read_text())["cases"]
+    """The cases of ``data/<group>.json`` (or ``data/<group>.json.gz``) by id."""
+    path = DATA / f"{group}.json"
+    if path.exists():
+        cases = json.loads(path.read_text())["cases"]
+    else:
+        with gzip.open(DATA / f"{group}.json.gz", "rt") as fh:
+            cases = json.load(fh)["cases"]
     return {c["id"]: c for c in cases}
 
 

@@ -378,3 +378,60 @@ def tma_shared_layout(shape: Sequence[int], dtype: object) -> Layout:
     if len(dims) < 2:
         return make_linear_layout(dims, dtype)
     return make_wgmma_swizzled_layout(dims, dtype)
+
+
+TMA_MAX_BOX_DIM = 256
+"""Largest extent of one TMA box dimension."""
+
+
+def tma_linear_layout(shape: Sequence[int], fixed: Sequence[int] = ()) -> Layout:
+    """TileLang's ``MakeTmaLinearLayout``: the shared layout a TMA copy gives a buffer with none.
+    Outputs in physical order: the ``fixed`` dims (copied at extent 1, e.g. a pipeline stage), then
+    for every dim longer than a box (and a whole number of boxes) its box index, then the positions
+    inside the box.
+
+    >>> print(tma_linear_layout((2, 64, 512), fixed=(0,)))
+    Layout((2, 64, 512) -> (2, 2, 64, 256), (_i, _j, _k) -> (_i, _k // 256, _j, _k % 256))
+    """
+    from ...algebra.layout import placeholder
+    from ...algebra.nodes import Const
+    from ...algebra.simplify import floordiv, floormod
+
+    dims = check_shape(shape, "TMA shared buffer shape")
+    keep, outer, inner = [], [], []
+    for d, n in enumerate(dims):
+        v = placeholder(d, n)
+        if d in fixed:
+            keep.append(v)
+        elif n > TMA_MAX_BOX_DIM and n % TMA_MAX_BOX_DIM == 0:
+            outer.append(floordiv(v, Const(TMA_MAX_BOX_DIM)))
+            inner.append(floormod(v, Const(TMA_MAX_BOX_DIM)))
+        else:
+            inner.append(v)
+    return Layout.from_exprs(dims, keep + outer + inner)
+
+
+def tma_inferred_layout(inst: CopyInstruction | str, shape: Sequence[int], dtype: object,
+                        fixed: Sequence[int] = ()) -> Layout | None:
+    """The layout TileLang's TMA copy proposes (free level) for its shared buffer of ``shape``
+    (pipeline stage dims first, listed in ``fixed``) when the buffer has none: a TMA store of rank
+    >= 2 takes the Hopper swizzle of its last two dims (expanded over leading dims), or the TMA linear
+    layout when that swizzle is linear; a TMA load takes the TMA linear layout; 1-D TMA needs the
+    buffer as it is (None).
+
+    >>> print(tma_inferred_layout("bulk_store", (64, 64), "float16").output_shape)
+    (1, 8, 512)
+    >>> tma_inferred_layout("bulk_store_1d", (64,), "float16") is None
+    True
+    """
+    inst = CopyInstruction(inst)
+    dims = check_shape(shape, "TMA shared buffer shape")
+    if inst in (CopyInstruction.BULK_LOAD_1D, CopyInstruction.BULK_STORE_1D) or not inst.is_tma:
+        return None
+    if inst == CopyInstruction.BULK_STORE and len(dims) >= 2:
+        from .swizzle import make_linear_layout
+
+        tile = tma_shared_layout(dims[-2:], dtype)
+        if not tile.is_equal(make_linear_layout(dims[-2:], dtype)):
+            return tile.expand(dims[:-2]) if len(dims) > 2 else tile
+    return tma_linear_layout(dims, fixed)

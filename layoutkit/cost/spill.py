@@ -1,0 +1,56 @@
+"""Register arrays indexed by the thread: the local-memory traffic TileLang's cost models charge.
+
+A loop reads or writes fragment ``F`` at register ``F.index(indices(p))`` of the loop point ``p``.
+Lowered, the loop runs over its own registers ``o`` in every thread ``t``; when ``F``'s register for
+one loop register ``o`` differs between the threads running it, the register index depends on
+``threadIdx`` and CUDA demotes ``F``'s whole register array to local memory (TileLang's
+``FragmentThreadIndexProbe``).  The charge (``CountSpilledBytes``) is
+``max(array bytes, 2 x threads x loop registers per thread x element bytes)``: one round trip per
+executed access.
+
+>>> import layoutkit as lk
+>>> from layoutkit.algebra.layout import placeholder
+>>> i, j = placeholder(0, 32), placeholder(1, 32)
+>>> rows = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
+>>> cols = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
+>>> thread_indexed(rows, rows, (j, i), (32, 32)), thread_indexed(rows, rows, (i, j), (32, 32))
+(True, False)
+>>> spilled_bytes(rows, cols, (i, j), "float32")
+8192
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from ..dtypes import element_bits
+from ..fragment.fragment import Fragment
+from .access import element_table
+
+
+def thread_indexed(loop_layout: Fragment, frag: Fragment, indices, loop: tuple[int, ...]) -> bool:
+    """Whether ``frag`` read at ``indices`` is, for some register of ``loop_layout``, at different
+    registers in the threads running it."""
+    coords = element_table(indices, tuple(loop), frag.input_shape).reshape(-1, len(frag.input_shape))
+    flat = np.ravel_multi_index(tuple(coords.T), frag.input_shape)
+    local = np.tile(np.asarray(loop_layout.index_table()).ravel(), loop_layout.replicate_size)
+    phys = np.tile(np.asarray(frag.index_table()).ravel()[flat], loop_layout.replicate_size)
+    order = np.lexsort((phys, local))
+    same_reg = local[order][1:] == local[order][:-1]
+    return bool((same_reg & (phys[order][1:] != phys[order][:-1])).any())
+
+
+@lru_cache(maxsize=4096)
+def spilled_bytes(loop_layout: Fragment, frag: Fragment, indices, dtype: str) -> int:
+    """Local-memory bytes charged when ``frag`` is register-indexed by the thread in this loop (0
+    when it is not)."""
+    loop = tuple(loop_layout.input_shape)
+    if not thread_indexed(loop_layout, frag, indices, loop):
+        return 0
+    elem = -(-element_bits(dtype) // 8)
+    array = math.prod(frag.output_shape) * elem
+    traffic = 2 * loop_layout.thread_extent * loop_layout.local_size * elem
+    return max(array, traffic)
