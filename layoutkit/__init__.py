@@ -7,7 +7,9 @@ Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
 
 from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
 from .errors import (
+    CodegenInputError,
     CoordinateError,
+    DtypeError,
     ExprError,
     LayoutConflictError,
     LayoutError,
@@ -21,7 +23,9 @@ from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
 __version__ = "0.1.0"
 
 __all__ = [
+    "CodegenInputError",
     "Const",
+    "DtypeError",
     "Fragment",
     "PartialFragment",
     "make_fully_replicated_fragment",

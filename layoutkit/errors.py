@@ -31,6 +31,15 @@ class DtypeError(ShapeError):
     """A dtype name layoutkit does not know, or one an operation does not support."""
 
 
+class CodegenInputError(ShapeError):
+    """A code generator or executor was handed a result or arrays that do not fit the program; ``buffer``
+    names the buffer concerned (``None`` when the argument as a whole is wrong)."""
+
+    def __init__(self, message: str, buffer: str | None = None):
+        super().__init__(message)
+        self.buffer = buffer
+
+
 class ExprError(LayoutError, TypeError):
     """An index expression cannot be built (float constants, true division, bad operand)."""
 
@@ -64,6 +73,7 @@ __all__ = [
     "ShapeError",
     "CoordinateError",
     "DtypeError",
+    "CodegenInputError",
     "ExprError",
     "NotBijectiveError",
     "LayoutConflictError",

@@ -8,6 +8,7 @@ softmax, the attention head): each compile takes seconds; every kernel is still 
 source.  sm_90 (warp-specialised TMA pipelines) is checked on two GEMMs, without nvcc.
 """
 
+import dataclasses
 import functools
 import importlib.util
 import os
@@ -357,11 +358,15 @@ def test_warp_specialised_sm90_kernels(name):
 
 
 def test_ragged_fragment_is_refused_before_tilelang_lowering():
-    """200 x 7 on 128 threads: layoutkit deals rows round-robin, leaving register slots of threads
-    72..127 empty; TileLang can only lower fragments that fill every slot, so solve_prim_func says so."""
+    """200 x 7 on 128 threads, rows dealt round-robin: register slots of threads 72..127 stay empty;
+    TileLang can only lower fragments that fill every slot, so solve_prim_func says so.  The ragged
+    layout is put into the result by hand: whether inference picks one is the inference's business."""
     func = _tile(200, 7)
     result = infer_layouts(from_prim_func(func, TARGET))
-    assert result.layout_map["y"].thread_extent == 128 and result.layout_map["y"].local_size == 14
+    ragged = lk.Fragment([200, 7], forward_thread_fn=lambda i, j: i % 128,
+                         forward_index_fn=lambda i, j: i // 128 * 7 + j)
+    assert ragged.thread_extent == 128 and ragged.local_size == 14
+    result = dataclasses.replace(result, layout_map={**result.layout_map, "x": ragged})
     with pytest.raises(UnsupportedError, match=r"fragment x \(200, 7\) .* 1792 slots for 1400 elements"):
         solve_prim_func(func, TARGET, result=result)
 

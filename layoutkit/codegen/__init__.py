@@ -13,7 +13,11 @@ copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed w
   per-thread fold, ``__shfl_xor_sync`` butterflies, a shared-memory step across warps) - so
   :func:`~layoutkit.infer.kernels.gemm_rowmax_bias` and :func:`~layoutkit.infer.kernels.elementwise`.
 
-Anything else raises :class:`~layoutkit.errors.UnsupportedError` naming the op (e.g. ``wgmma`` / TMA
+Every entry point first checks its arguments (:mod:`.checks`): a result that does not solve the program
+(missing layouts, another program's shapes or thread count, a Layout where a Fragment belongs), missing or
+unknown arrays, wrong shapes or dtypes raise :class:`~layoutkit.errors.CodegenInputError` /
+:class:`~layoutkit.errors.DtypeError` naming the buffer.  Anything else raises
+:class:`~layoutkit.errors.UnsupportedError` naming the op (e.g. ``wgmma`` / TMA
 instructions are not emitted, sm_75 operands other than float16, sm_70 and older, ops other than copy / fill
 / parallel / reduce after the GEMM).
 
@@ -34,35 +38,90 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ascend_c, ascend_ir, cuda, execute_ascend, ir, lower_ascend, lower_nv
+from ..errors import CodegenInputError, UnsupportedError
+from . import ascend_c, ascend_ir, checks, cuda, execute_ascend, ir, lower_ascend, lower_nv
 from .execute import np_dtype, run
 
-__all__ = ["emit", "emit_ascend_c", "emit_cuda", "execute", "lower", "ir"]
+__all__ = ["CodegenInputError", "emit", "emit_ascend_c", "emit_cuda", "execute", "lower", "ir"]
 
 
 def lower(program, result) -> ir.Kernel | ascend_ir.Kernel:
-    """The IR kernel of a solved program (Ascend programs lower to :mod:`.ascend_ir`)."""
+    """The IR kernel of ``program`` solved by ``result`` (its :func:`~layoutkit.infer.infer_layouts`; Ascend
+    programs lower to :mod:`.ascend_ir` and may pass ``None`` to use their annotations).  A result that does not
+    solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
+    support, :class:`~layoutkit.errors.UnsupportedError` naming the op.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> lower(p, infer_layouts(p)).grid
+    (2, 2)
+    """
+    checks.check_program(program, "lower")
+    if not program.is_ascend:
+        lower_nv.check_target(program)  # before the layouts: inference may leave some out for such a target
+    checks.check_result(program, result, "lower")
     if program.is_ascend:
         return lower_ascend.lower(program, result)
     return lower_nv.lower(program, result)
 
 
 def emit_cuda(program, result) -> str:
-    """CUDA C++ source (one translation unit) of a solved program."""
+    """CUDA C++ source (one translation unit, ``extern "C" __global__`` kernel) of a solved NVIDIA program.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> "__global__" in emit_cuda(p, infer_layouts(p))
+    True
+    """
+    checks.check_program(program, "emit_cuda")
+    if program.is_ascend:
+        raise UnsupportedError(f"emit_cuda: expected an NVIDIA program; found target {program.target!r} (use "
+                               "emit_ascend_c)")
     return cuda.print_module([lower(program, result)])
 
 
 def emit_ascend_c(program, result) -> str:
-    """Ascend C source (one translation unit) of a solved Ascend program."""
+    """Ascend C source (one translation unit) of a solved Ascend program (``result`` may be ``None``, see
+    :func:`lower`); an NVIDIA program raises :class:`~layoutkit.errors.UnsupportedError`.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> emit_ascend_c(p, infer_layouts(p))
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.UnsupportedError: emit_ascend_c: expected a program with target='ascend'; found 'sm_80'
+    """
+    checks.check_program(program, "emit_ascend_c")
+    if not program.is_ascend:
+        raise UnsupportedError(f"emit_ascend_c: expected a program with target='ascend'; found {program.target!r}")
+    checks.check_result(program, result, "emit_ascend_c")
     return ascend_c.print_kernel(lower_ascend.lower(program, result))
 
 
 def execute(program, result, arrays: dict) -> dict:
-    """Run the lowered kernel with numpy on ``arrays`` (global tensor name -> array; missing outputs start at
-    zero); returns every global tensor, shaped as declared."""
+    """Run the lowered kernel with numpy on ``arrays`` (global tensor name -> array, shaped as declared) and
+    return every global tensor, shaped as declared.  Every input (a global tensor no op writes) needs an
+    array; outputs not given start at zero.  NVIDIA arrays must have the storage dtype exactly
+    (:func:`.execute.np_dtype`: ``bfloat16`` as ``uint16`` bit patterns, see :func:`.execute.to_bf16`);
+    Ascend arrays hold floating values (``bfloat16`` outputs come back as float32 values).  Anything else
+    raises :class:`~layoutkit.errors.CodegenInputError` / :class:`~layoutkit.errors.DtypeError` naming the array.
+
+    >>> import numpy as np
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> a = np.full((64, 64), -2, np.float16)
+    >>> float(execute(p, infer_layouts(p), {"A": a})["B"][63, 63])
+    -2.0
+    """
+    checks.check_program(program, "execute")
+    if not program.is_ascend:
+        lower_nv.check_target(program)
+    checks.check_result(program, result, "execute")
     if program.is_ascend:
+        checks.check_arrays(program, arrays, lambda dtype: None)
         return execute_ascend.run(lower_ascend.lower(program, result), arrays)
-    kernel = lower(program, result)
+    checks.check_arrays(program, arrays, np_dtype)
+    kernel = lower_nv.lower(program, result)
     full = {}
     for b in kernel.scoped("global"):
         shape = program.buffers[b.name].shape
@@ -72,7 +131,15 @@ def execute(program, result, arrays: dict) -> dict:
 
 
 def emit(program, result, directory) -> list[Path]:
-    """Write ``<kernel name>.cu`` into ``directory`` (created); returns the paths written."""
+    """Write the kernel source into ``directory`` (created): ``<kernel name>.cu`` for NVIDIA,
+    ``<kernel name>.cpp`` for Ascend; returns the paths written.
+
+    >>> import tempfile
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> [f.suffix for f in emit(p, infer_layouts(p), tempfile.mkdtemp())]
+    ['.cu']
+    """
     kernel = lower(program, result)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)

@@ -41,13 +41,21 @@ POSITIONS = {"l1": ("A1", "B1"), "l0a": ("A2",), "l0b": ("B2",), "l0c": ("CO1",)
 
 
 def cpp_name(field: str) -> str:
-    """snake_case -> the Ascend C camelCase field name."""
+    """snake_case -> the Ascend C camelCase field name.
+
+    >>> cpp_name("src_nd_matrix_stride")
+    'srcNdMatrixStride'
+    """
     head, *rest = field.split("_")
     return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 def struct_fields(params) -> list[tuple[str, object]]:
-    """``[(Ascend C field name, value)]`` of a parameter struct, in declaration order."""
+    """``[(Ascend C field name, value)]`` of a parameter struct, in declaration order.
+
+    >>> struct_fields(FixpipeParamsV220(64, 32, 64, 32))[:2]
+    [('nSize', 64), ('mSize', 32)]
+    """
     return [(cpp_name(f.name), getattr(params, f.name)) for f in fields(params)]
 
 
@@ -234,8 +242,18 @@ class InitConstValue:
         return (self.dst,)
 
 
+@dataclass(frozen=True)
 class _Move:
-    """A statement that reads its ``src`` buffer and writes its ``dst`` buffer."""
+    """A statement that reads its ``src`` buffer and writes its ``dst`` buffer: ``dst[dst_offset] <-
+    src[src_offset]`` moved as ``params`` (each subclass narrows the parameter struct's type and names its
+    pipe; the fields keep this order, so positional construction is unchanged)."""
+
+    dst: str
+    dst_offset: int | Offset
+    src: str
+    src_offset: int | Offset
+    params: object
+    label: str = ""
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -250,25 +268,17 @@ class _Move:
 class CopyGmToL1(_Move):
     """``DataCopy(dst[dst_offset], src[src_offset], Nd2NzParams)``: the GM -> L1 ND2NZ DMA."""
 
-    dst: str
-    dst_offset: int | Offset
-    src: str
-    src_offset: int | Offset
     params: Nd2NzParams
-    label: str = ""
     pipe = "MTE2"
+
 
 @dataclass(frozen=True)
 class LoadData(_Move):
     """``LoadData(dst[dst_offset], src[src_offset], LoadData2DParams)``: L1 -> L0A / L0B."""
 
-    dst: str
-    dst_offset: int | Offset
-    src: str
-    src_offset: int | Offset
     params: LoadData2DParams
-    label: str = ""
     pipe = "MTE1"
+
 
 @dataclass(frozen=True)
 class Mmad:
@@ -298,38 +308,26 @@ class Fixpipe(_Move):
     """``Fixpipe<dst, src, CFG_ROW_MAJOR>(dst[dst_offset], src[src_offset], FixpipeParamsV220)``:
     L0C -> GM with NZ2ND."""
 
-    dst: str
-    dst_offset: int | Offset
-    src: str
-    src_offset: int | Offset
     params: FixpipeParamsV220
-    label: str = ""
     pipe = "FIX"
+
 
 @dataclass(frozen=True)
 class CopyGmToUb(_Move):
     """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams, {false, 0, 0, 0})``: GM -> UB."""
 
-    dst: str
-    dst_offset: int | Offset
-    src: str
-    src_offset: int | Offset
     params: DataCopyExtParams
-    label: str = ""
     pipe = "MTE2"
+
 
 @dataclass(frozen=True)
 class CopyUbToGm(_Move):
     """``DataCopyPad(dst[dst_offset], src[src_offset], DataCopyExtParams)``: UB -> GM (a tail tile's rows and
     columns only; a core with no valid rows skips it)."""
 
-    dst: str
-    dst_offset: int | Offset
-    src: str
-    src_offset: int | Offset
     params: DataCopyExtParams
-    label: str = ""
     pipe = "MTE3"
+
 
 @dataclass(frozen=True)
 class VecOp:
@@ -373,8 +371,8 @@ class CrossCoreWaitFlag:
 
 
 @dataclass(frozen=True)
-class SetFlag:
-    """``SetFlag<HardEvent::SRC_DST>(event_id)``: pipe ``src`` signals everything issued on it so far."""
+class _Flag:
+    """A ``HardEvent::SRC_DST`` flag statement between pipe ``src`` and pipe ``dst``."""
 
     src: str
     dst: str
@@ -382,20 +380,22 @@ class SetFlag:
 
     @property
     def event(self) -> str:
+        """The ``HardEvent`` name.
+
+        >>> SetFlag("MTE2", "MTE1").event
+        'MTE2_MTE1'
+        """
         return f"{self.src}_{self.dst}"
 
 
 @dataclass(frozen=True)
-class WaitFlag:
+class SetFlag(_Flag):
+    """``SetFlag<HardEvent::SRC_DST>(event_id)``: pipe ``src`` signals everything issued on it so far."""
+
+
+@dataclass(frozen=True)
+class WaitFlag(_Flag):
     """``WaitFlag<HardEvent::SRC_DST>(event_id)``: pipe ``dst`` waits for the matching :class:`SetFlag`."""
-
-    src: str
-    dst: str
-    event_id: int = 0
-
-    @property
-    def event(self) -> str:
-        return f"{self.src}_{self.dst}"
 
 
 @dataclass(frozen=True)
@@ -467,7 +467,11 @@ class Kernel:
 
 
 def flatten(body) -> list:
-    """Every statement of ``body``, loop bodies inlined once (the loops themselves included)."""
+    """Every statement of ``body``, loop bodies inlined once (the loops themselves included).
+
+    >>> [type(s).__name__ for s in flatten((For("i", 4, (Comment("x"),)), Comment("y")))]
+    ['For', 'Comment', 'Comment']
+    """
     out = []
     for s in body:
         out.append(s)

@@ -299,7 +299,13 @@ def _written(body) -> set[str]:
 
 
 def shared_offsets(kernel: ir.Kernel) -> dict[str, int]:
-    """Byte offset of each shared buffer in the dynamic shared memory (128-byte aligned)."""
+    """Byte offset of each shared buffer in the dynamic shared memory (128-byte aligned, declaration order).
+
+    >>> k = ir.Kernel("k", 32, (1, 1), (ir.Buffer("s", "float16", 100, "shared"), ir.Buffer("t", "float32", 4,
+    ...                                                                                        "shared")), ())
+    >>> shared_offsets(k)
+    {'s': 0, 't': 256}
+    """
     out, off = {}, 0
     for b in kernel.scoped("shared"):
         out[b.name] = off
@@ -318,7 +324,13 @@ def smem_bytes(kernel: ir.Kernel) -> int:
 
 
 def print_kernel(kernel: ir.Kernel) -> str:
-    """The ``__global__`` function of ``kernel`` (launch: ``grid = kernel.grid``, ``block = kernel.threads``)."""
+    """The ``__global__`` function of ``kernel`` (launch: ``grid = kernel.grid``, ``block = kernel.threads``;
+    global parameters in declaration order, ``const`` when no statement writes them).
+
+    >>> k = ir.Kernel("k", 32, (1, 1), (ir.Buffer("y", "float32", 32, "global"),), (ir.Fill("y", 0.0),))
+    >>> print_kernel(k).splitlines()[0]
+    '// launch k: grid (1, 1), block 32, dynamic shared memory 0 bytes'
+    """
     written = _written(kernel.body)
     params = ", ".join(f"{'' if b.name in written else 'const '}{ctype(b.dtype)}* __restrict__ {b.name}"
                        for b in kernel.scoped("global"))
@@ -340,5 +352,10 @@ def print_kernel(kernel: ir.Kernel) -> str:
 
 
 def print_module(kernels) -> str:
-    """A translation unit: the prelude and each kernel."""
+    """A translation unit: the prelude (includes, bf16 / tf32 helpers) and each kernel.
+
+    >>> k = ir.Kernel("k", 32, (1, 1), (ir.Buffer("y", "float32", 32, "global"),), (ir.Fill("y", 0.0),))
+    >>> print_module([k]).count("__global__")
+    1
+    """
     return PRELUDE + "\n" + "\n".join(print_kernel(k) for k in kernels)

@@ -1,7 +1,10 @@
 """A numpy executor for :mod:`.ir` kernels: every thread of every block at once.
 
 Each statement is evaluated for all ``blocks x threads`` threads as numpy arrays (expressions are compiled
-with :func:`layoutkit.algebra.compile_numpy`); loops run in Python.  ``ldmatrix`` and ``mma.sync`` follow
+with :func:`layoutkit.algebra.compile_numpy`).  Loops run in Python, except a loop of one ``Store`` / ``Copy`` /
+``Mma`` (the unrolled epilogue stores, tile copies and mma tiles): those run every iteration of every thread
+as one numpy step when no two iterations write one element, which is what sequential order would give.
+``ldmatrix`` and ``mma.sync`` follow
 :func:`layoutkit.targets.nv.mma.ldmatrix_layout` and the operand atoms of :func:`~layoutkit.targets.nv.mma.mma_atom`
 (fp16 / bf16 products accumulate in fp32, int8 in int32; tf32 operands keep the top 19 bits of each fp32, as
 the tensor core reads them).  ``bfloat16`` buffers hold their bit patterns as ``uint16`` (numpy has no bf16;
@@ -27,7 +30,7 @@ import numpy as np
 
 from ..algebra import compile_numpy, free_vars
 from ..algebra.nodes import Expr
-from ..errors import CoordinateError, UnsupportedError
+from ..errors import CodegenInputError, CoordinateError, DtypeError, UnsupportedError
 from ..targets.nv.dtype import element_bits
 from ..targets.nv.mma import mma_atom
 from . import ir
@@ -75,6 +78,11 @@ def _cast(x: np.ndarray, src: str, dst: str) -> np.ndarray:
 
 
 def np_dtype(dtype: str):
+    """The numpy storage type of a buffer dtype (``bfloat16`` as ``uint16`` bit patterns).
+
+    >>> np_dtype("bfloat16").__name__
+    'uint16'
+    """
     try:
         return _NP[dtype]
     except KeyError:
@@ -112,26 +120,59 @@ class _State:
         t = np.arange(n, dtype=np.int64)
         blk = t // self.T
         self.block = blk
+        self.rows = t  # the thread (row of every register buffer) each evaluated lane belongs to
+        self.buffers = {b.name: b for b in kernel.buffers}
         self.env = {"tid": t % self.T, "bx": blk % gx, "by": blk // gx}
         self.mem = {}
         self.group: list = []  # cp.async copies issued since the last commit
         self.pending: list = []  # committed groups, oldest first; they land in shared memory at a wait
         for b in kernel.buffers:
             if b.scope == "global":
-                if b.name not in arrays:
-                    raise KeyError(f"executor: no array for parameter {b.name}")
-                a = np.ascontiguousarray(arrays[b.name], dtype=np_dtype(b.dtype)).reshape(-1).copy()
-                if a.size != b.size:
-                    raise ValueError(f"executor: {b.name} has {a.size} elements; the kernel expects {b.size}")
-                self.mem[b.name] = a
+                self.mem[b.name] = _parameter(kernel, b, arrays)
             elif b.scope == "shared":
                 self.mem[b.name] = np.zeros((self.blocks, b.size), np_dtype(b.dtype))
             else:
                 self.mem[b.name] = np.zeros((n, b.size), np_dtype(b.dtype))
 
 
+def _parameter(kernel: ir.Kernel, b: ir.Buffer, arrays: dict) -> np.ndarray:
+    """A flat copy of the array of global parameter ``b``, checked: present, ``b.size`` elements (any shape),
+    exactly the storage dtype (a cast here would round or reinterpret silently)."""
+    if b.name not in arrays:
+        raise CodegenInputError(f"executor: kernel {kernel.name} has no array for parameter {b.name} "
+                                f"({b.size} x {b.dtype}); given {sorted(arrays)}", b.name)
+    a = arrays[b.name]
+    if not isinstance(a, np.ndarray):
+        raise CodegenInputError(f"executor: parameter {b.name} is a {type(a).__name__}; expected a numpy array of "
+                                f"{b.size} {b.dtype} elements", b.name)
+    if a.size != b.size:
+        raise CodegenInputError(f"executor: parameter {b.name} has {a.size} elements (shape {a.shape}); kernel "
+                                f"{kernel.name} expects {b.size}", b.name)
+    if a.dtype != np.dtype(np_dtype(b.dtype)):
+        raise DtypeError(f"executor: parameter {b.name} has dtype {a.dtype}; expected {np.dtype(np_dtype(b.dtype))} "
+                         f"(the storage type of {b.dtype})")
+    return np.ascontiguousarray(a).reshape(-1).copy()
+
+
 def run(kernel: ir.Kernel, arrays: dict) -> dict:
-    """Run ``kernel`` on copies of ``arrays`` (name -> array per global parameter); returns the globals."""
+    """Run ``kernel`` on copies of ``arrays`` (name -> array per global parameter, any shape with the
+    parameter's element count, exactly its storage dtype, see :func:`np_dtype`); returns the globals, flat.
+    A missing, mis-sized or mistyped array raises :class:`~.checks.CodegenInputError` /
+    :class:`~layoutkit.errors.DtypeError` naming the parameter.
+
+    >>> from layoutkit.codegen import ir
+    >>> k = ir.Kernel("k", 32, (1, 1), (ir.Buffer("y", "float32", 32, "global"),), (ir.Fill("y", 1.0),))
+    >>> run(k, {"y": np.zeros(32, np.float64)})
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.DtypeError: executor: parameter y has dtype float64; expected float32 (the storage type of float32)
+    """
+    if not isinstance(arrays, dict):
+        raise CodegenInputError(f"executor: expected a dict of parameter name -> array; found {type(arrays).__name__}")
+    unknown = sorted(set(arrays) - {b.name for b in kernel.scoped("global")})
+    if unknown:
+        raise CodegenInputError(f"executor: arrays {unknown} are not parameters of kernel {kernel.name}; expected "
+                                f"{[b.name for b in kernel.scoped('global')]}", unknown[0])
     s = _State(kernel, arrays)
     _block(s, kernel.body)
     return {b.name: s.mem[b.name] for b in kernel.scoped("global")}
@@ -144,6 +185,8 @@ def _block(s: _State, body) -> None:
 
 def _stmt(s: _State, st) -> None:
     if isinstance(st, ir.For):
+        if len(st.body) == 1 and type(st.body[0]) in _BATCHED and _batched(s, st):
+            return
         for v in range(st.extent):
             s.env[st.var.name] = np.asarray(v)
             _block(s, st.body)
@@ -185,37 +228,72 @@ def _lanes(v: int) -> np.ndarray:
     return np.arange(v, dtype=np.int64)
 
 
-def _copy(s: _State, st: ir.Copy) -> None:
-    n = s.n
-    ok = _ok(st.guard, s.env, n)
+def _repeats(flat: np.ndarray) -> bool:
+    """Whether some (non-negative) flat index occurs twice; a negative one counts as a repeat (the caller
+    then runs the loop statement by statement, as written)."""
+    flat = flat.ravel()
+    return flat.size > 0 and (int(flat.min()) < 0 or int(np.bincount(flat).max()) > 1)
+
+
+def _copy(s: _State, st: ir.Copy, env: dict | None = None, rows: np.ndarray | None = None) -> bool:
+    """``st`` on every thread, or on the (iteration, thread) ``rows`` of a batched loop (see :func:`_batched`;
+    then nothing happens and the result is False when two rows would write one element)."""
+    batched = env is not None
+    env, rows = (env, rows) if batched else (s.env, s.rows)
+    n = rows.size
+    ok = _ok(st.guard, env, n)
     src = s.mem[st.src]
     dst = s.mem[st.dst]
-    sa = np.broadcast_to(_ev(st.src_addr, s.env), (n,))[:, None] + _lanes(st.vec)
-    da = np.broadcast_to(_ev(st.dst_addr, s.env), (n,))[:, None] + _lanes(st.vec)
+    sa = np.broadcast_to(_ev(st.src_addr, env), (n,))[:, None] + _lanes(st.vec)
+    da = np.broadcast_to(_ev(st.dst_addr, env), (n,))[:, None] + _lanes(st.vec)
+    live = _ok(st.mask, env, n)
+    blk = np.broadcast_to(s.block[rows[live], None], da[live].shape)
+    if batched and (st.src == st.dst or _repeats(blk * dst.shape[-1] + da[live])):
+        return False
     vals = np.zeros((n, st.vec), dst.dtype)
     if np.any(ok & (sa[:, 0] % st.vec != 0)) or np.any(da[:, 0] % st.vec != 0):
         raise CoordinateError(f"copy {st.src} -> {st.dst}: {st.vec}-element vectors must be aligned")
     vals[ok] = src[sa[ok]]
-    live = _ok(st.mask, s.env, n)
-    vals, da = vals[live], da[live]
-    index = (np.broadcast_to(s.block[live, None], da.shape), da)
+    index = (blk, da[live])
     if st.async_:  # lands at the cp.async.wait_group that retires its group
-        s.group.append((st.dst, index, vals))
+        s.group.append((st.dst, index, vals[live]))
     else:
-        dst[index] = vals
+        dst[index] = vals[live]
+    return True
 
 
-def _store(s: _State, st: ir.Store) -> None:
-    n = s.n
-    ok = _ok(st.guard, s.env, n)
+def _store(s: _State, st: ir.Store, env: dict | None = None, rows: np.ndarray | None = None) -> bool:
+    """``st`` on every thread, or on the (iteration, thread) ``rows`` of a batched loop (as :func:`_copy`)."""
+    batched = env is not None
+    env, rows = (env, rows) if batched else (s.env, s.rows)
+    n = rows.size
+    ok = _ok(st.guard, env, n)
     dst = s.mem[st.dst]
     reg = s.mem[st.src]
-    ro = np.broadcast_to(_ev(st.src_off, s.env), (n,))[:, None] + _lanes(st.vec)
-    da = np.broadcast_to(_ev(st.dst_addr, s.env), (n,))[:, None] + _lanes(st.vec)
-    block = s.block[:, None] if s.k.buffer(st.dst).scope == "shared" else None
-    vals = _cast(reg[np.arange(n)[:, None], ro], s.k.buffer(st.src).dtype, s.k.buffer(st.dst).dtype)
-    where = (da[ok],) if block is None else (np.broadcast_to(block, da.shape)[ok], da[ok])
+    da = np.broadcast_to(_ev(st.dst_addr, env), (n,))[:, None] + _lanes(st.vec)
+    if s.buffers[st.dst].scope == "shared":
+        where = (np.broadcast_to(s.block[rows, None], da.shape)[ok], da[ok])
+    else:
+        where = (da[ok],)
+    if batched and (st.src == st.dst or _repeats(where[0] * dst.shape[-1] + where[-1] if len(where) == 2
+                                                 else where[0])):
+        return False
+    ro = np.broadcast_to(_ev(st.src_off, env), (n,))[:, None] + _lanes(st.vec)
+    vals = _cast(reg[rows[:, None], ro], s.buffers[st.src].dtype, s.buffers[st.dst].dtype)
     dst[where] = vals[ok]
+    return True
+
+
+def _batched(s: _State, st: ir.For) -> bool:
+    """Run the unrolled loop ``st`` (one statement of :data:`_BATCHED`) for all iterations and threads in one
+    numpy step: its rows are (iteration, thread) pairs, iteration-major, with the loop variable bound per
+    row.  Each batched statement reads only memory the loop does not write, so this equals running the
+    iterations in order unless two rows write one element (then the last iteration must win): the
+    statement checks that first and returns False, and the loop runs iteration by iteration instead."""
+    rows = np.tile(s.rows, st.extent)
+    env = {k: (v[rows] if np.ndim(v) else v) for k, v in s.env.items()}
+    env[st.var.name] = np.repeat(np.arange(st.extent, dtype=np.int64), s.n)
+    return _BATCHED[type(st.body[0])](s, st.body[0], env, rows)
 
 
 def _load(s: _State, st: ir.Load) -> None:
@@ -340,24 +418,36 @@ def _atom_maps(shape: str, dtype: str):
     return a, b, c
 
 
-def _mma(s: _State, st: ir.Mma) -> None:
-    n = s.n
+def _mma(s: _State, st: ir.Mma, env: dict | None = None, rows: np.ndarray | None = None) -> bool:
+    """``st`` for every warp, or for the (iteration, warp) pairs of a batched loop (as :func:`_copy`: rows come
+    in whole warps, so each 32 rows are one warp of one iteration)."""
+    batched = env is not None
+    env, rows = (env, rows) if batched else (s.env, s.rows)
+    n = rows.size
     W = n // 32
     adt = s.k.buffer(st.a[0]).dtype
     (al, ax), (bl, bx), (cl, cx) = _atom_maps(st.shape, adt)
-    base = np.arange(W)[:, None, None] * 32
+    base = rows.reshape(W, 32)[:, :1, None]  # each warp's first thread
 
     def off(o):
-        return np.broadcast_to(_ev(o, s.env), (n,)).reshape(W, 32)[:, 0][:, None, None]
+        return np.broadcast_to(_ev(o, env), (n,)).reshape(W, 32)[:, 0][:, None, None]
 
     A, B, C = s.mem[st.a[0]], s.mem[st.b[0]], s.mem[st.c[0]]
+    ci = (base + cl, off(st.c[1]) + cx)
+    if batched and (st.c[0] in (st.a[0], st.b[0]) or _repeats(ci[0] * C.shape[1] + ci[1])):
+        return False
     cdt = s.k.buffer(st.c[0]).dtype
     a = _wide(A[base + al, off(st.a[1]) + ax], adt)
     b = _wide(B[base + bl, off(st.b[1]) + bx], adt)
     if adt == "float32":  # tf32: the tensor core ignores the low 13 mantissa bits
         a, b = _tf32(a), _tf32(b)
-    ci = (base + cl, off(st.c[1]) + cx)
     C[ci] = _narrow(a @ b + _wide(C[ci], cdt), cdt)
+    return True
+
+
+_BATCHED = {ir.Store: _store, ir.Copy: _copy, ir.Mma: _mma}
+"""Statements an unrolled loop of one runs as one numpy step (:func:`_batched`): each reads memory the loop
+does not write (registers -> global / shared, global -> shared, mma operands -> a distinct accumulator)."""
 
 
 def _tf32(x: np.ndarray) -> np.ndarray:

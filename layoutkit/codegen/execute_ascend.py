@@ -45,9 +45,18 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..infer.ascend_exec import AscendExecutionError, UninitialisedReadError, bf16_bits, bf16_value
+from ..errors import DtypeError
+from ..infer.ascend_exec import (
+    AscendExecutionError,
+    UninitialisedReadError,
+    bf16_value,
+    storage_dtype,
+    to_storage,
+    to_values,
+)
 from ..targets import ascend
 from . import ascend_ir as ir
+from .checks import check_names
 
 BLOCK_BYTES = 32
 FRACTAL_BYTES = 512
@@ -61,12 +70,8 @@ class PipeRaceError(AscendExecutionError):
     """Two pipes touch one buffer without a SetFlag/WaitFlag pair ordering them."""
 
 
-def np_dtype(dtype: str):
-    """The numpy storage type of an Ascend element type (bfloat16 as raw ``uint16`` bits)."""
-    table = {"float16": np.float16, "float32": np.float32, "bfloat16": np.uint16}
-    if dtype not in table:
-        raise AscendExecutionError(f"execute_ascend: no numpy model for {dtype}", "allocate")
-    return table[dtype]
+np_dtype = storage_dtype
+"""The numpy storage type of an Ascend element type (bfloat16 as raw ``uint16`` bits)."""
 
 
 def _blank(size: int, dtype: str) -> np.ndarray:
@@ -75,12 +80,6 @@ def _blank(size: int, dtype: str) -> np.ndarray:
     return np.full(size, np.nan, np_dtype(dtype))
 
 
-def _values(x: np.ndarray, dtype: str) -> np.ndarray:
-    return bf16_value(x) if dtype == "bfloat16" else np.asarray(x, np.float32)
-
-
-def _store(x: np.ndarray, dtype: str) -> np.ndarray:
-    return bf16_bits(np.asarray(x, np.float32)) if dtype == "bfloat16" else np.asarray(x).astype(np_dtype(dtype))
 
 
 class _Machine:
@@ -94,9 +93,9 @@ class _Machine:
                 if arr.shape != g.shape:
                     raise AscendExecutionError(f"execute_ascend: input {g.name} has shape {arr.shape}; expected "
                                                f"{g.shape}", "input", g.name)
-                self.mem[g.name] = _store(arr, g.dtype).reshape(-1).copy()
+                self.mem[g.name] = to_storage(arr, g.dtype).reshape(-1).copy()
             else:
-                self.mem[g.name] = _store(np.zeros(g.shape, np.float32), g.dtype).reshape(-1)
+                self.mem[g.name] = to_storage(np.zeros(g.shape, np.float32), g.dtype).reshape(-1)
         for b in kernel.buffers:
             for name in ([f"{b.name}@{c}" for c in VECTOR_CORES] if b.is_ub else [b.name]):
                 self.mem[name] = _blank(b.size, b.dtype)
@@ -130,7 +129,7 @@ class _Machine:
         return nbytes // np.dtype(np_dtype(self.dtype[name])).itemsize
 
     def check(self, x: np.ndarray, name: str, stmt) -> None:
-        bad = np.isnan(_values(x, self.dtype[name]))
+        bad = np.isnan(to_values(x, self.dtype[name]))
         if bad.any():
             raise UninitialisedReadError(f"{stmt.label}: reads {int(bad.sum())} uninitialised element(s) of {name}",
                                          stmt.label, name)
@@ -230,7 +229,7 @@ class _Machine:
         blk = self.elems(s.dst, BLOCK_BYTES)
         r = np.arange(q.repeat_times)[:, None] * (q.block_num + q.dst_gap) * blk
         idx = s.dst_offset + r + np.arange(q.block_num * blk)[None, :]
-        self.mem[s.dst][idx] = _store(np.array(q.init_value, np.float32), self.dtype[s.dst])
+        self.mem[s.dst][idx] = to_storage(np.array(q.init_value, np.float32), self.dtype[s.dst])
 
     def op_CopyGmToL1(self, s: ir.CopyGmToL1, n: int) -> None:
         ascend.nd2nz(self.mem[s.src][s.src_offset:], self.mem[s.dst][s.dst_offset:], s.params, self.dtype[s.dst])
@@ -258,8 +257,8 @@ class _Machine:
         self.check(a, s.a, s)
         self.check(b, s.b, s)
         # contiguous operands: numpy's matmul falls back to a slow loop on the strided fractal views
-        prod = np.matmul(np.ascontiguousarray(_values(a, self.dtype[s.a])),
-                         np.ascontiguousarray(_values(b, self.dtype[s.b])), dtype=np.float32)
+        prod = np.matmul(np.ascontiguousarray(to_values(a, self.dtype[s.a])),
+                         np.ascontiguousarray(to_values(b, self.dtype[s.b])), dtype=np.float32)
         c = self.logical(s.c).copy()
         if not q.cmatrix_init_val:
             self.check(c[:q.m, :q.n], s.c, s)
@@ -276,13 +275,13 @@ class _Machine:
         src = s.src_offset + (c // f) * q.src_stride * f + r * f + c % f
         block = self.mem[s.src][src]
         self.check(block, s.src, s)
-        out = _values(block, self.dtype[s.src])
+        out = to_values(block, self.dtype[s.src])
         if q.relu_en:
             out = np.maximum(out, 0)
         idx = s.dst_offset + r * q.dst_stride + c
         if self.atomic == "add":  # the store accumulates into GM
-            out = _values(self.mem[s.dst][idx], self.dtype[s.dst]) + out
-        self.mem[s.dst][idx] = _store(out, self.dtype[s.dst])
+            out = to_values(self.mem[s.dst][idx], self.dtype[s.dst]) + out
+        self.mem[s.dst][idx] = to_storage(out, self.dtype[s.dst])
 
 
     # ---- the vector core ---------------------------------------------------------------------------
@@ -318,7 +317,7 @@ class _Machine:
         for b, o in s.srcs:
             x = self.mem[b][o:o + s.count]
             self.check(x, b, s)
-            args.append(_values(x, self.dtype[b]))
+            args.append(to_values(x, self.dtype[b]))
         c = np.float32(s.scalar)
         fn = {"Add": lambda: args[0] + args[1], "Mul": lambda: args[0] * args[1],
               "Max": lambda: np.maximum(args[0], args[1]), "Adds": lambda: args[0] + c,
@@ -327,7 +326,7 @@ class _Machine:
               "Cast": lambda: args[0]}  # the store below rounds to the destination type (nearest even)
         if s.op not in fn:
             raise AscendExecutionError(f"{s.label}: no model for the vector intrinsic {s.op}", s.label, s.dst)
-        self.mem[s.dst][s.dst_offset:s.dst_offset + s.count] = _store(fn[s.op](), self.dtype[s.dst])
+        self.mem[s.dst][s.dst_offset:s.dst_offset + s.count] = to_storage(fn[s.op](), self.dtype[s.dst])
 
 
 def _bind(stmt, env: dict[str, int]):
@@ -378,9 +377,40 @@ def _schedule(m: _Machine, kernel: ir.Kernel) -> None:
             raise PipeRaceError(f"deadlock: {waiting} wait on cross-core flags nobody sets", "CrossCoreWaitFlag")
 
 
+def gm_inputs(kernel: ir.Kernel) -> list[str]:
+    """The GM parameters some statement of ``kernel`` reads and none writes: :func:`run` needs an array for each.
+
+    >>> k = ir.Kernel("k", (ir.GlobalParam("A", "float16", (16, 16)), ir.GlobalParam("C", "float32", (16, 16))),
+    ...               (), ())
+    >>> gm_inputs(k)
+    []
+    """
+    stmts = [s for s in ir.flatten(kernel.body) + ir.flatten(kernel.vector) if isinstance(s, ir.WORK)]
+    read = {b for s in stmts for b in s.reads}
+    written = {b for s in stmts for b in s.writes}
+    return [g.name for g in kernel.params if g.name in read and g.name not in written]
+
+
+def _check_inputs(kernel: ir.Kernel, inputs) -> None:
+    """Typed errors for inputs :class:`_Machine` would otherwise take silently (a missing input read as zeros,
+    an unknown name ignored, integers or bit patterns read as values)."""
+    params = {g.name: (g.shape, g.dtype) for g in kernel.params}
+    check_names(inputs, params, gm_inputs(kernel), "execute_ascend", f" of {kernel.name}")
+    for name, arr in inputs.items():
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+            found = arr.dtype if isinstance(arr, np.ndarray) else type(arr).__name__
+            raise DtypeError(f"execute_ascend: input {name} is {found}; expected a numpy array of floating values "
+                             f"(converted to {kernel.param(name).dtype} as a host copy would)")
+
+
 def run(kernel: ir.Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run ``kernel`` on ``inputs`` (GM arrays by name; bfloat16 given as float32 values) and return every
-    GM tensor, shaped as declared (bfloat16 decoded to float32)."""
+    """Run ``kernel`` on ``inputs`` (GM arrays by name, shaped as declared, floating values; bfloat16 given as
+    values, not bits) and return every GM tensor, shaped as declared (bfloat16 decoded to float32).  Every GM
+    tensor the kernel reads and never writes needs an array (:func:`gm_inputs`); the others start at zero.
+    Bad inputs raise :class:`~layoutkit.codegen.checks.CodegenInputError` / :class:`~layoutkit.errors.DtypeError`
+    / :class:`~layoutkit.infer.ascend_exec.AscendExecutionError` (shape) naming the tensor.  See the module
+    doc for an example."""
+    _check_inputs(kernel, inputs)
     m = _Machine(kernel, inputs)
     _schedule(m, kernel)
     if m.flags:  # a set nobody waits for leaves the event raised for the next kernel

@@ -217,10 +217,17 @@ class Kernel:
     body: tuple
 
     def buffer(self, name: str) -> Buffer:
+        """The buffer called ``name`` (``KeyError`` when there is none: kernels are built by the lowering)."""
         for b in self.buffers:
             if b.name == name:
                 return b
         raise KeyError(name)
 
     def scoped(self, scope: str) -> list[Buffer]:
+        """The buffers of ``scope`` (``global``, ``shared``, ``reg``), in declaration order.
+
+        >>> Kernel("k", 32, (1, 1), (Buffer("y", "float32", 32, "global"), Buffer("r", "float32", 1, "reg")),
+        ...        ()).scoped("reg")[0].name
+        'r'
+        """
         return [b for b in self.buffers if b.scope == scope]

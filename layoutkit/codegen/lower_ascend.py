@@ -73,6 +73,7 @@ from __future__ import annotations
 import math
 
 from ..errors import UnsupportedError
+from ..infer.ascend_exec import round_up
 from ..infer.ascend_passes import layouts_of, run_ascend_passes
 from ..infer.program import Op, Program
 from ..targets import ascend
@@ -100,7 +101,15 @@ def lower(program: Program, result=None, name: str | None = None, roll: bool = T
     """The :class:`~.ascend_ir.Kernel` of a solved Ascend cube program (see the module doc); ``name``
     defaults to ``ascend_gemm`` for a program with a GEMM, else ``ascend_kernel``; ``roll=False`` keeps
     every tile and K step unrolled, as the passes left them;
-    ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`_Lowering`)."""
+    ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`_Lowering`).  ``result`` is
+    trusted here (``None``: the program's annotations); :func:`layoutkit.codegen.lower` checks it first.
+
+    >>> from layoutkit.infer import Program
+    >>> lower(Program(), None)
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.UnsupportedError: lower_ascend: expected a program with target='ascend'; found 'sm_80'
+    """
     if name is None:
         name = "ascend_gemm" if any(op.kind == "gemm" for op in program.ops) else "ascend_kernel"
     if not program.is_ascend:
@@ -366,8 +375,8 @@ class _Lowering:
         dst = self.fresh(a["dst"])
         if [vr, vc] != list(se):  # a tail: zero the tile's fractals first (the OOB fills' effect)
             self.clamped.add(op.name)
-            rows = _ru(d0[0] + de[0], ROW) - d0[0]
-            blocks = _ru(d0[1] + de[1], c0) // c0 - d0[1] // c0
+            rows = round_up(d0[0] + de[0], ROW) - d0[0]
+            blocks = round_up(d0[1] + de[1], c0) // c0 - d0[1] // c0
             self.emit(ir.InitConstValue(dst, dst_off, ir.InitConstValueParams(blocks, rows, pr - rows, 0.0),
                                         op.name))
         params = Nd2NzParams(nd_num=1, n_value=vr, d_value=vc, src_nd_matrix_stride=0, src_d_value=gm[1],
@@ -679,10 +688,6 @@ class _SyncState:
     def placed(self, at: int) -> None:
         """The body position of the statement :meth:`before` just saw."""
         self.where[self.n - 1] = at
-
-
-def _ru(x: int, m: int) -> int:
-    return -(-x // m) * m
 
 
 def _u16(op: Op, **values: int) -> None:

@@ -15,6 +15,11 @@ loop var of a parallel read such as ``bias[j]``, or the axis a ``reduce`` keeps)
    ``element * warps + warp``) and, after a barrier, every holder folds the partials of its warp group in
    warp order, so all replicas of the output hold the same value.
 
+Not lowered (:class:`~layoutkit.errors.UnsupportedError` naming the op): ``reduce`` kinds ``abssum`` /
+``absmax`` and reductions of a replicated or non-2-D source; parallel loops writing more than one buffer or
+whose ``compute`` is not in :data:`.ir.COMPUTE_FNS` with its arity; reads whose register sits in another
+thread (a layout conversion); copies between fragments and tensors of different rank.
+
 >>> from layoutkit.infer import infer_layouts, kernels
 >>> p = kernels.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
 >>> axes = fragment_axes(p)
@@ -56,7 +61,12 @@ class Tile:
 
 def fragment_axes(program) -> dict[str, tuple[int, ...]]:
     """The tile axes of every fragment: ``(0, 1)`` for 2-D ones; a 1-D fragment takes the axis of the loop
-    var it is read or written with in a parallel loop, or the axis a reduce into it keeps."""
+    var it is read or written with in a parallel loop, or the axis a reduce into it keeps.
+
+    >>> from layoutkit.infer import kernels
+    >>> fragment_axes(kernels.column_bias()), fragment_axes(kernels.tile_reduce())
+    ({'x': (0, 1), 'b': (1,)}, {'x': (0, 1), 'r': (0,)})
+    """
     axes = {name: (0, 1) for name, b in program.buffers.items() if b.is_fragment and len(b.shape) == 2}
     for _ in range(len(program.ops) + 1):
         changed = False
@@ -314,7 +324,15 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
 
 def lower_ops(ops, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     """Statements and extra buffers of fragment ops (``copy`` global <-> fragment, ``parallel``, ``reduce``,
-    ``fill`` of a fragment)."""
+    ``fill`` of a fragment); ``layouts`` maps buffer names to the solved layouts.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.tile_reduce(M=64, N=128, bM=64, bN=128)
+    >>> tile = Tile((ir.BY * 64, ir.BX * 128), (64, 128), (64, 128), fragment_axes(p))
+    >>> body, extra = lower_ops(p.ops, p, dict(infer_layouts(p).layout_map), tile)
+    >>> [type(s).__name__ for s in body][:2], extra
+    (['For', 'Fill'], [])
+    """
     body: list = []
     bufs: list = []
     for op in ops:

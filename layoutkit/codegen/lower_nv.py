@@ -185,7 +185,14 @@ EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
 def lower(program, result) -> ir.Kernel:
     """The IR kernel of a solved program: the GEMM (fill, copy, copy, gemm, then fragment ops) or a fragment
     program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
-    :class:`~layoutkit.errors.UnsupportedError` naming the op."""
+    :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
+    :func:`layoutkit.codegen.lower` checks it against the program first.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> lower(p, infer_layouts(p)).name
+    'elementwise_64x64_32x32_t128'
+    """
     kinds = [op.kind for op in program.ops]
     if "gemm" in kinds:
         extra = [op.name for op in program.ops[len(GEMM_OPS):] if op.kind not in EPILOGUE_OPS]
@@ -199,24 +206,49 @@ def lower(program, result) -> ir.Kernel:
     return lower_fragment_program(program, result)
 
 
+def check_target(program) -> None:
+    """Raise :class:`~layoutkit.errors.UnsupportedError` when ``program``'s GEMM (if any) has operands or an
+    arch this lowering has no ``mma.sync`` for: sm_80+ with :data:`OPERAND_DTYPES`, sm_75 with float16 only.
+    Checked before the layouts, which inference may leave out for such a target.
+
+    >>> from layoutkit.infer import kernels
+    >>> try:
+    ...     check_target(kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
+    ... except UnsupportedError as e:
+    ...     print(str(e)[:48])
+    gemm lowering: gemm#3 on sm_70 with float16 x fl
+    """
+    for op in program.ops:
+        if op.kind != "gemm":
+            continue
+        sm = arch_number(program.target)
+        a, b = (program.buffers[op.args[k]].dtype for k in ("A", "B"))
+        if sm < 75 or (75 <= sm < 80 and a != "float16") or a not in OPERAND_DTYPES or b != a:
+            raise UnsupportedError(f"gemm lowering: {op.name} on sm_{sm} with {a} x {b}: mma.sync m16n8k16 / "
+                                   "m16n8k32 / m16n8k8.tf32 need sm_80+ (sm_75: float16 only); lowered operands: "
+                                   f"{OPERAND_DTYPES}")
+
+
 def lower_gemm(program, result) -> ir.Kernel:
-    """The IR kernel of a solved GEMM program and its epilogue."""
+    """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered).
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    >>> lower_gemm(p, infer_layouts(p)).name
+    'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
+    """
     ops = _gemm_ops(program)
     g = ops["gemm"].args
     if g["transpose_A"]:
         raise UnsupportedError("gemm lowering: transpose_A is not lowered")
     tb = bool(g["transpose_B"])
+    check_target(program)
     sm = arch_number(program.target)
     bufs = program.buffers
     dtype = bufs[g["A"]].dtype
     turing = 75 <= sm < 80  # m16n8k8 fp16, no cp.async
-    if sm < 75 or (turing and dtype != "float16"):
-        raise UnsupportedError(f"gemm lowering: {ops['gemm'].name} on sm_{sm} with {dtype}: mma.sync m16n8k16 / "
-                               "m16n8k32 / m16n8k8.tf32 need sm_80+ (sm_75: float16 only)")
     A, B = bufs[ops["A"]], bufs[ops["B"]]
     As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
-    if dtype not in OPERAND_DTYPES or bufs[g["B"]].dtype != dtype:
-        raise UnsupportedError(f"gemm lowering: operands {dtype} x {bufs[g['B']].dtype}; lowered: {OPERAND_DTYPES}")
     bits = element_bits(dtype)
     atom = mma_atom(dtype)
     M, K = A.shape
@@ -349,7 +381,14 @@ def _b_fragment_coords(atom, lane: Expr) -> tuple[Expr, Expr]:
 
 def lower_fragment_program(program, result) -> ir.Kernel:
     """Fragment ops only (:func:`~.lower_frag.lower_ops`): one tile per block over the 2-D global tensors,
-    whose shapes must agree."""
+    whose shapes must agree (one 2-D fragment tile shape too); other programs raise
+    :class:`~layoutkit.errors.UnsupportedError` with the shapes found.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=100, N=72, bM=64, bN=64)
+    >>> lower_fragment_program(p, infer_layouts(p)).grid
+    (2, 2)
+    """
     frags = [b for b in program.buffers.values() if b.is_fragment and len(b.shape) == 2]
     tiles = {tuple(b.shape) for b in frags}
     gshapes = {tuple(b.shape) for b in program.buffers.values() if b.scope == "global" and len(b.shape) == 2}

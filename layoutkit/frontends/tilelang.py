@@ -15,7 +15,13 @@ hand them back as the annotations TileLang's own pipeline honours.
   benchmarks that compare the two solvers).
 
 TileLang is imported inside these functions (the ``tilelang`` extra); importing this module never
-needs it.  ``target`` is TileLang's target dict (``{"kind": "cuda", "arch": "sm_80"}``) or an arch
+needs it.  Bad input raises a typed error before TileLang sees it: no TileLang installed, a ``func`` that
+is not a ``PrimFunc`` or a malformed ``target`` (:class:`UnsupportedError`), a ``result`` that is not an
+inference of this kernel's Program (:class:`~layoutkit.codegen.checks.CodegenInputError` naming the
+buffer); a target TileLang's own lowering rejects is reported as :class:`UnsupportedError` with TVM's
+message.  Only CUDA targets are supported (TileLang's HIP and CPU targets are not).
+
+``target`` is TileLang's target dict (``{"kind": "cuda", "arch": "sm_80"}``) or an arch
 string:
 
 >>> _target("sm_90")
@@ -30,6 +36,7 @@ from dataclasses import dataclass, field
 from ..algebra.layout import Layout, placeholder
 from ..algebra.nodes import Const
 from ..algebra.simplify import substitute
+from ..codegen.checks import check_result
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment
 from ..infer import Program, infer_layouts
@@ -56,6 +63,33 @@ def _target(target) -> dict:
         return dict(target)
     raise UnsupportedError(f"TileLang target: expected a dict such as {{'kind': 'cuda', 'arch': 'sm_80'}} or an "
                            f"arch string; found {target!r}")
+
+
+def _tilelang(what: str):
+    """The ``tilelang`` module, or :class:`UnsupportedError` saying the optional package is missing.
+
+    >>> _missing_message("from_prim_func")[:55]
+    'from_prim_func: expected the tilelang package (0.1.15, '
+    """
+    try:
+        import tilelang
+    except ImportError as err:
+        raise UnsupportedError(_missing_message(what)) from err
+    return tilelang
+
+
+def _missing_message(what: str) -> str:
+    return (f"{what}: expected the tilelang package (0.1.15, the 'tilelang' extra) to be installed; found no "
+            "importable tilelang")
+
+
+def _check_func(func, what: str) -> None:
+    """Raise :class:`UnsupportedError` unless ``func`` is a TileLang ``PrimFunc`` (``@T.prim_func``); a JIT
+    kernel or a Python function would otherwise fail deep inside TileLang with its own error types."""
+    tvm = _tilelang(what).tvm
+    if not isinstance(func, tvm.tirx.PrimFunc):
+        raise UnsupportedError(f"{what}: expected a TileLang PrimFunc (a @T.prim_func kernel); found "
+                               f"{type(func).__name__}")
 
 
 @dataclass
@@ -100,6 +134,10 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
             tilelang.lower(func, target=target)
     except _StopLowering:
         pass
+    except Exception as err:  # TVM's own error types (a bad target, a kernel its passes reject), made typed
+        first = str(err).strip().splitlines()[-1][:300] if str(err).strip() else type(err).__name__
+        raise UnsupportedError(f"TileLang's lowering for {target} failed before its LayoutInference pass: "
+                               f"{first}") from err
     finally:
         tl_transform.LayoutInference = original
     if cap.before is None:
@@ -143,8 +181,9 @@ def _tag_loops(func):
     return _map_parallel_roots(func, lambda k, ann: {**ann, LOOP_TAG: tvm.tirx.IntImm("int32", k)})
 
 
-def _walk(func, target) -> Walked:
+def _walk(func, target, what: str = "from_prim_func") -> Walked:
     tgt = _target(target)
+    _check_func(func, what)
     cap = _lower_to_layout_inference(_tag_loops(func), tgt)
     return walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
 
@@ -154,7 +193,14 @@ def _walk(func, target) -> Walked:
 def from_prim_func(func, target) -> Program:
     """The :class:`~layoutkit.infer.Program` of a TileLang ``PrimFunc`` as TileLang's LayoutInference
     would see it (after its pipeline passes).  Raises :class:`UnsupportedError` naming a statement
-    the Program cannot express."""
+    the Program cannot express, or saying what was expected for a ``func`` that is not a ``PrimFunc``, a
+    bad ``target`` or a missing TileLang.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> from_prim_func(gemm, "sm_80").threads  # doctest: +SKIP
+    128
+    """
     return _walk(func, target).program
 
 
@@ -177,11 +223,20 @@ class TileLangRun:
 
 
 def tilelang_inference(func, target) -> TileLangRun:
-    """Run TileLang's LayoutInference on ``func`` (timed, the pass alone) and read its answer back."""
-    from tilelang import tvm
+    """Run TileLang's LayoutInference on ``func`` (timed, the pass alone) and read its answer back; TileLang
+    failing to infer is reported in ``error``, not raised.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> run = tilelang_inference(gemm, "sm_80")  # doctest: +SKIP
+    >>> run.failed, sorted(run.layouts)[:2]  # doctest: +SKIP
+    (False, ['A_shared', 'B_shared'])
+    """
+    tvm = _tilelang("tilelang_inference").tvm
 
     tirx = tvm.tirx
     tgt = _target(target)
+    _check_func(func, "tilelang_inference")
     cap = _lower_to_layout_inference(_tag_loops(func), tgt, run_inference=True)
     walked = walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
     run = TileLangRun(walked.program, seconds=cap.seconds or 0.0)
@@ -210,11 +265,21 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
     ``parallel_loop_layout``.  Lower it with ``tilelang.lower`` / ``tilelang.compile`` as usual.
     ``result`` reuses an inference already run on ``from_prim_func(func, target)``.  Raises
     :class:`UnsupportedError` when a fragment layout leaves (thread, register) slots empty or the
-    result converts a fragment, which TileLang cannot lower (see :func:`_check_lowerable`)."""
-    walked = _walk(func, target)
+    result converts a fragment, which TileLang cannot lower (see :func:`_check_lowerable`), and
+    :class:`~layoutkit.codegen.checks.CodegenInputError` naming the buffer when ``result`` is not an
+    inference of this kernel's Program.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> import tilelang  # doctest: +SKIP
+    >>> kernel = tilelang.compile(solve_prim_func(gemm, "sm_80"), target="cuda")  # doctest: +SKIP
+    """
+    walked = _walk(func, target, "solve_prim_func")
     program = walked.program
     if result is None:
         result = infer_layouts(program, cost_model=cost_model)
+    else:  # a result of another kernel would annotate layouts of the wrong shapes, found only by TileLang
+        check_result(program, result, "solve_prim_func")
     _check_lowerable(result, program)
     # TileLang objects are built here, not inside the IR callbacks (see tilelang_walk.nodes)
     tag_layout: dict[int, object] = {}

@@ -36,7 +36,15 @@ def _tvm():
 def to_prim_expr(e: Expr, env: dict[str, object], xor: str = "bits") -> object:
     """The TIR ``PrimExpr`` (int32) of ``e``; ``env`` maps variable names to TIR expressions.
     ``xor="bits"`` spells ``^`` bit by bit as TileLang does (see :func:`_xor`), ``"bitwise"`` as TIR's
-    ``bitwise_xor`` call."""
+    ``bitwise_xor`` call.
+
+    Needs TileLang (skipped as a doctest):
+
+    >>> from tilelang import tvm  # doctest: +SKIP
+    >>> i = tvm.tirx.Var("i", "int32")  # doctest: +SKIP
+    >>> to_prim_expr(Var("i", 8) * 4 + 1, {"i": i})  # doctest: +SKIP
+    i * 4 + 1
+    """
     if xor not in ("bits", "bitwise"):
         raise UnsupportedError(f"to_tilelang: xor must be 'bits' or 'bitwise'; found {xor!r}")
     tirx = _tvm().tirx
@@ -110,7 +118,13 @@ _BITWISE = {"tirx.bitwise_xor": Xor, "tirx.bitwise_and": And, "tirx.bitwise_or":
 def from_prim_expr(e: object, lookup: Callable[[object], Expr | None], what: str = "expression") -> Expr:
     """Our expression for the TIR integer expression ``e``; ``lookup(var)`` gives the expression of a
     TIR variable (None: unsupported).  Raises :class:`UnsupportedError` naming the first node it
-    cannot translate."""
+    cannot translate.
+
+    Needs TileLang (skipped as a doctest), with ``i`` the TIR variable of :func:`to_prim_expr`'s example:
+
+    >>> from_prim_expr(i * 4 + 1, lambda v: Var("i", 8) if v.same_as(i) else None)  # doctest: +SKIP
+    i * 4 + 1
+    """
     tirx = _tvm().tirx
 
     def fail(x, why: str):
@@ -182,7 +196,15 @@ def to_tilelang(layout: Layout, xor: str = "bits"):
     binds annotated layouts to the block's threads itself).  ``xor``: ``"bits"`` (default) writes
     ``a ^ b`` the way TileLang writes its own swizzles, so TileLang can prove an annotation equal to
     the layout it derives itself (sm_90 TMA copies check that); ``"bitwise"`` uses ``T.bitwise_xor``.
-    Both have the same tables."""
+    Both have the same tables.  Anything but a layoutkit Layout / Fragment raises :class:`UnsupportedError`.
+
+    Needs TileLang (skipped as a doctest):
+
+    >>> import layoutkit as lk
+    >>> tl = to_tilelang(lk.Layout([4, 8], lambda i, j: (j, i)))  # doctest: +SKIP
+    >>> from_tilelang(tl).is_equal(lk.Layout([4, 8], lambda i, j: (j, i)))  # doctest: +SKIP
+    True
+    """
     from tilelang import layout as tl_layout
 
     if not isinstance(layout, Layout):
@@ -217,7 +239,14 @@ def to_tilelang(layout: Layout, xor: str = "bits"):
 
 def from_tilelang(obj) -> Layout:
     """layoutkit's ``Layout`` / ``Fragment`` for a ``tilelang.layout`` object (tables equal; a bound
-    thread range is kept)."""
+    thread range is kept).  Anything else raises :class:`UnsupportedError` naming the type found.
+
+    Needs TileLang (skipped as a doctest):
+
+    >>> from tilelang import layout as tl_layout  # doctest: +SKIP
+    >>> from_tilelang(tl_layout.Layout([4, 8], lambda i, j: (j, i))).input_shape  # doctest: +SKIP
+    (4, 8)
+    """
     from tilelang import layout as tl_layout
 
     if not isinstance(obj, tl_layout.Layout):

@@ -75,7 +75,14 @@ def _int(x, what: str) -> int:
 
 def nodes(stmt, *types) -> list:
     """The nodes of ``types`` under ``stmt`` in post order.  Collected first and handled afterwards:
-    an exception raised inside a TVM visitor callback would come back as a bare ``RuntimeError``."""
+    an exception raised inside a TVM visitor callback would come back as a bare ``RuntimeError``.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> from tilelang import tvm  # doctest: +SKIP
+    >>> len(nodes(gemm.body, tvm.tirx.For))  # doctest: +SKIP
+    3
+    """
     from tilelang import tvm
 
     out: list = []
@@ -84,7 +91,13 @@ def nodes(stmt, *types) -> list:
 
 
 def launch_threads(func) -> int:
-    """The block's thread count: the ``tl.launch_threads`` block attribute."""
+    """The block's thread count: the ``tl.launch_threads`` block attribute.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> launch_threads(gemm)  # doctest: +SKIP
+    128
+    """
     from tilelang import tvm
 
     for block in nodes(func.body, tvm.tirx.SBlock):
@@ -95,7 +108,13 @@ def launch_threads(func) -> int:
 
 
 def allocated_shapes(func) -> dict[str, tuple[int, ...]]:
-    """Shapes of the buffers a ``PrimFunc`` allocates, by name (to recognise stage dims later)."""
+    """Shapes of the buffers a ``PrimFunc`` allocates, by name (to recognise stage dims later).
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> allocated_shapes(gemm)  # doctest: +SKIP
+    {'A_shared': (64, 32), 'B_shared': (32, 64), 'C_local': (64, 64)}
+    """
     from tilelang import tvm
 
     tirx = tvm.tirx
@@ -432,5 +451,7 @@ def _const_fn(indices: tuple[Expr, ...]):
 
 
 def walk(func, arch: str, source_shapes: dict[str, tuple[int, ...]]) -> Walked:
-    """The :class:`Walked` program of ``func`` (a ``PrimFunc`` just before LayoutInference)."""
+    """The :class:`Walked` program of ``func`` (a ``PrimFunc`` just before LayoutInference, as
+    :func:`layoutkit.frontends.tilelang.from_prim_func` captures it; ``source_shapes`` from
+    :func:`allocated_shapes` of the source kernel).  Use ``from_prim_func`` rather than this directly."""
     return _Walker(func, arch, source_shapes).run()

@@ -88,28 +88,44 @@ def bf16_value(bits: np.ndarray) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
-def _np_dtype(dtype: str):
+def storage_dtype(dtype: str):
+    """The numpy type an Ascend buffer of ``dtype`` is held in (bfloat16 as raw ``uint16`` bits); shared
+    with the Ascend C executor (:mod:`layoutkit.codegen.execute_ascend`).
+
+    >>> storage_dtype("bfloat16").__name__, storage_dtype("float16").__name__
+    ('uint16', 'float16')
+    """
     table = {"float16": np.float16, "float32": np.float32, "bfloat16": np.uint16, "int8": np.int8,
              "int32": np.int32}
     if dtype not in table:
-        raise UnsupportedError(f"run_ascend: no numpy model for {dtype}")
+        raise UnsupportedError(f"Ascend executor: no numpy model for {dtype}; expected one of {sorted(table)}")
     return table[dtype]
 
 
-def _to_store(x: np.ndarray, dtype: str) -> np.ndarray:
+def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Values ``x`` as held in a ``dtype`` buffer (rounded; bfloat16 to nearest-even bits).
+
+    >>> to_storage(np.float32([1.0, 3.0]), "bfloat16").tolist()
+    [16256, 16448]
+    """
     if dtype == "bfloat16":
         return bf16_bits(np.asarray(x, dtype=np.float32))
-    return np.asarray(x).astype(_np_dtype(dtype))
+    return np.asarray(x).astype(storage_dtype(dtype))
 
 
-def _value(x: np.ndarray, dtype: str) -> np.ndarray:
+def to_values(x: np.ndarray, dtype: str) -> np.ndarray:
+    """The float32 values of a ``dtype`` buffer's contents ``x`` (the inverse of :func:`to_storage`).
+
+    >>> to_values(np.uint16([16256, 16448]), "bfloat16").tolist()
+    [1.0, 3.0]
+    """
     return bf16_value(x) if dtype == "bfloat16" else np.asarray(x, dtype=np.float32)
 
 
 def _blank(shape, dtype: str) -> np.ndarray:
     if dtype == "bfloat16":
         return np.full(shape, BF16_NAN, np.uint16)
-    dt = np.dtype(_np_dtype(dtype))
+    dt = np.dtype(storage_dtype(dtype))
     return np.full(shape, ascend.default_sentinel(dt), dt)
 
 
@@ -138,9 +154,9 @@ class _Machine:
                     if arr.shape != shape:
                         raise AscendExecutionError(f"run_ascend: input {name} has shape {arr.shape}; expected {shape}",
                                                    "input", name)
-                    self.mem[name] = _to_store(arr, buf.dtype)
+                    self.mem[name] = to_storage(arr, buf.dtype)
                 else:
-                    self.mem[name] = _to_store(np.zeros(shape, np.float32), buf.dtype)
+                    self.mem[name] = to_storage(np.zeros(shape, np.float32), buf.dtype)
             elif buf.scope == "ub":
                 self.mem[name] = _blank((CORES,) + shape, buf.dtype)
             elif buf.scope in FRACTAL_SCOPES:
@@ -203,7 +219,7 @@ class _Machine:
         name = a["dst"]
         scope = self.p.buffers[name].scope
         idx = (Ellipsis,) + tuple(slice(s, s + e) for s, e in a.get("fill_region", ()))
-        val = _to_store(np.array(a["value"], np.float32), self.dtype(name))
+        val = to_storage(np.array(a["value"], np.float32), self.dtype(name))
         if scope in FRACTAL_SCOPES:
             v = self.view(name, op.name)
             v[idx] = val
@@ -223,7 +239,7 @@ class _Machine:
         B = vb[..., :N, :K].swapaxes(-1, -2) if a["transpose_B"] else vb[..., :K, :N]
         self.check(A, a["A"], op)
         self.check(B, a["B"], op)
-        prod = np.matmul(_value(A, self.dtype(a["A"])), _value(B, self.dtype(a["B"])), dtype=np.float32)
+        prod = np.matmul(to_values(A, self.dtype(a["A"])), to_values(B, self.dtype(a["B"])), dtype=np.float32)
         vc = self.view(a["C"], op.name)
         if a["clear_accum"]:
             vc[..., :M, :N] = prod
@@ -272,19 +288,19 @@ class _Machine:
             x = self.mem[name][idx]
         if scope != "gm" and check:
             self.check(x, name, op)
-        return x if not check else _value(x, self.dtype(name))
+        return x if not check else to_values(x, self.dtype(name))
 
     def _write(self, op: Op, name: str, idx, data: np.ndarray, both_cores: bool = True, core: int = 0) -> None:
         scope = self.p.buffers[name].scope
         dt = self.dtype(name)
         if scope in FRACTAL_SCOPES:
             v = self.view(name, op.name)
-            v[idx] = data.reshape(v[idx].shape) if data.dtype == v.dtype else _to_store(data.reshape(v[idx].shape), dt)
+            v[idx] = data.reshape(v[idx].shape) if data.dtype == v.dtype else to_storage(data.reshape(v[idx].shape), dt)
             self.store(name, v, op.name)
         elif scope == "ub":
             full = (slice(None),) + idx if both_cores else (core,) + idx
             tgt = self.mem[name][full]
-            self.mem[name][full] = _to_store(np.broadcast_to(data.reshape(tgt.shape[-data.ndim:] if both_cores
+            self.mem[name][full] = to_storage(np.broadcast_to(data.reshape(tgt.shape[-data.ndim:] if both_cores
                                                                           else tgt.shape), tgt.shape), dt)
         else:
             tgt = self.mem[name][idx]
@@ -292,8 +308,8 @@ class _Machine:
             if op.args.get("atomic") == "add" or self.atomic == "add" and op.args.get("atomic") is None:
                 if self.atomic != "add":
                     raise AscendExecutionError(f"{op.name}: atomic store without set_atomic", op.name, name)
-                data = _value(tgt, dt) + data
-            self.mem[name][idx] = _to_store(data, dt)
+                data = to_values(tgt, dt) + data
+            self.mem[name][idx] = to_storage(data, dt)
 
     def _gm_to_l1(self, op, src, dst, s_idx, d_idx, valid, dk) -> None:
         """ND2NZ DMA: the valid block, zeros to the end of its last block along the C0 axis."""
@@ -308,7 +324,7 @@ class _Machine:
         # out-of-bounds part holding stale data, unless a fill since the previous copy defined it
         er, ec = (op.args["dst_region"][1][d] for d in dk)
         kr, kc = (k, ROW) if info.kind is FractalKind.MAJOR_MN else (ROW, k)
-        self.undefine(dst, v, (Ellipsis, slice(r0, r0 + _ru(er, kr)), slice(c0, c0 + _ru(ec, kc))))
+        self.undefine(dst, v, (Ellipsis, slice(r0, r0 + round_up(er, kr)), slice(c0, c0 + round_up(ec, kc))))
         if info.kind is FractalKind.MAJOR_K:
             v[..., r0:r0 + vr, c0:c0 + -(-vc // k) * k] = 0
         else:
@@ -434,7 +450,12 @@ def parallel_compute(op: Op) -> tuple[str, object, float | None]:
         raise UnsupportedError(f"{op.name}: compute {text!r} needs a number after the colon") from None
 
 
-def _ru(x: int, m: int) -> int:
+def round_up(x: int, m: int) -> int:
+    """``x`` rounded up to a multiple of ``m``.
+
+    >>> round_up(20, 16), round_up(32, 16)
+    (32, 32)
+    """
     return -(-x // m) * m
 
 

@@ -1,0 +1,82 @@
+"""Bad input to the TileLang adapter, checked against TileLang 0.1.15 itself: every entry point raises a
+typed layoutkit error naming what it expected and what it found (never a TVM error or AttributeError).
+The cases that need no TileLang live in tests/test_codegen_errors.py."""
+
+import importlib.util
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
+    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
+pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
+                                       "`make test-tilelang`")
+
+from layoutkit.codegen import CodegenInputError  # noqa: E402
+from layoutkit.errors import UnsupportedError  # noqa: E402
+from layoutkit.frontends.tilelang import (  # noqa: E402
+    from_prim_func,
+    from_tilelang,
+    solve_prim_func,
+    tilelang_inference,
+    to_tilelang,
+)
+from layoutkit.infer import infer_layouts  # noqa: E402
+
+from . import tilelang_kernels as K  # noqa: E402
+
+pytestmark = pytest.mark.oracle
+
+
+@pytest.fixture(scope="module")
+def gemm():
+    func = K.gemm(128, 128, 64, 64, 64, 32)
+    return func, from_prim_func(func, "sm_80")
+
+
+@pytest.mark.parametrize("entry", [from_prim_func, tilelang_inference, solve_prim_func])
+@pytest.mark.parametrize("func", ["gemm", None, np.zeros(3)])
+def test_not_a_prim_func(entry, func):
+    with pytest.raises(UnsupportedError, match=f"{entry.__name__}: expected a TileLang PrimFunc .a @T.prim_func "
+                                               f"kernel.; found {type(func).__name__}"):
+        entry(func, "sm_80")
+
+
+@pytest.mark.parametrize("target, found", [
+    ("foo", "invalid CUDA arch"),
+    ({"kind": "hip", "arch": "gfx90a"}, "Unknown config option 'arch'"),
+])
+def test_target_tvm_rejects_is_typed(gemm, target, found):
+    with pytest.raises(UnsupportedError, match=f"TileLang's lowering for .* failed before its LayoutInference pass: "
+                                               f".*{found}"):
+        from_prim_func(gemm[0], target)
+
+
+def test_conversions_name_the_type():
+    with pytest.raises(UnsupportedError, match="to_tilelang: expected a layoutkit Layout or Fragment; found ndarray"):
+        to_tilelang(np.zeros(3))
+    with pytest.raises(UnsupportedError, match="from_tilelang: expected a tilelang.layout.Layout or Fragment; found "
+                                               "int"):
+        from_tilelang(1)
+
+
+def test_solve_with_a_result_of_another_kernel(gemm):
+    func, _ = gemm
+    bigger = from_prim_func(K.gemm(128, 128, 64, 128, 128, 32), "sm_80")
+    with pytest.raises(CodegenInputError, match=r"solve_prim_func: shared.dyn buffer A_shared has shape \(64, 32\) "
+                                                r"x 2 stages; its layout in the result has input shape \(2, 128, 32\)"):
+        solve_prim_func(func, "sm_80", result=infer_layouts(bigger))
+    elementwise = from_prim_func(K.elementwise(128, 128, 64, 64), "sm_80")
+    with pytest.raises(CodegenInputError, match="the result has no layout for shared.dyn buffer A_shared") as info:
+        solve_prim_func(func, "sm_80", result=infer_layouts(elementwise))
+    assert info.value.buffer == "A_shared"
+    with pytest.raises(CodegenInputError, match="expected the InferenceResult of infer_layouts.program.*found str"):
+        solve_prim_func(func, "sm_80", result="solved")
+
+
+def test_solve_with_its_own_result_is_accepted(gemm):
+    func, program = gemm
+    out = solve_prim_func(func, "sm_80", result=infer_layouts(program))
+    assert type(out).__name__ == "PrimFunc" and out.body is not None
