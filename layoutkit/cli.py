@@ -173,6 +173,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
                 print(f"   {step}")
         for name, guard in result.predicates.items():
             print(f"guard of {name}: {guard}")
+        for conversion in result.conversions:
+            print(conversion)
     if args.emit:
         from .codegen import emit
 

@@ -4,8 +4,11 @@ it, and a model that prices no conversion only converts when no plain attempt wo
 
 from __future__ import annotations
 
-from layoutkit import cost, infer
+import pytest
+
+from layoutkit import codegen, cost, infer
 from layoutkit.cost import IOAwareModel, SharedMemoryAwareModel
+from layoutkit.errors import UnsupportedError
 
 from .test_cost import transposed_store
 
@@ -129,3 +132,10 @@ def test_row_max_read_as_a_column_bias_is_converted():
     t_loop = r.loop_layouts[loop].thread_table()[0]
     owners = conv.dst.thread_table()          # [replica, j]
     assert all(t_loop[i, j] in owners[:, j] for i in range(32) for j in range(32))
+
+
+def test_codegen_refuses_a_conversion_it_cannot_lower():
+    p = transpose_through()
+    r = infer.infer_layouts(p, cost_model="smem-aware")
+    with pytest.raises(UnsupportedError, match=r"parallel#1 reads fragment x through a layout conversion"):
+        codegen.emit_cuda(p, r)

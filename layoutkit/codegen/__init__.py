@@ -60,6 +60,10 @@ def lower(program, result) -> ir.Kernel | ascend_ir.Kernel:
     if not program.is_ascend:
         lower_nv.check_target(program)  # before the layouts: inference may leave some out for such a target
     checks.check_result(program, result, "lower")
+    for conv in getattr(result, "conversions", ()):
+        raise UnsupportedError(f"lower: {conv.op} reads fragment {conv.buffer} through a layout conversion "
+                               f"({conv.src.describe()} -> {conv.dst.describe()}); lowering conversions through "
+                               "shared memory is not implemented: solve with a cost model that does not convert")
     if program.is_ascend:
         return lower_ascend.lower(program, result)
     return lower_nv.lower(program, result)

@@ -198,8 +198,9 @@ def lower_parallel(op, program, layouts: dict) -> list:
         held = np.any(rthr[:, rc] == t, axis=0)
         if not held.all():
             bad = int(np.argmin(held))
+            coord = tuple(int(c) for c in np.unravel_index(rc[bad], shape))
             raise UnsupportedError(f"lowering: {op.name}: thread {t[bad]} writes {w.buffer} register {k[bad]} but "
-                                   f"does not hold {rd.buffer}{np.unravel_index(rc[bad], shape)} in its registers")
+                                   f"does not hold {rd.buffer}{coord} in its registers")
         offs = np.full((threads, W.local_size), -1, np.int64)
         offs[t, k] = ridx[rc]
         col = offs.max(axis=0)
