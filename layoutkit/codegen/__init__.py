@@ -11,7 +11,9 @@ copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed w
   fragments too), parallel loops whose ``compute`` is one of :data:`.ir.COMPUTE_FNS` (``bias[j]`` style reads
   resolved through the fragments' thread maps), and ``reduce`` (sum / max / min, dim 0 or 1, clear or not:
   per-thread fold, ``__shfl_xor_sync`` butterflies, a shared-memory step across warps) - so
-  :func:`~layoutkit.infer.kernels.gemm_rowmax_bias` and :func:`~layoutkit.infer.kernels.elementwise`.
+  :func:`~layoutkit.infer.kernels.gemm_rowmax_bias` and :func:`~layoutkit.infer.kernels.elementwise`;
+* layout conversions free mode inserts (``result.conversions``): staged through shared memory in the tile the
+  cost model priced, with a barrier (:func:`.lower_frag.lower_conversion`).  The Ascend lowering refuses them.
 
 Every entry point first checks its arguments (:mod:`.checks`): a result that does not solve the program
 (missing layouts, another program's shapes or thread count, a Layout where a Fragment belongs), missing or
@@ -60,13 +62,18 @@ def lower(program, result) -> ir.Kernel | ascend_ir.Kernel:
     if not program.is_ascend:
         lower_nv.check_target(program)  # before the layouts: inference may leave some out for such a target
     checks.check_result(program, result, "lower")
-    for conv in getattr(result, "conversions", ()):
-        raise UnsupportedError(f"lower: {conv.op} reads fragment {conv.buffer} through a layout conversion "
-                               f"({conv.src.describe()} -> {conv.dst.describe()}); lowering conversions through "
-                               "shared memory is not implemented: solve with a cost model that does not convert")
     if program.is_ascend:
+        _refuse_conversions(result, "lower")
         return lower_ascend.lower(program, result)
     return lower_nv.lower(program, result)
+
+
+def _refuse_conversions(result, where: str) -> None:
+    """Ascend lowers no layout conversion (NVIDIA stages them through shared memory, :mod:`.lower_frag`)."""
+    for conv in getattr(result, "conversions", ()):
+        raise UnsupportedError(f"{where}: {conv.op} reads fragment {conv.buffer} through a layout conversion "
+                               f"({conv.src.describe()} -> {conv.dst.describe()}); the Ascend lowering does not "
+                               "convert layouts: solve with a cost model that does not convert")
 
 
 def emit_cuda(program, result) -> str:
@@ -99,6 +106,7 @@ def emit_ascend_c(program, result) -> str:
     if not program.is_ascend:
         raise UnsupportedError(f"emit_ascend_c: expected a program with target='ascend'; found {program.target!r}")
     checks.check_result(program, result, "emit_ascend_c")
+    _refuse_conversions(result, "emit_ascend_c")
     return ascend_c.print_kernel(lower_ascend.lower(program, result))
 
 
@@ -123,6 +131,7 @@ def execute(program, result, arrays: dict) -> dict:
     checks.check_result(program, result, "execute")
     if program.is_ascend:
         checks.check_arrays(program, arrays, lambda dtype: None)
+        _refuse_conversions(result, "execute")
         return execute_ascend.run(lower_ascend.lower(program, result), arrays)
     checks.check_arrays(program, arrays, np_dtype)
     kernel = lower_nv.lower(program, result)

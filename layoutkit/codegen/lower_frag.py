@@ -15,10 +15,16 @@ loop var of a parallel read such as ``bias[j]``, or the axis a ``reduce`` keeps)
    ``element * warps + warp``) and, after a barrier, every holder folds the partials of its warp group in
    warp order, so all replicas of the output hold the same value.
 
+A fragment ``x`` that a parallel loop reads through a layout conversion (free mode's
+:class:`~layoutkit.infer.convert.LayoutConversion`) is staged through shared memory before the loop
+(:func:`lower_conversion`): every thread stores its ``x`` registers into the staging tile the cost model
+priced (row-major or padded, :func:`layoutkit.cost.smem_aware.staging_layout`), ``__syncthreads()``, and
+loads the registers of the converted layout into ``x__conv``, which the loop reads.
+
 Not lowered (:class:`~layoutkit.errors.UnsupportedError` naming the op): ``reduce`` kinds ``abssum`` /
 ``absmax`` and reductions of a replicated or non-2-D source; parallel loops writing more than one buffer or
 whose ``compute`` is not in :data:`.ir.COMPUTE_FNS` with its arity; reads whose register sits in another
-thread (a layout conversion); copies between fragments and tensors of different rank.
+thread without a conversion; copies between fragments and tensors of different rank.
 
 >>> from layoutkit.infer import infer_layouts, kernels
 >>> p = kernels.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
@@ -38,6 +44,8 @@ from ..algebra import compile_numpy, free_vars
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr, Var
 from ..algebra.simplify import substitute
+from ..cost.access import shared_access
+from ..cost.smem_aware import staging_layout
 from ..errors import UnsupportedError
 from ..targets.nv.dtype import element_bits
 from . import ir
@@ -162,10 +170,13 @@ def _slots(frag, threads: int) -> np.ndarray:
     return out
 
 
-def lower_parallel(op, program, layouts: dict) -> list:
+def lower_parallel(op, program, layouts: dict, views: dict | None = None) -> list:
     """A parallel loop: a :class:`~.ir.Move` when it maps one fragment onto an equal one elementwise, else one
     :class:`~.ir.Compute` per register of the written fragment, the read registers found through the
-    fragments' maps (each must sit in the writing thread, at the same register offset in every thread)."""
+    fragments' maps (each must sit in the writing thread, at the same register offset in every thread).
+    ``views`` maps a read fragment to ``(register buffer, layout)``: a converted view (:func:`lower_conversion`)
+    the loop reads instead."""
+    views = views or {}
     writes = [x for x in op.accesses if x.is_write]
     reads = [x for x in op.accesses if not x.is_write]
     fn = op.args.get("compute", "copy")
@@ -179,15 +190,17 @@ def lower_parallel(op, program, layouts: dict) -> list:
     if tuple(w.indices) != loop_vars or tuple(W.input_shape) != tuple(op.loop):
         raise UnsupportedError(f"lowering: {op.name} writes {w.buffer} at {[str(e) for e in w.indices]}; only the "
                                "identity write over the whole fragment is lowered")
+    def view(buffer: str):
+        return views.get(buffer, (buffer, layouts[buffer]))
     if (len(reads) == 1 and fn in ir.MOVE_FNS and tuple(reads[0].indices) == loop_vars
-            and W.is_equal(layouts[reads[0].buffer])):
-        return [ir.Move(w.buffer, Const(0), reads[0].buffer, Const(0), W.local_size, fn)]
+            and W.is_equal(view(reads[0].buffer)[1])):
+        return [ir.Move(w.buffer, Const(0), view(reads[0].buffer)[0], Const(0), W.local_size, fn)]
     threads = program.threads
     slots = _slots(W, threads)
     env = dict(zip((v.name for v in loop_vars), np.meshgrid(*(np.arange(e) for e in op.loop), indexing="ij")))
     srcs = []  # per read: [local_size] register offsets
     for rd in reads:
-        R = layouts[rd.buffer]
+        reg, R = view(rd.buffer)
         shape = tuple(R.input_shape)
         coords = [np.broadcast_to(c, op.loop).reshape(-1) for c in _eval(rd.indices, env)]
         flat = np.ravel_multi_index(coords, shape)  # read coordinate per loop point
@@ -207,8 +220,85 @@ def lower_parallel(op, program, layouts: dict) -> list:
         if np.any((offs != col) & (offs >= 0)):
             raise UnsupportedError(f"lowering: {op.name}: the register of {rd.buffer} read with a {w.buffer} register "
                                    "differs between threads; registers must be addressed by constants")
-        srcs.append((rd.buffer, col))
+        srcs.append((reg, col))
     return [ir.Compute(w.buffer, k, fn, tuple((b, int(col[k])) for b, col in srcs)) for k in range(W.local_size)]
+
+
+def _address(layout, coords) -> Expr:
+    """The linear address of ``layout`` at the coordinate expressions ``coords``."""
+    lin = layout.linearized()
+    return substitute(lin.forward_index[0], dict(zip(lin.forward_vars, coords)))
+
+
+def _stage_moves(frag, reg: str, stage: str, smem, dtype: str, threads: int, store: bool, what: str) -> ir.For:
+    """Every register of ``frag`` (register buffer ``reg``) <-> its element in shared ``stage`` laid out as
+    ``smem``, ``vec`` registers at a time with the vector width the cost model prices
+    (:func:`~layoutkit.cost.access.shared_access`), so one IR statement is one modelled warp instruction.
+    Threads past the fragment's threads move nothing; every replica moves (a replicated store writes equal
+    values, as the model charges it)."""
+    slots = _slots(frag, threads)
+    used = np.any(slots >= 0, axis=1)
+    n_used = int(used.sum())
+    if not (np.all(used[:n_used]) and np.all(slots[:n_used] >= 0)):
+        raise UnsupportedError(f"lowering: {what}: {frag.describe()} leaves registers of its threads unused; a "
+                               "conversion moves whole register arrays")
+    idx = tuple(placeholder(d, e) for d, e in enumerate(frag.input_shape))
+    _, vec = shared_access(frag, idx, smem, dtype)
+    p = Var("p", frag.local_size // vec)
+    *coords, _rep = _inverse_at(frag, p * vec)
+    addr = _address(smem, coords)
+    guard = ((ir.TID, n_used),) if n_used < threads else ()
+    st = (ir.Store(stage, addr, reg, p * vec, vec, guard) if store
+          else ir.Load(reg, p * vec, stage, addr, vec, guard))
+    return ir.For(p, frag.local_size // vec, (st,), unroll=True)
+
+
+def lower_conversion(conv, program, reg: str) -> tuple[list, list]:
+    """Statements and buffers converting fragment ``conv.buffer`` (laid out ``conv.src``) into the register
+    array ``reg`` laid out ``conv.dst`` (a :class:`~layoutkit.infer.convert.LayoutConversion`): every thread
+    stores its registers into a shared staging tile, ``__syncthreads()``, then loads the ``dst`` registers.
+    The staging tile is the one the cost model priced (``conv.detail.staging``, row-major when the model
+    records none) and gets its own shared buffer, so it never overlaps another.
+
+    >>> from layoutkit.infer import Program, infer_layouts
+    >>> p = Program(threads=128)
+    >>> G = p.tensor("G", (64, 64), "float32")
+    >>> x = p.alloc_fragment("x", (64, 64), "float32"); y = p.alloc_fragment("y", (64, 64), "float32")
+    >>> _ = p.copy(G[0:64, 0:64], x)
+    >>> _ = p.parallel((64, 64), writes=[(y, lambda i, j: (i, j))], reads=[(x, lambda i, j: (j, i))])
+    >>> _ = p.copy(y, G[0:64, 0:64])
+    >>> (conv,) = infer_layouts(p, cost_model="smem-aware").conversions
+    >>> body, bufs = lower_conversion(conv, p, "x__conv")
+    >>> [type(s).__name__ for s in body], [(b.name, b.size, b.scope) for b in bufs]
+    (['For', 'Barrier', 'For'], [('x__stage1', 4348, 'shared'), ('x__conv', 32, 'reg')])
+    """
+    src, dst = conv.src, conv.dst
+    dtype = program.buffers[conv.buffer].dtype
+    staging = getattr(conv.detail, "staging", "row-major")
+    smem = staging_layout(src.input_shape, dtype, staging)
+    uid = conv.op.rsplit("#", 1)[-1]
+    stage = f"{conv.buffer}__stage{uid}"
+    size = int(np.asarray(smem.linear_table()).max()) + 1
+    what = f"{conv.op} reading {conv.buffer} through a conversion"
+    body = [_stage_moves(src, conv.buffer, stage, smem, dtype, program.threads, True, what), ir.Barrier(),
+            _stage_moves(dst, reg, stage, smem, dtype, program.threads, False, what)]
+    return body, [ir.Buffer(stage, dtype, size, "shared"), ir.Buffer(reg, dtype, dst.local_size, "reg")]
+
+
+def conversion_registers(conversions) -> dict[tuple[str, str], str]:
+    """``(op, fragment) -> register array`` of every conversion: ``x__conv``, or ``x__conv<op uid>`` when
+    ``x`` is converted for more than one op.
+
+    >>> from types import SimpleNamespace as C
+    >>> conversion_registers([C(op="parallel#1", buffer="x"), C(op="parallel#2", buffer="s"),
+    ...                       C(op="parallel#3", buffer="s")])
+    {('parallel#1', 'x'): 'x__conv', ('parallel#2', 's'): 's__conv2', ('parallel#3', 's'): 's__conv3'}
+    """
+    count: dict[str, int] = {}
+    for c in conversions:
+        count[c.buffer] = count.get(c.buffer, 0) + 1
+    return {(c.op, c.buffer): f"{c.buffer}__conv" + (c.op.rsplit("#", 1)[-1] if count[c.buffer] > 1 else "")
+            for c in conversions}
 
 
 _IDENTITY = {"max": -math.inf, "min": math.inf, "sum": 0.0}
@@ -323,9 +413,11 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     return body, bufs
 
 
-def lower_ops(ops, program, layouts: dict, tile: Tile) -> tuple[list, list]:
+def lower_ops(ops, program, layouts: dict, tile: Tile, conversions=()) -> tuple[list, list]:
     """Statements and extra buffers of fragment ops (``copy`` global <-> fragment, ``parallel``, ``reduce``,
-    ``fill`` of a fragment); ``layouts`` maps buffer names to the solved layouts.
+    ``fill`` of a fragment); ``layouts`` maps buffer names to the solved layouts; ``conversions`` (the result's
+    :class:`~layoutkit.infer.convert.LayoutConversion` s) are lowered before the parallel loop that reads
+    through them (:func:`lower_conversion`), into register arrays ``<fragment>__conv``.
 
     >>> from layoutkit.infer import infer_layouts, kernels
     >>> p = kernels.tile_reduce(M=64, N=128, bM=64, bN=128)
@@ -336,6 +428,11 @@ def lower_ops(ops, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     """
     body: list = []
     bufs: list = []
+    conv_names = conversion_registers(conversions)
+    unknown = sorted({c.op for c in conversions} - {op.name for op in ops if op.kind == "parallel"})
+    if unknown:
+        raise UnsupportedError(f"lowering: conversions for ops {unknown}; expected them on parallel loops of "
+                               f"{[op.name for op in ops]}")
     for op in ops:
         a = op.args
         if op.kind == "copy":
@@ -353,7 +450,15 @@ def lower_ops(ops, program, layouts: dict, tile: Tile) -> tuple[list, list]:
             body.append(fragment_copy(layouts[f.name], f.name, g.name, g.shape, tile.axes[f.name], tile,
                                       load=g is src, max_vec=128 // element_bits(g.dtype)))
         elif op.kind == "parallel":
-            body += lower_parallel(op, program, layouts)
+            views = {}
+            for conv in conversions:
+                if conv.op == op.name:
+                    reg = conv_names[(conv.op, conv.buffer)]
+                    stmts, extra = lower_conversion(conv, program, reg)
+                    body += stmts
+                    bufs += extra
+                    views[conv.buffer] = (reg, conv.dst)
+            body += lower_parallel(op, program, layouts, views)
         elif op.kind == "reduce":
             stmts, extra = lower_reduce(op, program, layouts, tile)
             body += stmts

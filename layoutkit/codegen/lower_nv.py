@@ -335,7 +335,7 @@ def lower_gemm(program, result) -> ir.Kernel:
         main = ir.For(ko, kt, loads(ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute, ir.Barrier()))
     tile = Tile((m0, n0), (bM, bN), (M, N), fragment_axes(program))
     layouts = dict(result.layout_map)
-    epilogue, extra = lower_ops(ops["epilogue"], program, layouts, tile)
+    epilogue, extra = lower_ops(ops["epilogue"], program, layouts, tile, tuple(getattr(result, "conversions", ())))
     globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in bufs.values() if b.scope == "global"]
     frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in bufs.items()
              if b.is_fragment and n != g["C"]]
@@ -398,7 +398,7 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     (bM, bN), (M, N) = tiles.pop(), gshapes.pop()
     tile = Tile((ir.BY * bM, ir.BX * bN), (bM, bN), (M, N), fragment_axes(program))
     layouts = dict(result.layout_map)
-    body, extra = lower_ops(program.ops, program, layouts, tile)
+    body, extra = lower_ops(program.ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
     bufs = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in program.buffers.values()
             if b.scope == "global"]
     bufs += [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in program.buffers.items()

@@ -40,7 +40,13 @@ from .io_aware import IOAwareModel
 WAVEFRONT_BYTES = 128
 
 
-def _instruction(vector: int, dtype: str, store: bool) -> str:
+def shared_instruction(vector: int, dtype: str, store: bool) -> str:
+    """The shared-memory instruction moving ``vector`` elements of ``dtype`` per lane (at least 32 bits, at
+    most 128: narrower accesses still occupy a bank word).
+
+    >>> shared_instruction(4, "float32", store=True), shared_instruction(1, "float16", store=False)
+    ('st.shared.b128', 'ld.shared.b32')
+    """
     lane = min(16, max(4, vector * max(1, element_bits(dtype) // 8)))
     return f"{'st' if store else 'ld'}.shared.b{8 * lane}"
 
@@ -50,7 +56,7 @@ def _bank_report(loop_layout: Fragment, indices: tuple, smem: Layout, dtype: str
                  store: bool) -> tuple[str, BankReport]:
     """The instruction and exact bank report of one shared operand (memoised: all inputs are immutable)."""
     arr, v = shared_access(loop_layout, indices, smem, dtype)
-    inst = _instruction(v, dtype, store)
+    inst = shared_instruction(v, dtype, store)
     return inst, bank_conflicts(smem, arr, dtype, inst, method="exact")
 
 
@@ -96,6 +102,32 @@ class Conversion:
         return self.wavefronts * WAVEFRONT_BYTES
 
 
+STAGINGS = ("row-major", "padded")
+"""The staging layouts a conversion is priced (and lowered) with."""
+
+
+def staging_layout(shape: Sequence[int], dtype: str, staging: str = "row-major") -> Layout:
+    """The shared tile a conversion of a ``shape`` fragment is staged in: ``row-major`` or TileLang's
+    ``padded`` layout (rank >= 2); the lowering stores and loads through the layout priced here.
+
+    >>> print(staging_layout((4, 8), "float32"))
+    Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + _j,))
+    >>> int(staging_layout((8, 64), "float16", "padded").linear_table()[1, 0])
+    72
+    """
+    if staging not in STAGINGS or (staging == "padded" and len(shape) < 2):
+        raise LayoutError(f"a conversion is staged {' or '.join(STAGINGS)} (padded needs rank >= 2); found "
+                          f"{staging!r} for shape {tuple(shape)}")
+    if staging == "padded":
+        from ..targets.nv.swizzle import make_padded_layout
+
+        return make_padded_layout(shape, dtype)
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return Layout(list(shape), lambda *c: sum(x * s for x, s in zip(c, strides)))
+
+
 def conversion_cost(src: Fragment, dst: Fragment, dtype: str, smem: Layout | None = None) -> Conversion:
     """Wavefronts of storing ``src`` to ``smem`` (row-major by default) and loading it back as
     ``dst``: the price free mode can set against re-rooting a component."""
@@ -103,15 +135,12 @@ def conversion_cost(src: Fragment, dst: Fragment, dtype: str, smem: Layout | Non
         raise LayoutError(f"a conversion keeps the shape; found {src.input_shape} and {dst.input_shape}")
     shape = src.input_shape
     if smem is None:
-        strides = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * shape[d + 1]
-        smem = Layout(list(shape), lambda *c: sum(x * s for x, s in zip(c, strides)))
+        smem = staging_layout(shape, dtype)
     idx = tuple(placeholder(d, e) for d, e in enumerate(shape))
     out = []
     for frag, store in ((src, True), (dst, False)):
         arr, v = shared_access(frag, idx, smem, dtype)
-        out.append(bank_conflicts(smem, arr, dtype, _instruction(v, dtype, store), method="exact").wavefronts)
+        out.append(bank_conflicts(smem, arr, dtype, shared_instruction(v, dtype, store), method="exact").wavefronts)
     return Conversion(out[0], out[1])
 
 
@@ -126,12 +155,9 @@ def staged_conversion_cost(src: Fragment, dst: Fragment, dtype: str) -> Conversi
     >>> c, c.staging
     (Conversion(store_wavefronts=32, load_wavefronts=32), 'padded')
     """
-    from ..targets.nv.swizzle import make_padded_layout
-
     best = conversion_cost(src, dst, dtype)
     if len(src.input_shape) >= 2:
-        padded = make_padded_layout(src.input_shape, dtype)
-        alt = conversion_cost(src, dst, dtype, padded)
+        alt = conversion_cost(src, dst, dtype, staging_layout(src.input_shape, dtype, "padded"))
         if alt.wavefronts < best.wavefronts:
             best = Conversion(alt.store_wavefronts, alt.load_wavefronts, "padded")
     return best
