@@ -85,6 +85,46 @@ def test_apply_thread_and_map_forward_thread():
         f.apply_thread(np.array([[8, 0]]))
 
 
+def test_condense_reorders_replica_digits_even_when_it_drops_none():
+    """TileLang's CondenseReplicateVar: the digit with the larger thread stride becomes the low
+    digit of the new _rep, also when every digit is kept (same threads, another replica order)."""
+    f = lk.Fragment([8], forward_thread_fn=lambda i, rep: rep // 8 * 64 + i * 8 + rep % 8, replicate=16)
+    c = f.condense_rep_var()
+    assert (str(c.forward_thread), c.replicate_size) == ("_rep % 2 * 64 + _i * 8 + _rep // 2", 16)
+    assert [str(e) for e in c.forward_index] == [str(e) for e in f.forward_index] == ["0"]
+    rep = np.arange(16)
+    expected = (rep % 2 * 64 + rep // 2)[:, None] + np.arange(8)[None, :] * 8
+    assert np.array_equal(c.thread_table(), expected)
+    # one digit only: nothing to re-order, the fragment is kept as it is
+    g = lk.Fragment([8], forward_thread_fn=lambda i, rep: rep * 8 + i, replicate=4)
+    assert g.condense_rep_var() is g
+
+
+def test_index_takes_the_unused_digits_of_fused_sums():
+    """DivideUnusedIterators: (_j*12 + _i//4) is one iterator of extent 288; the thread reads its
+    digit % 32, so its digit // 32 (extent 9) joins the index after the unused _i % 4."""
+    f = lk.Fragment([48, 24], forward_thread_fn=lambda i, j: (j * 12 + i // 4) % 32)
+    assert [str(e) for e in f.forward_index] == ["_i % 4 * 9 + (_j * 12 + _i // 4) // 32"]
+    assert f.output_shape == (36,) and f.thread_extent == 32
+    i, j = np.indices((48, 24))
+    assert np.array_equal(f.index_table(), i % 4 * 9 + (j * 12 + i // 4) // 32)
+    # every (thread, register) pair holds exactly one element
+    pairs = f.thread_table()[0] * 36 + f.index_table()
+    assert np.array_equal(np.sort(pairs.ravel()), np.arange(32 * 36))
+
+
+def test_index_inference_sets_the_replica_to_zero():
+    """TileLang infers the index with _rep in [0, 1): a fused sum with a replica term is read
+    without it."""
+    f = lk.Fragment([24, 16], forward_thread_fn=lambda i, j, rep: (rep * 48 + j * 6 + i // 4) % 32, replicate=2)
+    assert str(f.forward_thread) == "(_rep * 48 + _j * 6 + _i // 4) % 32"
+    assert [str(e) for e in f.forward_index] == ["_i % 4 * 3 + (_j * 6 + _i // 4) // 32"]
+    assert f.output_shape == (12,)
+    # every (thread, register) pair of replica 0 holds exactly one element
+    pairs = f.thread_table()[0] * 12 + f.index_table()
+    assert np.array_equal(np.sort(pairs.ravel()), np.arange(32 * 12))
+
+
 def test_replicate_and_condense():
     f = lk.Fragment([8], forward_thread_fn=lambda i, rep: i + rep % 2 * 32, replicate=4)
     c = f.condense_rep_var()

@@ -97,7 +97,9 @@ class Fragment(Layout):
             if v not in allowed:
                 raise ExprError(f"thread map {thread} uses {v!r}, which is neither an input placeholder nor _rep")
         if index is None:
-            index = (flatten_digits(unused_digits(thread, variables)),)
+            # TileLang infers the index with _rep ranging over [0, 1): replica terms vanish, and a
+            # sum such as (_rep * 48 + _j * 6 + _i // 4) % 32 reads the fused _j * 6 + _i // 4
+            index = (flatten_digits(unused_digits(substitute(thread, {rep: Const(0)}), variables)),)
         for e in index:
             if rep in free_vars(e):
                 raise ExprError(f"the register index {e} must not depend on _rep (only the thread may)")
@@ -260,11 +262,15 @@ class Fragment(Layout):
 
         As TileLang's ``CondenseReplicateVar`` does, when the thread map is a sum of ``_rep``
         digits, the digit with the largest thread stride becomes the lowest digit of the new
-        ``_rep`` (this fixes the replica order, not just the set of threads):
+        ``_rep`` (this fixes the replica order, not just the set of threads), even when no digit
+        is dropped:
 
         >>> f = Fragment.from_exprs([4], None, rep_var(64) // 32 * 32 + rep_var(64) % 8 * 4 + Var("_i", 4), 64)
         >>> print(f.condense_rep_var().forward_thread)
         _rep % 2 * 32 + _rep // 2 * 4 + _i
+        >>> g = Fragment.from_exprs([8], None, rep_var(16) // 8 * 64 + Var("_i", 8) * 8 + rep_var(16) % 8, 16)
+        >>> print(g.condense_rep_var().forward_thread)
+        _rep % 2 * 64 + _i * 8 + _rep // 2
         """
         from .splits import digit_extent, used_digits
 
@@ -273,7 +279,8 @@ class Fragment(Layout):
             return self._rebuild(thread=self._thread, replicate=1)
         terms, _ = linear(self._thread)
         rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
-        if all(split_view(atom)[0] == rep for atom, _ in rep_terms):
+        pure_digits = all(split_view(atom)[0] == rep for atom, _ in rep_terms)
+        if pure_digits:
             # TileLang order: larger thread stride -> lower digit of the new _rep
             digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
             atoms = [d[3] for d in digits]
@@ -289,18 +296,23 @@ class Fragment(Layout):
             atoms = [make_split(rep, lo, None if up >= self._replicate else up) for lo, up in merged]
             extents = [digit_extent((rep, lo, up)) for lo, up in merged]
         new_r = math.prod(extents)
-        if new_r >= self._replicate:
+        if new_r > self._replicate or (new_r == self._replicate and not pure_digits):
+            # nothing to drop, and no digits to re-order
             return self
-        new_rep = rep_var(new_r)
+        # a stand-in for the new _rep, which may equal the old one (same extent)
+        fresh = Var("_rep_condensed", new_r)
         mapping: dict[Expr, Expr] = {}
         stride = 1
         for atom, ext in zip(atoms, extents):
-            digit = floordiv(new_rep, Const(stride))
+            digit = floordiv(fresh, Const(stride))
             mapping[atom] = digit if stride * ext >= new_r else floormod(digit, Const(ext))
             stride *= ext
         thread = substitute(self._thread, mapping)
         if rep in free_vars(thread):
             raise LayoutError(f"cannot condense _rep in {self._thread}: it is read other than through digits")
+        thread = substitute(thread, {fresh: rep_var(new_r)})
+        if new_r == self._replicate and thread == self._thread:
+            return self
         return self._rebuild(thread=thread, replicate=new_r)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:  # type: ignore[override]

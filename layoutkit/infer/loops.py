@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 
 from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var, free_vars
-from ..algebra.simplify import floordiv, floormod, linear, make_split, split_view, substitute
+from ..algebra.nodes import Const, Expr, Var
+from ..algebra.simplify import floordiv, floormod, linear, make_split, substitute
 from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
@@ -42,101 +42,6 @@ class RuleConflict(LayoutError):
 
 
 # ---- fragment helpers ------------------------------------------------------------------------------
-
-def fragment(shape, thread: Expr, replicate: int, rng=None) -> Fragment:
-    """``Fragment(shape, thread, replicate)`` with TileLang's inferred register index, including the
-    unused digits of *fused* iterators: in ``(_j * 12 + _i // 4) % 32`` the sum ``_j * 12 + _i // 4``
-    is one iterator of extent 288 whose digit ``// 32`` the thread leaves to the index, after the
-    unused digits of the input dims (``DivideUnusedIterators``).
-
-    >>> from layoutkit.algebra.layout import placeholder
-    >>> i, j = placeholder(0, 48), placeholder(1, 24)
-    >>> print(fragment((48, 24), (j * 12 + i // 4) % 32, 1).forward_index[0])
-    _i % 4 * 9 + (_j * 12 + _i // 4) // 32
-    """
-    shape = tuple(shape)
-    extra = _fused_unused(thread)
-    if not extra:
-        return Fragment.from_exprs(shape, None, thread, replicate, rng)
-    from ..fragment.splits import digit_extent, unused_digits
-
-    variables = [placeholder(d, n) for d, n in enumerate(shape)]
-    parts = [(make_split(v, lo, None if up >= v.hi + 1 else up), digit_extent((v, lo, up)))
-             for v, lo, up in unused_digits(thread, variables)] + extra
-    index: Expr = Const(0)
-    stride = 1
-    for e, n in reversed(parts):
-        index = index + e * stride
-        stride *= n
-    return Fragment.from_exprs(shape, (index,), thread, replicate, rng)
-
-
-def _fused_unused(thread: Expr) -> list[tuple[Expr, int]]:
-    """``[(digit expr, extent)]``: the digits of fused sums (read through ``%`` / ``//``) the thread
-    map does not use, high digits first per sum, sums in order of appearance; sums that involve the
-    replica are left alone (the index may not depend on it)."""
-    from ..algebra.nodes import Sum, walk
-
-    def sum_digit(e: Expr) -> bool:
-        return e is not split_view(e)[0] and isinstance(split_view(e)[0], Sum)
-
-    used: dict[Expr, list[tuple[int, int]]] = {}
-    for e in walk(thread, prune=sum_digit):
-        if not sum_digit(e):
-            continue
-        base, lower, upper = split_view(e)
-        if any(v.name == "_rep" for v in free_vars(base)):
-            continue   # TileLang leaves sums with the replica out of the index
-        ext = int(base.hi) + 1
-        used.setdefault(base, []).append((lower, ext if upper is None else min(upper, ext)))
-    out = []
-    for base, cuts in used.items():
-        ext = int(base.hi) + 1
-        gaps, cur = [], 1
-        for lo, up in sorted(cuts):
-            if lo > cur:
-                gaps.append((cur, lo))
-            cur = max(cur, up)
-        if cur < ext:
-            gaps.append((cur, ext))
-        for lo, up in reversed(gaps):
-            out.append((make_split(base, lo, None if up >= ext else up), -(-up // lo)))
-    return out
-
-
-def condense(frag: Fragment) -> Fragment:
-    """TileLang's ``CondenseReplicateVar`` (see :meth:`Fragment.condense_rep_var`), which also
-    re-orders the replica digits when it drops none: the digit with the largest thread stride becomes
-    the lowest digit of the new ``_rep``.
-
-    >>> from layoutkit.algebra.layout import placeholder
-    >>> r, i = rep_var(16), placeholder(0, 8)
-    >>> print(condense(Fragment.from_exprs((8,), None, r // 8 * 64 + i * 8 + r % 8, 16)).forward_thread)
-    _rep % 2 * 64 + _i * 8 + _rep // 2
-    """
-    out = frag.condense_rep_var()
-    return _reorder_replicas(out) if out is frag and frag.replicate_size > 1 else out
-
-
-def _reorder_replicas(frag: Fragment) -> Fragment:
-    rep, R = frag.rep_var, frag.replicate_size
-    terms, _ = linear(frag.forward_thread)
-    rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
-    if len(rep_terms) < 2 or any(split_view(atom)[0] != rep for atom, _ in rep_terms):
-        return frag
-    digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
-    extents = [-(-(up if up is not None else R) // lo) for _, lo, up, _ in digits]
-    if math.prod(extents) != R:
-        return frag
-    mapping: dict[Expr, Expr] = {}
-    stride = 1
-    for (_c, _lo, _up, atom), ext in zip(digits, extents):
-        digit = floordiv(rep, Const(stride))
-        mapping[atom] = digit if stride * ext >= R else floormod(digit, Const(ext))
-        stride *= ext
-    return Fragment.from_exprs(frag.input_shape, frag.forward_index, substitute(frag.forward_thread, mapping), R,
-                               frag.thread_range)
-
 
 def bind(frag: Fragment, rng: tuple[int, int]) -> Fragment:
     return frag.bind_thread_range(*rng)
@@ -166,7 +71,7 @@ def loop_from_buffer(src: Fragment, indices, loop, rng) -> Fragment:
         return bind(src, rng)
     mapping = {v: e for v, e in zip(src.forward_vars, indices)}
     thread = substitute(src.forward_thread, mapping)
-    return fragment(loop, thread, src.replicate_size, rng)
+    return Fragment.from_exprs(tuple(loop), None, thread, src.replicate_size, rng)
 
 
 @lru_cache(maxsize=4096)
@@ -200,7 +105,7 @@ def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool,
     if loop_layout.replicate_size > 1:
         mapping[loop_layout.rep_var] = floordiv(rep, Const(U))
     thread = substitute(loop_layout.forward_thread, mapping)
-    frag = condense(fragment(shape, thread, R))
+    frag = Fragment.from_exprs(tuple(shape), None, thread, R).condense_rep_var()
     if not is_write and not frag.prove_injective():
         return make_fully_replicated_fragment(shape, loop_layout.thread_extent)
     return bind(frag, rng)
@@ -234,7 +139,7 @@ def _bijective_completion(loop_layout: Fragment, indices, shape, loop) -> Fragme
     thread = substitute(loop_layout.forward_thread, mapping)
     if loop_layout.replicate_size > 1:
         thread = substitute(thread, {loop_layout.rep_var: rep_var(loop_layout.replicate_size)})
-    return condense(fragment(tuple(shape), thread, loop_layout.replicate_size))
+    return Fragment.from_exprs(tuple(shape), None, thread, loop_layout.replicate_size).condense_rep_var()
 
 
 @lru_cache(maxsize=4096)
@@ -363,6 +268,32 @@ def _subset(small: np.ndarray, big: np.ndarray) -> bool:
     width = int(max(small.max(initial=0), big.max(initial=0))) + 1
     x = np.arange(small.shape[1], dtype=np.int64)
     return bool(np.isin(small + x * width, (big + x * width).ravel()).all())
+
+
+@lru_cache(maxsize=4096)
+def has_inverse(frag: Fragment) -> bool:
+    """Whether TileLang can invert ``frag`` where it proves a containment: ``ProveFragmentContains``
+    returns at once for a fully replicated containing fragment, and otherwise inverts
+    ``(coords, replica) -> (index, thread)``, which must be a bijection (``DetectIterMap`` at the
+    bijective level).  Two elements (or replicas) sharing one thread register make that impossible:
+    TileLang throws, and free mode discards the attempt.  Such fragments come from reductions whose
+    source thread map mixes the reduced dimension with a kept one, e.g. ``(_j * 24 + _i) % 64`` over
+    ``(24, 40)`` reduced along ``j``: the replicas wrap around the 64 threads onto one register.
+
+    >>> has_inverse(Fragment([24], forward_thread_fn=lambda i, rep: (rep * 24 + i) % 64, replicate=40))
+    False
+    >>> has_inverse(Fragment([24], forward_thread_fn=lambda i, rep: rep * 24 + i, replicate=2))
+    True
+    """
+    return frag.is_fully_replicated() or bool(frag.prove_injective())
+
+
+def require_inverse(frag: Fragment, op: str, buffer: str | None, role: str) -> None:
+    """Raise :class:`RuleConflict` where TileLang's containment proof would fail to invert ``frag``
+    (see :func:`has_inverse`)."""
+    if not has_inverse(frag):
+        raise RuleConflict(f"{op}: the {role} {frag.describe()} has no inverse, so TileLang cannot prove "
+                           f"containment in it: {frag.prove_injective()}", op, buffer)
 
 
 @lru_cache(maxsize=8192)
@@ -525,6 +456,8 @@ def choose_candidate(op, ctx, from_buffer: Fragment, from_plan: Fragment, acc) -
     buf_tid, plan_tid = _thread_indexed(from_buffer, ctx, acc, op.loop), _thread_indexed(from_plan, ctx, acc, op.loop)
     if buf_tid != plan_tid:
         return from_plan if buf_tid else from_buffer
+    require_inverse(from_buffer, op.name, None, "loop layout from a fragment")
+    require_inverse(from_plan, op.name, None, "planned loop layout")
     bt, pt = _owner_sets(from_buffer), _owner_sets(from_plan)
     buf_has_plan, plan_has_buf = _subset(pt, bt), _subset(bt, pt)
     if buf_has_plan and not plan_has_buf:
@@ -545,10 +478,17 @@ def _thread_indexed(loop_layout: Fragment, ctx, acc, loop) -> bool:
 
 
 def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
+    """``ValidateCandidateAgainstFragments``: stops at the first fragment the loop cannot address
+    (raising when ``strict``).  Its containment proofs invert the fragment (and, for a written
+    fragment, the loop layout too), which raises even when not ``strict``."""
     for name, (ix, r, w) in acc.items():
         frag = ctx.layouts.get(name)
         if not isinstance(frag, Fragment):
             continue
+        if w:
+            require_inverse(layout, op.name, name, "loop layout")
+        if r or w:
+            require_inverse(frag, op.name, name, f"fragment {name}")
         if not loop_agrees(layout, frag, ix, op.loop, r, w):
             if strict:
                 raise RuleConflict(f"{op.name}: loop layout {layout.describe()} cannot address fragment {name} "
@@ -579,7 +519,7 @@ def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
     if src.replicate_size > 1:
         mapping[src.rep_var] = floordiv(rep, Const(ext))
     thread = substitute(src.forward_thread, mapping)
-    frag = condense(fragment(tuple(dst_shape), thread, R))
+    frag = Fragment.from_exprs(tuple(dst_shape), None, thread, R).condense_rep_var()
     return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
 
 
@@ -600,6 +540,7 @@ def reduce_rule(op, ctx, level) -> dict:
     if dst not in ctx.layouts:
         return {dst: red}
     old = ctx.layouts[dst]
+    require_inverse(red, op.name, dst, f"reduction layout of {dst}")
     if not (isinstance(old, Fragment) and old.contains(red)):
         raise RuleConflict(f"{op.name}: reduction layout of {dst} {red.describe()} is not contained in its "
                            f"layout {old.describe()}", op.name, dst)
