@@ -18,7 +18,7 @@ from layoutkit.codegen.ascend_c import print_kernel
 from layoutkit.codegen.execute_ascend import PipeRaceError, run
 from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
 from layoutkit.errors import UnsupportedError
-from layoutkit.infer import Program, infer_layouts
+from layoutkit.infer import Program, infer_layouts, kernels
 from layoutkit.infer.ascend_exec import UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 from layoutkit.infer.ascend_passes import run_ascend_passes
 from layoutkit.targets import ascend
@@ -28,34 +28,7 @@ STUB = Path(__file__).resolve().parent / "data" / "ascend_c_stub"
 
 
 def gemm(M, N, K, bm, bn, bk, dtype="float16", tA=False, tB=False, relu=False) -> Program:
-    """A tiled GEMM, every tile unrolled (tails in any dimension); ``relu`` adds the UB + SIMT epilogue."""
-    p = Program(target="ascend")
-    A = p.tensor("A", (K, M) if tA else (M, K), dtype)
-    B = p.tensor("B", (N, K) if tB else (K, N), dtype)
-    C = p.tensor("C", (M, N), "float32")
-    a1 = p.alloc("A_l1", (bk, bm) if tA else (bm, bk), dtype, "l1")
-    b1 = p.alloc("B_l1", (bn, bk) if tB else (bk, bn), dtype, "l1")
-    a0 = p.alloc("A_l0", a1.shape, dtype, "l0a")
-    b0 = p.alloc("B_l0", b1.shape, dtype, "l0b")
-    c0 = p.alloc("C_l0", (bm, bn), "float32", "l0c")
-    c_ub = p.alloc("C_ub", (bm // 2, bn), "float32", "ub") if relu else None
-    for m in range(0, M, bm):
-        for n in range(0, N, bn):
-            for k in range(0, K, bk):
-                p.copy(A[k:k + bk, m:m + bm] if tA else A[m:m + bm, k:k + bk], a1)
-                p.copy(B[n:n + bn, k:k + bk] if tB else B[k:k + bk, n:n + bn], b1)
-                p.copy(a1, a0)
-                p.copy(b1, b0)
-                p.mad(a0, b0, c0, transpose_A=tA, transpose_B=tB, clear_accum=k == 0)
-            if relu:
-                p.dual_copy(c0, c_ub)
-                with p.simt_vf(threads=128):
-                    p.parallel((bm // 2, bn), writes=[(c_ub, "lambda i, j: (i, j)")],
-                               reads=[(c_ub, "lambda i, j: (i, j)")], compute="relu")
-                p.dual_copy(c_ub, C[m:m + bm, n:n + bn])
-            else:
-                p.copy(c0, C[m:m + bm, n:n + bn])
-    return p
+    return kernels.ascend_gemm(M, N, K, bm, bn, bk, dtype, transpose_A=tA, transpose_B=tB, relu=relu)
 
 
 def inputs(M, N, K, dtype="float16", tA=False, tB=False, seed=0):

@@ -182,6 +182,45 @@ def column_bias(M=1024, N=1024, bM=64, bN=64, threads=128, dtype="float32", targ
     return p
 
 
+
+def ascend_gemm(M=250, N=250, K=250, bm=128, bn=128, bk=128, dtype="float16", transpose_A=False,
+                transpose_B=False, relu=False) -> Program:
+    """An Ascend GEMM ``C = A @ B`` (``C`` float32), every tile unrolled, tails in any dimension:
+    GM -> L1 -> L0A/L0B -> Cube (MAD) -> L0C -> GM.  ``relu`` routes each accumulator tile through UB
+    and a SIMT vector region instead (``dual_copy`` to the two vector cores, ReLU, ``dual_copy`` out).
+
+    >>> p = ascend_gemm(M=100, N=72, K=40, bm=64, bn=64, bk=32)
+    >>> [op.kind for op in p.ops][:5], len(p.ops)
+    (['copy', 'copy', 'copy', 'copy', 'gemm'], 44)
+    """
+    p = Program(target="ascend")
+    A = p.tensor("A", (K, M) if transpose_A else (M, K), dtype)
+    B = p.tensor("B", (N, K) if transpose_B else (K, N), dtype)
+    C = p.tensor("C", (M, N), "float32")
+    a1 = p.alloc("A_l1", (bk, bm) if transpose_A else (bm, bk), dtype, "l1")
+    b1 = p.alloc("B_l1", (bn, bk) if transpose_B else (bk, bn), dtype, "l1")
+    a0 = p.alloc("A_l0", a1.shape, dtype, "l0a")
+    b0 = p.alloc("B_l0", b1.shape, dtype, "l0b")
+    c0 = p.alloc("C_l0", (bm, bn), "float32", "l0c")
+    c_ub = p.alloc("C_ub", (bm // 2, bn), "float32", "ub") if relu else None
+    for m in range(0, M, bm):
+        for n in range(0, N, bn):
+            for k in range(0, K, bk):
+                p.copy(A[k:k + bk, m:m + bm] if transpose_A else A[m:m + bm, k:k + bk], a1)
+                p.copy(B[n:n + bn, k:k + bk] if transpose_B else B[k:k + bk, n:n + bn], b1)
+                p.copy(a1, a0)
+                p.copy(b1, b0)
+                p.mad(a0, b0, c0, transpose_A=transpose_A, transpose_B=transpose_B, clear_accum=k == 0)
+            if relu:
+                p.dual_copy(c0, c_ub)
+                with p.simt_vf(threads=128):
+                    p.parallel((bm // 2, bn), writes=[(c_ub, "lambda i, j: (i, j)")],
+                               reads=[(c_ub, "lambda i, j: (i, j)")], compute="relu")
+                p.dual_copy(c_ub, C[m:m + bm, n:n + bn])
+            else:
+                p.copy(c0, C[m:m + bm, n:n + bn])
+    return p
+
 def from_record(kernel: dict, target: dict) -> Program:
     """The program of a ``gemm_inferred.json`` case (its ``kernel`` and ``target`` fields)."""
     k = dict(kernel)
