@@ -384,3 +384,51 @@ def test_ragged_rows_go_to_threads_that_divide_them():
     assert r.predicates[loop] == "_thread < 100"
     t = f.thread_table()[0]
     assert (t == t[:, :1]).all()                       # a row stays in one thread
+
+
+# ---- a transpose feeding a reduction: reduced layouts TileLang cannot invert -------------------
+
+def test_reduced_layout_of_a_mixed_thread_map_puts_two_rows_on_one_register():
+    """The transpose loop planned first gives ``y`` the thread ``(_i * 48 + _j) % 128``; reducing
+    along ``i`` turns ``i`` into replicas that wrap around the 128 threads, so rows 0 and 32 share
+    thread 0's only register: no inverse, so TileLang's containment proofs throw."""
+    from layoutkit.infer import loops
+
+    y = lk.Fragment([16, 48], forward_thread_fn=lambda i, j, rep: (i * 48 + j) % 128,
+                    forward_index_fn=lambda i, j: ((i * 48 + j) // 128,))
+    red = loops.reducer_layout(y, 0, (48,))
+    assert (red.replicate_size, str(red.forward_thread)) == (16, "(_rep * 48 + _i) % 128")
+    assert not loops.has_inverse(red)
+    assert red.prove_injective().witness == {"collision": (((0,), 0), ((32,), 2), (0, 0))}
+    # a fully replicated fragment needs no inverse (TileLang returns before inverting it)
+    assert loops.has_inverse(lk.Fragment([48], forward_thread_fn=lambda i, rep: rep, replicate=128))
+    with pytest.raises(loops.RuleConflict, match="has no inverse"):
+        loops.require_inverse(red, "copy#3", "r", "fragment r")
+
+
+def test_transpose_reduce_discards_the_root_whose_reduced_layout_has_no_inverse():
+    """Rooted at the transpose loop, the attempt scores 2 registers fewer but reduces into a layout
+    without inverse (above); TileLang discards it and keeps the copy-rooted attempt, as we do now
+    (the whole tables are on record: fragment_transpose_reduce/sm_80/16x48_t128/dim0_sum)."""
+    res = infer.infer_layouts(kernels.fragment_transpose_reduce(M=960, bM=16, bN=48, dim=0, threads=128))
+    r, y = res.layout_map["r"], res.layout_map["y"]
+    assert str(y.forward_thread) == "_j % 16 * 8 + _i // 2"
+    assert (r.replicate_size, str(r.forward_thread), [str(e) for e in r.forward_index]) == (
+        8, "_i % 16 * 8 + _rep", ["_i // 16"])
+    assert r.prove_injective()
+
+
+TILELANG_ON_24x40_T64 = "Check failed: (has_best) is false: no available layout found"
+"""TileLang 0.1.15's answer for fragment_transpose_reduce(bM=24, bN=40, dim=1, threads=64)."""
+
+
+@pytest.mark.parametrize("bM,bN,dim,threads", [(24, 40, 1, 64), (40, 24, 0, 64), (48, 24, 1, 128)])
+def test_transpose_reduce_without_an_invertible_reduced_layout_is_a_conflict(bM, bN, dim, threads):
+    """Every attempt reduces into (or stores from) a layout with two elements on one register, so
+    TileLang finds no layout (``TILELANG_ON_24x40_T64``; the same for the other two shapes) and we
+    report the conflict at the store of ``r`` with the colliding pair as witness."""
+    p = kernels.fragment_transpose_reduce(M=960, bM=bM, bN=bN, dim=dim, threads=threads)
+    with pytest.raises(lk.LayoutConflictError, match="has no inverse") as e:
+        infer.infer_layouts(p)
+    assert e.value.buffer == "r"
+    assert "both map to" in str(e.value)

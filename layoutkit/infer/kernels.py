@@ -221,6 +221,31 @@ def ascend_gemm(M=250, N=250, K=250, bm=128, bn=128, bk=128, dtype="float16", tr
                 p.copy(c0, C[m:m + bm, n:n + bn])
     return p
 
+
+def fragment_transpose_reduce(M=1024, bM=16, bN=48, dim=0, kind="sum", threads=128, dtype="float32",
+                              target="sm_80") -> Program:
+    """``y = x^T`` between fragments, then ``y`` reduced along ``dim`` and the result stored.  Where
+    the transposed source's thread map mixes the reduced dimension with the kept one, the reduced
+    layout has no inverse and TileLang discards the attempt (``loops.has_inverse``).
+
+    >>> p = fragment_transpose_reduce(bM=16, bN=48, dim=0)
+    >>> [op.kind for op in p.ops], p.shape_of("r")
+    (['copy', 'parallel', 'reduce', 'copy'], (48,))
+    """
+    p = Program(threads=threads, target=target)
+    out_len = bM if dim == 1 else bN
+    A = p.tensor("A", (M, M), dtype)
+    R = p.tensor("R", (M * M // (bM * bN) * out_len,), dtype)
+    x = p.alloc_fragment("x", (bN, bM), dtype)
+    y = p.alloc_fragment("y", (bM, bN), dtype)
+    r = p.alloc_fragment("r", (out_len,), dtype)
+    p.copy(A[0, 0], x)
+    p.parallel((bM, bN), writes=[(y, lambda i, j: (i, j))], reads=[(x, lambda i, j: (j, i))])
+    p.reduce(y, r, dim=dim, kind=kind)
+    p.copy(r, R[0])
+    return p
+
+
 def from_record(kernel: dict, target: dict) -> Program:
     """The program of a ``gemm_inferred.json`` case (its ``kernel`` and ``target`` fields)."""
     k = dict(kernel)
@@ -234,7 +259,7 @@ def from_record(kernel: dict, target: dict) -> Program:
                 "gemm_rowmax_bias": gemm_rowmax_bias, "gemm_shared_epilogue": gemm_shared_epilogue,
                 "shared_symmetrize": shared_symmetrize, "fragment_transpose": fragment_transpose,
                 "elementwise_cast": elementwise_cast, "tile_reduce": tile_reduce, "softmax": softmax,
-                "column_bias": column_bias}
+                "column_bias": column_bias, "fragment_transpose_reduce": fragment_transpose_reduce}
     build = builders[kind]
     params = inspect.signature(build).parameters
     return build(target=arch, **{a: v for a, v in k.items() if a in params})

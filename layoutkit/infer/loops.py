@@ -480,7 +480,10 @@ def _thread_indexed(loop_layout: Fragment, ctx, acc, loop) -> bool:
 def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
     """``ValidateCandidateAgainstFragments``: stops at the first fragment the loop cannot address
     (raising when ``strict``).  Its containment proofs invert the fragment (and, for a written
-    fragment, the loop layout too), which raises even when not ``strict``."""
+    fragment, the loop layout too), which raises even when not ``strict`` (:func:`has_inverse`).
+    For a fragment only written, TileLang inverts it only once the loop layout is shown to hold its
+    threads; we require its inverse first (the two differ only in whether a non-strict check
+    raises or answers False for a fragment that is both uninvertible and not addressable)."""
     for name, (ix, r, w) in acc.items():
         frag = ctx.layouts.get(name)
         if not isinstance(frag, Fragment):

@@ -2,7 +2,7 @@
 
 Run with a Python that has ``tilelang`` installed (it is never a dependency of layoutkit)::
 
-    TILELANG_CACHE_DIR=$(mktemp -d) python tests/conformance/tools/record_inferred.py OUT.json.gz
+    TILELANG_CACHE_DIR=$(mktemp -d) python tests/conformance/tools/record_inferred.py OUT.json.gz [--append OLD.json.gz]
 
 Each kernel is lowered for CUDA (no GPU needed: the target is a dict and lowering stops right after
 layout inference).  ``tilelang.transform.LayoutInference`` is replaced by a factory whose pass runs
@@ -23,8 +23,13 @@ trees) over the whole input domain with numpy, and every table is spot-checked a
 ``IndexMap.map_indices`` on random coordinates.  Nothing comes from layoutkit.
 
 The first three kernel builders are those of the conformance kernel source (the TileLang docs GEMM,
-the elementwise kernel and GEMM + bias + row max), unchanged; four more (a shared-memory epilogue,
-transposed reads, a converting elementwise kernel) are mirrored by ``layoutkit.infer.kernels``.
+the elementwise kernel and GEMM + bias + row max), unchanged; the others (a shared-memory epilogue,
+transposed reads, a converting elementwise kernel, reductions, softmax, a column bias, a transpose
+feeding a reduction) are mirrored by ``layoutkit.infer.kernels``.
+
+Re-recording must leave every earlier case as it was (timings aside): ``--append OLD.json.gz`` keeps
+the cases of ``OLD`` verbatim, checks that the fresh record of each equals it except for
+``lower_seconds`` / ``pass_seconds``, and appends only the cases ``OLD`` lacks.
 """
 
 from __future__ import annotations
@@ -217,6 +222,29 @@ def column_bias(M, N, bM, bN, threads=128, dtype=T.float32):
     return main
 
 
+
+def fragment_transpose_reduce(M, bM, bN, dim=1, kind="sum", threads=128, dtype=T.float32):
+    """``y = x^T`` between fragments, then ``y`` reduced along ``dim``: when the transposed source's
+    thread map mixes the reduced dimension with the kept one, the reduced layout puts several
+    elements on one thread register and TileLang cannot invert it (see ``has_inverse``)."""
+    out_len = bM if dim == 1 else bN
+
+    @T.prim_func
+    def main(A: T.Tensor((M, M), dtype), R: T.Tensor((M * M // (bM * bN) * out_len,), dtype)):
+        with T.Kernel(T.ceildiv(M, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            x = T.alloc_fragment((bN, bM), dtype)
+            y = T.alloc_fragment((bM, bN), dtype)
+            r = T.alloc_fragment((out_len,), dtype)
+            T.copy(A[bx * bN, by * bM], x)
+            for i, j in T.Parallel(bM, bN):
+                y[i, j] = x[j, i]
+            if kind == "sum":
+                T.reduce_sum(y, r, dim=dim)
+            else:
+                T.reduce_max(y, r, dim=dim)
+            T.copy(r, R[(by * T.ceildiv(M, bN) + bx) * out_len])
+    return main
+
 # ---- the kernel set -------------------------------------------------------------------------------
 
 SIZE = 1024
@@ -381,6 +409,14 @@ def kernel_set() -> list[tuple[str, dict, str]]:
         _other_case("column_bias", "sm_80", "32x128_t128", M=SIZE, N=SIZE, block_M=32, block_N=128, threads=128,
                     dtype="float16"),
     ]
+    # a transpose feeding a reduction: attempts whose reduced layout TileLang cannot invert are
+    # discarded, so the root differs from the cheapest-looking one (all but the last)
+    for bm, bn, dim, kind, threads in ((16, 48, 0, "sum", 128), (48, 16, 1, "max", 256), (8, 96, 0, "sum", 256),
+                                       (96, 8, 1, "max", 128), (16, 80, 0, "max", 256), (12, 16, 1, "sum", 64),
+                                       (64, 32, 0, "max", 128)):
+        cases.append(_other_case("fragment_transpose_reduce", "sm_80", f"{bm}x{bn}_t{threads}/dim{dim}_{kind}",
+                                 M=960, block_M=bm, block_N=bn, dim=dim, kind=kind, threads=threads,
+                                 dtype="float32"))
     return cases
 
 
@@ -412,6 +448,9 @@ def build(kernel: dict):
                            threads=k["threads"], dtype=k["dtype"])
     if kind == "softmax":
         return softmax(k["M"], k["N"], k["block_M"], k["block_N"], threads=k["threads"], dtype=k["dtype"])
+    if kind == "fragment_transpose_reduce":
+        return fragment_transpose_reduce(k["M"], k["block_M"], k["block_N"], dim=k["dim"], kind=k["kind"],
+                                         threads=k["threads"], dtype=k["dtype"])
     if kind == "column_bias":
         return column_bias(k["M"], k["N"], k["block_M"], k["block_N"], threads=k["threads"], dtype=k["dtype"])
     return gemm_rowmax_bias(k["M"], k["N"], k["K"], k["block_M"], k["block_N"], k["block_K"], threads=k["threads"],
@@ -653,8 +692,26 @@ def record_case(cid: str, kernel: dict, arch: str, seen: dict, rng) -> dict:
             "io_aware_identical": _signature(layouts, loops) == _signature(io_layouts, io_loops)}
 
 
+_TIMINGS = ("lower_seconds", "pass_seconds")
+
+
+def _untimed(case: dict) -> dict:
+    return {k: v for k, v in case.items() if k not in _TIMINGS}
+
+
+def keep_recorded(fresh: list[dict], old: list[dict]) -> list[dict]:
+    """The cases of ``old`` verbatim, then the ``fresh`` ones it lacks; a fresh record of an old case
+    that differs in anything but its timings is an error (TileLang or this tool changed)."""
+    by_id = {c["id"]: c for c in old}
+    for case in fresh:
+        was = by_id.get(case["id"])
+        if was is not None and _untimed(was) != _untimed(case):
+            raise SystemExit(f"{case['id']}: the fresh record differs from the recorded one")
+    return list(old) + [c for c in fresh if c["id"] not in by_id]
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
+    if len(argv) not in (2, 4) or (len(argv) == 4 and argv[2] != "--append"):
         print(__doc__)
         return 2
     out_path = argv[1]
@@ -668,6 +725,9 @@ def main(argv: list[str]) -> int:
             cases.append({"id": cid, "kernel": kernel, "target": {"kind": "cuda", "arch": arch},
                           "error": type(err).__name__, "message": str(err).strip().splitlines()[-1][:400]})
         print(cid, "error" if "error" in cases[-1] else "ok", file=sys.stderr)
+    if len(argv) == 4:
+        with gzip.open(argv[3], "rt") as fh:
+            cases = keep_recorded(cases, json.load(fh)["cases"])
     doc = {"tilelang_version": tilelang.__version__, "group": "tilelang_inferred", "cases": cases,
            "note": "recorded by tests/conformance/tools/record_inferred.py"}
     with gzip.open(out_path, "wt") as fh:
