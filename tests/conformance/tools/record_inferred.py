@@ -22,10 +22,10 @@ computed from TileLang's own layout objects, by evaluating their forward express
 trees) over the whole input domain with numpy, and every table is spot-checked against TVM's
 ``IndexMap.map_indices`` on random coordinates.  Nothing comes from layoutkit.
 
-The first three kernel builders are those of the conformance kernel source (the TileLang docs GEMM,
-the elementwise kernel and GEMM + bias + row max), unchanged; the others (a shared-memory epilogue,
-transposed reads, a converting elementwise kernel, reductions, softmax, a column bias, a transpose
-feeding a reduction) are mirrored by ``layoutkit.infer.kernels``.
+The first three kernel builders, those of the conformance kernel source (the TileLang docs GEMM, the
+elementwise kernel and GEMM + bias + row max), come from ``tests/tilelang_kernels.py``; the others
+(a shared-memory epilogue, transposed reads, a converting elementwise kernel, reductions, softmax, a
+column bias, a transpose feeding a reduction) are mirrored by ``layoutkit.infer.kernels``.
 
 Re-recording must leave every earlier case as it was (timings aside): ``--append OLD.json.gz`` keeps
 the cases of ``OLD`` verbatim, checks that the fresh record of each equals it except for
@@ -52,65 +52,12 @@ from tilelang import tvm  # noqa: E402
 from tilelang.tileop.base import GemmWarpPolicy  # noqa: E402
 from tvm import tirx  # noqa: E402
 
+# The three kernels of the conformance source (the docs GEMM, elementwise, GEMM + bias + row max) are
+# shared with the adapter's tests.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+from tests.tilelang_kernels import elementwise, gemm, gemm_rowmax_bias  # noqa: E402
+
 # ---- the kernels (TileLang source of the recorded kernels) ---------------------------------------
-
-
-def gemm(M, N, K, bM, bN, bK, threads=128, num_stages=2, dtype=T.float16, accum_dtype=T.float32,
-         policy=GemmWarpPolicy.Square, trans_B=False):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(((N, K) if trans_B else (K, N)), dtype),
-             C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((bM, bK), dtype)
-            B_shared = T.alloc_shared(((bN, bK) if trans_B else (bK, bN)), dtype)
-            C_local = T.alloc_fragment((bM, bN), accum_dtype)
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=num_stages):
-                T.copy(A[by * bM, ko * bK], A_shared)
-                if trans_B:
-                    T.copy(B[bx * bN, ko * bK], B_shared)
-                else:
-                    T.copy(B[ko * bK, bx * bN], B_shared)
-                T.gemm(A_shared, B_shared, C_local, transpose_B=trans_B, policy=policy)
-            T.copy(C_local, C[by * bM, bx * bN])
-    return main
-
-
-def elementwise(M, N, bM, bN, threads=128, dtype=T.float16):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_frag = T.alloc_fragment((bM, bN), dtype)
-            B_frag = T.alloc_fragment((bM, bN), dtype)
-            T.copy(A[by * bM, bx * bN], A_frag)
-            for i, j in T.Parallel(bM, bN):
-                B_frag[i, j] = A_frag[i, j] * T.cast(2, dtype)
-            T.copy(B_frag, B[by * bM, bx * bN])
-    return main
-
-
-def gemm_rowmax_bias(M, N, K, bM, bN, bK, threads=128, dtype=T.float16, accum_dtype=T.float32):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Bias: T.Tensor((N,), accum_dtype),
-             C: T.Tensor((M, N), dtype), RowMax: T.Tensor((M,), accum_dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((bM, bK), dtype)
-            B_shared = T.alloc_shared((bK, bN), dtype)
-            C_local = T.alloc_fragment((bM, bN), accum_dtype)
-            bias_frag = T.alloc_fragment((bN,), accum_dtype)
-            row_max = T.alloc_fragment((bM,), accum_dtype)
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, ko * bK], A_shared)
-                T.copy(B[ko * bK, bx * bN], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(Bias[bx * bN], bias_frag)
-            for i, j in T.Parallel(bM, bN):
-                C_local[i, j] = C_local[i, j] + bias_frag[j]
-            T.reduce_max(C_local, row_max, dim=1)
-            T.copy(C_local, C[by * bM, bx * bN])
-            T.copy(row_max, RowMax[by * bM])
-    return main
 
 
 # ---- more kernels (layoutkit's builders of the same names mirror them) ----------------------------
