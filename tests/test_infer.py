@@ -432,3 +432,27 @@ def test_transpose_reduce_without_an_invertible_reduced_layout_is_a_conflict(bM,
         infer.infer_layouts(p)
     assert e.value.buffer == "r"
     assert "both map to" in str(e.value)
+
+
+def test_reduce_into_a_laid_out_destination_needs_every_holder_filled():
+    # TileLang 0.1.15 (ProveFragmentContains(orig_dst, reducer)) finds no layout for this kernel: the
+    # reduction leaves each row sum in the 16 threads of its row, but y's annotation has all 128 threads
+    # hold every element, so 112 of them would read a value nobody wrote.
+    def program(annotate: bool):
+        p = infer.Program(threads=128, target="sm_80")
+        A = p.tensor("A", (64, 64), "float32")
+        R = p.tensor("R", (64,), "float32")
+        x = p.alloc_fragment("x", (64, 64), "float32")
+        y = p.alloc_fragment("y", (64,), "float32")
+        if annotate:
+            p.annotate_layout({y: lk.make_fully_replicated_fragment((64,), 128)})
+        p.copy(A[0:64, 0:64], x)
+        p.reduce(x, y, dim=1, kind="sum")
+        p.copy(y, R[0:64])
+        return p
+
+    y = infer.infer_layouts(program(False)).layout_map["y"]
+    assert (str(y.forward_thread), y.replicate_size) == ("_i % 8 * 16 + _rep", 16)   # equal to TileLang's
+    with pytest.raises(lk.LayoutConflictError, match=r"reduce#\d+: y's layout .* replicate 128 puts elements in "
+                                                     r"threads the reduction layout"):
+        infer.infer_layouts(program(True))

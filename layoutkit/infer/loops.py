@@ -544,9 +544,11 @@ def reduce_rule(op, ctx, level) -> dict:
         return {dst: red}
     old = ctx.layouts[dst]
     require_inverse(red, op.name, dst, f"reduction layout of {dst}")
-    if not (isinstance(old, Fragment) and old.contains(red)):
-        raise RuleConflict(f"{op.name}: reduction layout of {dst} {red.describe()} is not contained in its "
-                           f"layout {old.describe()}", op.name, dst)
+    # TileLang's ProveFragmentContains(orig_dst, reducer): every thread the existing layout says holds an
+    # element must be one the reduction leaves it in, or that thread would read a value nobody wrote.
+    if not (isinstance(old, Fragment) and red.contains(old)):
+        raise RuleConflict(f"{op.name}: {dst}'s layout {old.describe()} puts elements in threads the reduction "
+                           f"layout {red.describe()} does not fill", op.name, dst)
     return {}
 
 
