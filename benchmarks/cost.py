@@ -18,7 +18,7 @@ for _p in (_HERE.parent, _HERE):  # this checkout's layoutkit, and the harness n
     if str(_p) not in sys.path:
         sys.path.insert(0, str(_p))
 
-from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
+from harness import Budget, fmt_ratio, measure, print_table, section, span, standalone  # noqa: E402
 
 from layoutkit import cost, infer  # noqa: E402
 from layoutkit.infer import kernels  # noqa: E402
@@ -62,7 +62,7 @@ def bench_cost(budget: Budget) -> list[str]:
         layouts = dict(ctx.layouts)
         stmts = statements(ctx, p.ops)
         t_st = measure(lambda ctx=ctx, p=p: statements(ctx, p.ops), budget=budget)
-        rows.append([label, "build statements", len(stmts), fmt_time(t_st.median), fmt_time(t_st.median)])
+        rows.append([label, "build statements", len(stmts), span(t_st), span(t_st), "1.00x"])
         for name in MODELS:
             m = cost.get_cost_model(name)
 
@@ -71,9 +71,10 @@ def bench_cost(budget: Budget) -> list[str]:
 
             t_cold = measure(score, setup=cost.clear_caches, budget=budget)
             t_warm = measure(score, budget=budget)
-            rows.append([label, f"score one attempt: {name}", str(score()), fmt_time(t_cold.median),
-                         fmt_time(t_warm.median)])
-    print_table(["program", "what", "result", "cold (cost caches cleared)", "warm"], rows)
+            rows.append([label, f"score one attempt: {name}", str(score()), span(t_cold), span(t_warm),
+                         fmt_ratio(t_cold.median / t_warm.median)])
+    print_table(["program", "what", "result", "cold (cost caches cleared): median (min - max)",
+                 "warm: median (min - max)", "cold/warm"], rows)
 
     rows = []
     base = None
@@ -92,8 +93,9 @@ def bench_cost(budget: Budget) -> list[str]:
         t_cold = measure(cold, budget=budget)
         t_warm = measure(lambda name=name: infer.infer_layouts(kernels.gemm_rowmax_bias(), cost_model=name),
                          budget=budget)
-        rows.append([name, counter.calls, fmt_time(t_cold.median), fmt_time(t_warm.median)])
-    print_table(["model", "attempts scored", "infer_layouts (caches cleared)", "infer_layouts (warm)"], rows)
+        rows.append([name, counter.calls, span(t_cold), span(t_warm), fmt_ratio(t_cold.median / t_warm.median)])
+    print_table(["model", "attempts scored", "infer_layouts (caches cleared): median (min - max)",
+                 "infer_layouts (warm)", "cold/warm"], rows)
 
     io = cost.IOAwareModel()
     picks = {}

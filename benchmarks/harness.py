@@ -14,11 +14,21 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall-clock seconds of ``reps`` timed calls (``time.perf_counter``)."""
+    """Wall-clock seconds of ``reps`` timed calls (``time.perf_counter``).
+
+    >>> Timing(2.0, 1.0, 3, 5.0).spread
+    5.0
+    """
 
     median: float
     min: float
     reps: int
+    max: float = float("nan")
+
+    @property
+    def spread(self) -> float:
+        """``max / min``: how noisy the repeats were (1.0 = identical)."""
+        return self.max / self.min if self.min > 0 else float("nan")
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,7 @@ def measure(fn: Callable, setup: Callable | None = None, budget: Budget | None =
     finally:
         if gc_was_enabled:
             gc.enable()
-    return Timing(statistics.median(times), min(times), len(times))
+    return Timing(statistics.median(times), min(times), len(times), max(times))
 
 
 def fmt_time(seconds: float | None) -> str:
@@ -76,6 +86,21 @@ def fmt_time(seconds: float | None) -> str:
     if seconds < 1.0:
         return f"{seconds * 1e3:.3f} ms"
     return f"{seconds:.2f} s"
+
+
+TIMING_HEADERS = ("median", "min", "max", "reps")
+"""Column headers matching :func:`timing_cells`."""
+
+
+def timing_cells(t: Timing | None) -> list[str]:
+    """``[median, min, max, reps]`` as table cells (``-`` for a missing timing).
+
+    >>> timing_cells(Timing(2e-3, 1e-3, 7, 4e-3))
+    ['2.000 ms', '1.000 ms', '4.000 ms', '7']
+    """
+    if t is None:
+        return ["-"] * len(TIMING_HEADERS)
+    return [fmt_time(t.median), fmt_time(t.min), fmt_time(t.max), str(t.reps)]
 
 
 def fmt_ratio(value: float | None) -> str:
@@ -101,6 +126,59 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent
     print(indent + "  ".join("-" * w for w in widths))
     for row in cells[1:]:
         print(line(row))
+
+
+def machine_description() -> list[str]:
+    """Lines describing this machine: CPU model, cores, memory, OS, Python, numpy, load average."""
+    import platform
+
+    import numpy as np
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:  # not Linux
+        pass
+    mem = ""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            kib = int(next(ln for ln in f if ln.startswith("MemTotal")).split()[1])
+        mem = f", {kib / 2**20:.0f} GiB RAM"
+    except (OSError, StopIteration, ValueError):
+        pass
+    lines = [
+        f"machine: {cpu}, {os.cpu_count()} logical CPUs{mem}",
+        f"system: {platform.platform()}; Python {platform.python_version()} "
+        f"({platform.python_implementation()}), numpy {np.__version__}",
+    ]
+    if hasattr(os, "getloadavg"):
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        lines.append(f"load average before the run: {load} (other work on the machine inflates medians; compare mins)")
+    return lines
+
+
+HEADLINES: list[tuple[str, str, str, str]] = []
+"""(case, layoutkit, anchor, ratio) rows for the summary table: the figures the README quotes."""
+
+
+def headline(case: str, ours: Timing | str, anchor: str, ratio: float | str | None) -> None:
+    """Add a row to the summary table (``ours`` as ``median (min-max)``; ``ratio`` = anchor / ours)."""
+    if isinstance(ours, Timing):
+        ours = span(ours)
+    HEADLINES.append((case, ours, anchor, ratio if isinstance(ratio, str) else fmt_ratio(ratio)))
+
+
+def span(t: Timing | None) -> str:
+    """``median (min - max)`` of a timing.
+
+    >>> span(Timing(2e-3, 1e-3, 7, 4e-3))
+    '2.000 ms (1.000 ms - 4.000 ms)'
+    """
+    if t is None:
+        return "-"
+    return f"{fmt_time(t.median)} ({fmt_time(t.min)} - {fmt_time(t.max)})"
 
 
 def section(title: str) -> None:

@@ -4,7 +4,7 @@
 
 Each case writes one file per call into a temporary directory.  The 128x128 cases (a swizzle and an
 MMA accumulator fragment) must render in under :data:`TARGET_S`; a miss is printed as ``MISSED``
-and returned as a failure.  Small, labelled grids are timed for reference only.
+(a time target, not a failed check).  Small, labelled grids are timed for reference only.
 """
 
 from __future__ import annotations
@@ -18,15 +18,26 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT) not in sys.path:  # measure this checkout's layoutkit, installed or not
     sys.path.insert(0, str(_ROOT))
 
-from harness import Budget, fmt_time, measure, print_table, section, standalone  # noqa: E402
+from harness import (  # noqa: E402
+    TIMING_HEADERS,
+    Budget,
+    fmt_ratio,
+    fmt_time,
+    measure,
+    print_table,
+    section,
+    standalone,
+    timing_cells,
+)
 
 TARGET_S = 1.0
 """A 128x128 layout must render (one format) in under this many seconds."""
 
 
-def bench_plot(budget: Budget) -> list[str]:
-    """Run the section; return failed checks (missing matplotlib is a skip, not a failure)."""
-    section("9. Plots: render time per figure (target: 128x128 under 1 s)")
+def bench_plot(budget: Budget, quick: bool = False) -> list[str]:
+    """Run the section; return failed checks (missing matplotlib is a skip, not a failure).  ``quick``:
+    one timed call per targeted case, the reference-only cases skipped."""
+    section("Plots: render time per figure (target: 128x128 under 1 s)")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -46,6 +57,8 @@ def bench_plot(budget: Budget) -> list[str]:
     if acc.input_shape != (128, 128):
         failures.append(f"plot: the accumulator covers {acc.input_shape}, expected (128, 128)")
     budget = Budget(seconds=min(budget.seconds, 2.0), min_reps=3, max_reps=20, warmup=1)
+    if quick:  # renders take 0.2-6 s each
+        budget = Budget(seconds=0.0, min_reps=1, warmup=1)
     rows, failed = [], []
     with tempfile.TemporaryDirectory() as out:
         cases = [
@@ -63,22 +76,26 @@ def bench_plot(budget: Budget) -> list[str]:
              lambda f: plot_banks(store_smem, store, "float16", out, "b", instruction="st.shared.b32", formats=f)),
         ]
         for label, fmt, target, fn in cases:
+            if quick and not target:
+                rows.append([label, fmt, "skipped with --quick", "", "", "", "-"])
+                continue
             t = measure(lambda fn=fn, fmt=fmt: fn(fmt), budget=budget)
             verdict = "-"
             if target:
-                verdict = "ok" if t.median < TARGET_S else "MISSED"
-                if verdict == "MISSED":
+                verdict = f"{fmt_ratio(t.median / TARGET_S)} " + ("ok" if t.median < TARGET_S else "MISSED")
+                if verdict.endswith("MISSED"):
                     failed.append(f"plot: {label} ({fmt}) took {fmt_time(t.median)}, target {fmt_time(TARGET_S)}")
-            rows.append([label, fmt, fmt_time(t.median), fmt_time(t.min), t.reps, verdict])
-        root = ET.parse(Path(out) / "s.svg").getroot()
-        labels = sum(1 for e in root.iter("{http://www.w3.org/2000/svg}text") if "".join(e.itertext()) == "T0 L0")
-        if labels != 1:
-            failures.append(f"plot: the 16x16 fragment SVG has {labels} 'T0 L0' labels, expected 1")
-    print_table(["case", "format", "median", "min", "reps", "target"], rows)
+            rows.append([label, fmt, *timing_cells(t), verdict])
+        if not quick:
+            root = ET.parse(Path(out) / "s.svg").getroot()
+            labels = sum(1 for e in root.iter("{http://www.w3.org/2000/svg}text") if "".join(e.itertext()) == "T0 L0")
+            if labels != 1:
+                failures.append(f"plot: the 16x16 fragment SVG has {labels} 'T0 L0' labels, expected 1")
+    print_table(["case", "format", *TIMING_HEADERS, f"median / {fmt_time(TARGET_S)} target"], rows)
     for line in failed:
         print("  MISSED " + line)
-    return failures + failed
+    return failures
 
 
 if __name__ == "__main__":
-    sys.exit(standalone(bench_plot))
+    sys.exit(standalone(lambda budget: bench_plot(budget, "--quick" in sys.argv[1:])))

@@ -1,12 +1,15 @@
 #!/usr/bin/env python
-"""layoutkit benchmarks: full-domain evaluation, inverse, bijectivity proofs, and the same work side by
-side with pycute (CUTLASS CuTe in Python) and TileLang when they are importable.
+"""layoutkit benchmarks: full-domain evaluation (16K and 1M coordinates), inverse, bijectivity proofs,
+CuTe algebra, fragments, layout inference (beside TileLang's LayoutInference pass alone), code
+generation, Ascend and cost models; the same work in pycute (CUTLASS CuTe in Python) and TileLang
+when they are importable, as ratios.
 
-    python benchmarks/run.py                 # everything (about a minute with both oracles)
-    python benchmarks/run.py --quick         # fewer repeats
-    python benchmarks/run.py --only eval     # one section: see SECTIONS below
+    python benchmarks/run.py                 # everything (a few minutes with both oracles)
+    python benchmarks/run.py --quick         # fewer repeats (under a minute)
+    python benchmarks/run.py --only eval     # some sections: see SECTIONS below
     python benchmarks/run.py --profile       # cProfile the evaluation paths even when on target
     python benchmarks/run.py --json out.json # also write every measurement as JSON
+    python benchmarks/run.py --markdown R.md # also write the report as Markdown (make bench: RESULTS.md)
 
 See benchmarks/README.md for how to read the numbers.  Exit status: 0, or 1 when a result check
 failed (layoutkit disagreeing with a reference, an inverse that does not round-trip).
@@ -21,6 +24,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -39,12 +43,30 @@ except ImportError:  # pragma: no cover - layout of the package changed
 
 import oracles  # noqa: E402
 from ascend import bench_ascend  # noqa: E402
+from codegen_time import bench_codegen  # noqa: E402
 from cost import bench_cost  # noqa: E402
 from fragments import bench_fragments  # noqa: E402
-from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, profile_top, section  # noqa: E402
+from full_domain import bench_full_domain  # noqa: E402
+from harness import (  # noqa: E402
+    HEADLINES,
+    TIMING_HEADERS,
+    Budget,
+    Timing,
+    fmt_ratio,
+    fmt_time,
+    headline,
+    machine_description,
+    measure,
+    print_table,
+    profile_top,
+    section,
+    span,
+    timing_cells,
+)
 from infer import bench_infer  # noqa: E402
 from nv import bench_nv  # noqa: E402
 from plot import bench_plot  # noqa: E402
+from tilelang_pass import bench_infer_vs_tilelang  # noqa: E402
 from tla import bench_tla  # noqa: E402
 
 TARGET_S = 1e-3
@@ -54,8 +76,10 @@ RECORDS: list[dict] = []
 FAILURES: list[str] = []
 EVAL_TARGETS: list[tuple[str, Timing]] = []
 COMPARE_SUMMARY: list[tuple] = []
+SECTION_SECONDS: dict[str, float] = {}
 SECTIONS = (
-    "eval", "inverse", "proof", "compare", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer", "cost",
+    "eval", "inverse", "proof", "compare", "domain", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer",
+    "tilelang-infer", "codegen", "cost",
 )
 
 
@@ -122,7 +146,7 @@ def check(ok: bool, what: str) -> bool:
 def record(section_name: str, case: str, impl: str, timing: Timing | None, **extra) -> None:
     entry = {"section": section_name, "case": case, "impl": impl}
     if timing is not None:
-        entry.update(median_s=timing.median, min_s=timing.min, reps=timing.reps)
+        entry.update(median_s=timing.median, min_s=timing.min, max_s=timing.max, reps=timing.reps)
     entry.update(extra)
     RECORDS.append(entry)
 
@@ -146,7 +170,7 @@ def ratio(theirs: Timing | None, ours: Timing | None) -> float | None:
 
 
 def bench_evaluation(budget: Budget, always_profile: bool) -> None:
-    section("1. Full-domain evaluation: 128x128 fp16 128-byte swizzle (16,384 coordinates), target <= 1 ms")
+    section("Evaluation target: 128x128 fp16 128-byte swizzle (16,384 coordinates), <= 1 ms")
     shape = (128, 128)
     n = math.prod(shape)
     layout = lk.Layout(shape, full_bank_swizzle)
@@ -197,14 +221,16 @@ def bench_evaluation(budget: Budget, always_profile: bool) -> None:
         verdict = ("met" if t.median <= TARGET_S else "MISSED") if targeted else "(info)"
         if targeted:
             EVAL_TARGETS.append((label, t))
+            if label == "construct + table()":
+                state = "met" if t.median <= TARGET_S else "MISSED"
+                headline("16,384-coordinate 128B swizzle, construct + table()", t, "target 1 ms",
+                         f"{state} ({fmt_ratio(t.median / TARGET_S)} of it)")
             if t.median > TARGET_S:
                 missed.append((label, fn, setup))
         ns = f"{t.median / n * 1e9:.1f}"
-        rows.append(
-            (label, mode, fmt_time(t.median), fmt_time(t.min), t.reps, ns, fmt_ratio(t.median / TARGET_S), verdict)
-        )
+        rows.append((label, mode, *timing_cells(t), ns, fmt_ratio(t.median / TARGET_S), verdict))
         record("eval", "fp16 swizzle 128x128", label, t, mode=mode, target_s=TARGET_S, verdict=verdict)
-    print_table(("case", "mode", "median", "min", "reps", "ns/coord", "median/1ms", "target"), rows)
+    print_table(("case", "mode", *TIMING_HEADERS, "ns/coord", "median/1ms", "target"), rows)
     to_profile = missed
     if always_profile and not missed:
         to_profile = [(label, fn, setup) for label, _, fn, setup, targeted in cases if targeted]
@@ -225,7 +251,7 @@ INVERSE_CASES = (
 
 
 def bench_inverse(budget: Budget, tilelang: oracles.Oracle) -> None:
-    section("2. inverse() of 64x64 layouts (a fresh object per call, so the bijectivity proof is included)")
+    section("inverse() of 64x64 layouts (a fresh object per call, so the bijectivity proof is included)")
     shape = (64, 64)
     rows, notes = [], []
     for name, fn in INVERSE_CASES:
@@ -241,7 +267,7 @@ def bench_inverse(budget: Budget, tilelang: oracles.Oracle) -> None:
             continue
         ours = measure(lambda obj: obj.inverse(), lambda fn=fn: lk.Layout(shape, fn), budget)
         record("inverse", name, "layoutkit inverse()", ours)
-        rows.append((name, "layoutkit inverse()", fmt_time(ours.median), fmt_time(ours.min), ours.reps, ""))
+        rows.append((name, "layoutkit inverse()", *timing_cells(ours), "1.00x (anchor)"))
         if not tilelang.ok:
             continue
         variants = [("tilelang inverse() (same lambda)", lambda fn=fn: oracles.tl_layout(shape, fn))]
@@ -253,9 +279,11 @@ def bench_inverse(budget: Budget, tilelang: oracles.Oracle) -> None:
             try:
                 tl_inv = build().inverse()
             except Exception as err:
-                rows.append((name, impl, "fails", "", "", "see note"))
+                rows.append((name, impl, "fails", "", "", "", "see note"))
                 notes.append(f"{name}, {impl}: {short_error(err)}")
                 record("inverse", name, impl, None, error=short_error(err, 400))
+                if fn is full_bank_swizzle and "same lambda" in impl:
+                    headline(f"inverse() of a {name} (proof + check included)", ours, "TileLang inverse() fails", "-")
                 continue
             got = np.array([[int(v) for v in tl_inv.map_forward_index([int(o) for o in out])] for out in forward])
             if not check(np.array_equal(got, ident_in), f"{name}: TileLang inverse disagrees with the layout"):
@@ -263,9 +291,12 @@ def bench_inverse(budget: Budget, tilelang: oracles.Oracle) -> None:
             theirs = measure(lambda obj: obj.inverse(), build, budget)
             r = ratio(theirs, ours)
             record("inverse", name, impl, theirs, theirs_over_ours=r)
-            rows.append((name, impl, fmt_time(theirs.median), fmt_time(theirs.min), theirs.reps, fmt_ratio(r)))
+            if fn is full_bank_swizzle and "same lambda" in impl:
+                headline(f"inverse() of a {name} (proof + check included)", ours,
+                         f"TileLang inverse() {fmt_time(theirs.median)}", r)
+            rows.append((name, impl, *timing_cells(theirs), fmt_ratio(r)))
     print()
-    print_table(("layout", "implementation", "median", "min", "reps", "theirs/ours"), rows)
+    print_table(("layout", "implementation", *TIMING_HEADERS, "theirs/ours"), rows)
     if not tilelang.ok:
         notes.append(f"tilelang: {tilelang.status}")
     for note in notes:
@@ -283,9 +314,10 @@ PROOF_CASES = (
 
 
 def bench_proofs(budget: Budget) -> None:
-    section("3. prove_bijective() on fresh objects (enumerate includes evaluating every coordinate)")
+    section("prove_bijective() on fresh objects (enumerate includes evaluating every coordinate)")
     rows, notes = [], []
     for name, shape, fn in PROOF_CASES:
+        anchor: Timing | None = None
         size = math.prod(shape)
         probe = lk.Layout(shape, fn)
         if fn is row_major_1024:
@@ -298,7 +330,7 @@ def bench_proofs(budget: Budget) -> None:
             try:
                 verdict = lk.Layout(shape, fn).prove_bijective(method)
             except Exception as err:  # e.g. islpy missing
-                rows.append((name, method, "fails", "", "", "", "see note"))
+                rows.append((name, method, "fails", "", "", "", "", "", "see note"))
                 notes.append(f"{name}, {method}: {short_error(err)}")
                 record("proof", name, method, None, error=short_error(err, 400))
                 continue
@@ -308,8 +340,9 @@ def bench_proofs(budget: Budget) -> None:
             )
             record("proof", name, method, t, proved=bool(verdict))
             ns = f"{t.median / size * 1e9:.1f}"
-            rows.append((name, method, fmt_time(t.median), fmt_time(t.min), t.reps, ns, str(bool(verdict))))
-    print_table(("layout", "method", "median", "min", "reps", "ns/coord", "proved"), rows)
+            anchor = anchor or t
+            rows.append((name, method, *timing_cells(t), ns, fmt_ratio(t.median / anchor.median), str(bool(verdict))))
+    print_table(("layout", "method", *TIMING_HEADERS, "ns/coord", "vs enumerate", "proved"), rows)
     for note in notes:
         print(f"  note: {note}")
 
@@ -327,9 +360,12 @@ def _ours(shape: Sequence[int], fn: Callable, budget: Budget) -> tuple[lk.Layout
     return layout, coords, warm, cold
 
 
-def _compare_table(case: str, ours_warm: Timing, ours_cold: Timing, theirs: Theirs) -> None:
+def _compare_table(case: str, ours_warm: Timing, ours_cold: Timing, theirs: Theirs,
+                   headlines: dict[str, str] | None = None) -> None:
+    """Print one side-by-side table; ``headlines``: implementation -> summary label for the rows the
+    summary quotes (their ratio against layoutkit's warm ``apply``)."""
     rows: list[tuple] = [
-        (impl, mode, fmt_time(t.median), fmt_time(t.min), t.reps, "", "")
+        (impl, mode, *timing_cells(t), "", "")
         for impl, mode, t in (
             ("layoutkit apply(coords)", "warm", ours_warm),
             ("layoutkit construct + table()", "cold", ours_cold),
@@ -340,15 +376,17 @@ def _compare_table(case: str, ours_warm: Timing, ours_cold: Timing, theirs: Thei
     notes = []
     for impl, t, note in theirs:
         if t is None:
-            rows.append((impl, "", "skipped" if "skipped" in note or "n/a" in note else "fails", "", "", "", ""))
+            rows.append((impl, "", "skipped" if "skipped" in note or "n/a" in note else "fails", "", "", "", "", ""))
             notes.append(f"{impl}: {note}")
             record("compare", case, impl, None, note=note)
             continue
         rw, rc = ratio(t, ours_warm), ratio(t, ours_cold)
-        rows.append((impl, "", fmt_time(t.median), fmt_time(t.min), t.reps, fmt_ratio(rw), fmt_ratio(rc)))
+        rows.append((impl, "", *timing_cells(t), fmt_ratio(rw), fmt_ratio(rc)))
         record("compare", case, impl, t, theirs_over_ours_warm=rw, theirs_over_ours_cold=rc)
         COMPARE_SUMMARY.append((case, impl, t, rw, rc))
-    print_table(("implementation", "mode", "median", "min", "reps", "theirs/warm", "theirs/cold"), rows)
+        if headlines and impl in headlines:
+            headline(headlines[impl], ours_warm, f"{impl} {fmt_time(t.median)}", rw)
+    print_table(("implementation", "mode", *TIMING_HEADERS, "theirs/warm", "theirs/cold"), rows)
     for note in notes:
         print(f"  note: {note}")
 
@@ -402,7 +440,7 @@ def _tilelang_rows(shape, fn, layout: lk.Layout, coords: np.ndarray, slow: Budge
 
 
 def bench_compare(budget: Budget, slow: Budget, pycute: oracles.Oracle, tilelang: oracles.Oracle) -> None:
-    section("4. Side by side with pycute and TileLang (every result checked element for element before timing)")
+    section("Side by side with pycute and TileLang (every result checked element for element before timing)")
     print("  theirs/warm = their median / layoutkit apply() median; theirs/cold = their median / layoutkit")
     print("  construct + table() median.  > 1 means layoutkit is faster.")
 
@@ -431,7 +469,10 @@ def bench_compare(budget: Budget, slow: Budget, pycute: oracles.Oracle, tilelang
         theirs += _tilelang_rows(shape, cute_two_level_1d, layout, coords, slow, budget)
     else:
         theirs.append(("tilelang", None, tilelang.status))
-    _compare_table(case, warm, cold, theirs)
+    _compare_table(case, warm, cold, theirs, {
+        "pycute Layout.__call__ per index": "two-level CuTe layout at every index (16K), apply()",
+        "tilelang map_forward_index per coord": "same, vs TileLang per coordinate, apply()",
+    })
 
     case = "B. the same pycute layout at every rank-2 coordinate (m, n) in 128x128"
     print(f"\n  {case}")
@@ -474,8 +515,9 @@ MALLOC_KEEP = {
 }
 
 
-def allocator_probe(seconds: float) -> dict[str, float]:
-    """Medians of the 16K swizzle evaluation paths in this (fresh) process; run in a subprocess."""
+def allocator_probe(seconds: float) -> dict[str, list[float]]:
+    """``[median, min, max]`` of the 16K swizzle evaluation paths in this (fresh) process; run in a
+    subprocess."""
     shape = (128, 128)
     layout = lk.Layout(shape, full_bank_swizzle)
     coords = all_coords(shape)
@@ -500,7 +542,7 @@ def allocator_probe(seconds: float) -> dict[str, float]:
             raise RuntimeError("chunked evaluation disagrees with the one-shot program")
         cases["compiled program on the 2 coordinate columns"] = lambda: program(*columns)
         cases["what-if: same program in 4 chunks of 4096 rows (+ stack)"] = chunked
-    return {label: measure(fn, None, budget).median for label, fn in cases.items()}
+    return {label: [(t := measure(fn, None, budget)).median, t.min, t.max] for label, fn in cases.items()}
 
 
 def bench_allocator(seconds: float) -> None:
@@ -510,7 +552,7 @@ def bench_allocator(seconds: float) -> None:
     thresholds such blocks go back to the kernel when freed and come back page-faulted, which can
     cost more than the arithmetic.  Fresh subprocesses keep the comparison independent of whatever
     this process allocated before."""
-    section("5. Allocator sensitivity (info): the 16K evaluation in fresh processes, default vs. kept malloc memory")
+    section("Allocator sensitivity (info): the 16K evaluation in fresh processes, default vs. kept malloc memory")
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         print("  skipped (the MALLOC_*_ settings are glibc's)")
         return
@@ -526,11 +568,13 @@ def bench_allocator(seconds: float) -> None:
             return
         results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     rows = []
-    for label, default in results["default"].items():
-        keep = results["keep"][label]
-        rows.append((label, fmt_time(default), fmt_time(keep), fmt_ratio(default / keep)))
+    for label, (default, *d_range) in results["default"].items():
+        keep, *k_range = results["keep"][label]
+        rows.append((label, span(Timing(default, d_range[0], 0, d_range[1])),
+                     span(Timing(keep, k_range[0], 0, k_range[1])), fmt_ratio(default / keep)))
         record("allocator", "fp16 swizzle 128x128", label, None, default_median_s=default, keep_median_s=keep)
-    print_table(("case (median)", "default malloc", "keep memory", "default/keep"), rows)
+    print_table(("case", "default malloc: median (min - max)", "keep memory: median (min - max)",
+                 "default/keep (medians)"), rows)
     print("  keep memory = " + " ".join(f"{k}={v}" for k, v in MALLOC_KEEP.items()))
 
 
@@ -560,20 +604,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = Path(args[args.index("--markdown") + 1])
     import io
 
+    machine = "".join(f"* {line}\n" for line in machine_description())  # the load before the run
+    versions = ", ".join(f"{k} {v}" for k, v in oracles.installed_versions().items())
     buf = io.StringIO()
     real = sys.stdout
     sys.stdout = _Tee(real, buf)
+    start = time.perf_counter()
     try:
         code = _main(args)
     finally:
         sys.stdout = real
     head = (
         "# layoutkit benchmark results\n\n"
-        f"Written by `python benchmarks/run.py {' '.join(args)}` (`make bench`). Times are median and min over\n"
-        "repeated calls; ratios are theirs / ours (> 1: layoutkit is faster). Machine, Python and library\n"
-        "versions are in the header below. Regenerate with `make bench`.\n\n"
+        f"Written by `python benchmarks/run.py {' '.join(args)}` (`make bench`) in "
+        f"{time.perf_counter() - start:.0f} s. Times are\n"
+        "median, min and max over repeated calls; ratios are anchor / layoutkit (> 1: layoutkit is faster)\n"
+        "unless a column says otherwise. Regenerate with `make bench`.\n\n"
+        f"{machine}* layoutkit {lk.__version__}; {versions}\n\n"
     )
-    path.write_text(head + "```text\n" + buf.getvalue().rstrip() + "\n```\n")
+    if HEADLINES:
+        head += "## Headline figures\n\n| case | layoutkit: median (min - max) | anchor | ratio |\n|---|---|---|---|\n"
+        head += "".join(f"| {' | '.join(row)} |\n" for row in HEADLINES) + "\n"
+    path.write_text(head + "## Full report\n\n```text\n" + buf.getvalue().rstrip() + "\n```\n")
     print(f"wrote {path}")
     return code
 
@@ -588,59 +640,63 @@ def _main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--markdown", metavar="PATH", help="also write the whole report to PATH as Markdown")
     parser.add_argument("--allocator-probe", type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.allocator_probe is not None:  # internal: section 5 runs this in a fresh subprocess
+    if args.allocator_probe is not None:  # internal: the allocator section runs this in a fresh subprocess
         print(json.dumps(allocator_probe(args.allocator_probe)))
         return 0
 
-    seconds = args.budget if args.budget is not None else (0.1 if args.quick else 0.5)
+    seconds = args.budget if args.budget is not None else (0.05 if args.quick else 0.5)
     budget = Budget(seconds=seconds, min_reps=3 if args.quick else 7, max_reps=2000)
-    slow = Budget(seconds=0.0, min_reps=3 if args.quick else 5, warmup=0)  # per-call Python loops, ~0.1 s a call
+    slow = Budget(seconds=0.0, min_reps=2 if args.quick else 5, warmup=0)  # per-call Python loops, ~0.1 s a call
     sections = set(args.only or SECTIONS)
 
     print("layoutkit benchmarks")
-    print(f"  layoutkit {lk.__version__}")
-    print(f"  Python {platform.python_version()}, numpy {np.__version__}, {platform.platform()}, {os.cpu_count()} CPUs")
-    if hasattr(os, "getloadavg"):
-        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-        print(f"  load average before the run: {load} (other work on the machine inflates medians; compare mins)")
+    print(f"  layoutkit {lk.__version__}; " + ", ".join(f"{k} {v}" for k, v in oracles.installed_versions().items()))
+    for line in machine_description():
+        print(f"  {line}")
     malloc = {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}
     if malloc:
-        print(f"  allocator settings in effect (they change the evaluation numbers, see section 5): {malloc}")
+        print(f"  allocator settings in effect (they change the evaluation numbers; see the allocator section): "
+              f"{malloc}")
     print(f"  timing: time.perf_counter, gc paused, >= {budget.min_reps} repeats and ~{seconds:g} s per row")
 
     if "eval" in sections:
+        t0 = time.perf_counter()
         bench_evaluation(budget, args.profile)
+        SECTION_SECONDS["eval"] = time.perf_counter() - t0
     pycute = tilelang = oracles.Oracle("-", None, None, "not requested")
-    # imported after section 1 so that torch & co. do not shape its heap
+    # imported after the first section so that torch & co. do not shape its heap
     if sections & {"inverse", "compare", "fragment"}:
         pycute = oracles.load_pycute()
         tilelang = oracles.load_tilelang()
         print(f"\n  oracles: pycute {pycute.version if pycute.ok else pycute.status}; ", end="")
         print(f"tilelang {tilelang.version if tilelang.ok else tilelang.status}")
-    if "inverse" in sections:
-        bench_inverse(budget, tilelang)
-    if "proof" in sections:
-        bench_proofs(budget)
-    if "compare" in sections:
-        bench_compare(budget, slow, pycute, tilelang)
-    if "allocator" in sections:
-        bench_allocator(seconds)
-    if "fragment" in sections:
-        FAILURES.extend(bench_fragments(budget, slow, tilelang))
-    if "nv" in sections:
-        FAILURES.extend(bench_nv(budget))
-    if "tla" in sections:
-        FAILURES.extend(bench_tla(budget))
-    if "ascend" in sections:
-        FAILURES.extend(bench_ascend(budget))
-    if "plot" in sections:
-        FAILURES.extend(bench_plot(budget))
-    if "infer" in sections:
-        FAILURES.extend(bench_infer(budget))
-    if "cost" in sections:
-        FAILURES.extend(bench_cost(budget))
+    runs: dict[str, Callable[[], list[str] | None]] = {
+        "inverse": lambda: bench_inverse(budget, tilelang),
+        "proof": lambda: bench_proofs(budget),
+        "compare": lambda: bench_compare(budget, slow, pycute, tilelang),
+        "domain": lambda: bench_full_domain(budget, slow, args.quick),
+        "allocator": lambda: bench_allocator(seconds),
+        "fragment": lambda: bench_fragments(budget, slow, tilelang),
+        "nv": lambda: bench_nv(budget),
+        "tla": lambda: bench_tla(budget),
+        "ascend": lambda: bench_ascend(budget),
+        "plot": lambda: bench_plot(budget, args.quick),
+        "infer": lambda: bench_infer(budget, args.quick),
+        "tilelang-infer": lambda: bench_infer_vs_tilelang(budget, reps=2 if args.quick else 5, quick=args.quick),
+        "codegen": lambda: bench_codegen(budget, slow, args.quick),
+        "cost": lambda: bench_cost(budget),
+    }
+    for name, run in runs.items():
+        if name in sections:
+            t0 = time.perf_counter()
+            FAILURES.extend(run() or [])
+            SECTION_SECONDS[name] = time.perf_counter() - t0
 
     section("Summary")
+    if HEADLINES:
+        print("  Headline figures (layoutkit: median (min - max); ratio = anchor / layoutkit, > 1: layoutkit faster)")
+        print_table(("case", "layoutkit", "anchor", "ratio"), HEADLINES)
+        print()
     for label, t in EVAL_TARGETS:
         state = "met" if t.median <= TARGET_S else "MISSED"
         print(
@@ -648,6 +704,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         )
     for case, impl, _t, rw, rc in COMPARE_SUMMARY:
         print(f"  {case.split('.')[0]}: {impl:<62} theirs/ours {fmt_ratio(rw)} vs warm, {fmt_ratio(rc)} vs cold")
+    took = ", ".join(f"{k} {v:.1f}" for k, v in SECTION_SECONDS.items())
+    print(f"  wall seconds per section: {took}")
     if FAILURES:
         print(f"  {len(FAILURES)} result check(s) FAILED:")
         for what in FAILURES:
@@ -655,7 +713,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     else:
         print("  all result checks passed (every timed implementation agreed element for element)")
     if args.json:
-        payload = {"target_s": TARGET_S, "records": RECORDS, "failures": FAILURES}
+        payload = {"target_s": TARGET_S, "records": RECORDS, "failures": FAILURES,
+                   "headlines": [dict(zip(("case", "layoutkit", "anchor", "ratio"), row)) for row in HEADLINES],
+                   "section_seconds": SECTION_SECONDS}
         Path(args.json).write_text(json.dumps(payload, indent=1))
         print(f"  wrote {args.json}")
     return 1 if FAILURES else 0

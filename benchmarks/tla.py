@@ -22,7 +22,19 @@ for _path in (str(_HERE.parent), str(_HERE)):
         sys.path.insert(0, _path)
 
 import numpy as np  # noqa: E402
-from harness import Budget, Timing, fmt_ratio, fmt_time, measure, print_table, section, standalone  # noqa: E402
+from harness import (  # noqa: E402
+    TIMING_HEADERS,
+    Budget,
+    Timing,
+    fmt_ratio,
+    fmt_time,
+    headline,
+    measure,
+    print_table,
+    section,
+    standalone,
+    timing_cells,
+)
 
 from layoutkit import tla  # noqa: E402
 
@@ -103,7 +115,7 @@ def bench_tla(budget: Budget) -> list[str]:
         result = ours()
         t_ours = measure(ours, budget=budget)
         t_theirs: Timing | None = None
-        note = "" if pc is not None else status
+        note = ""
         if theirs is not None:
             ref = theirs()
             if not _same(result, ref):
@@ -112,9 +124,14 @@ def bench_tla(budget: Budget) -> list[str]:
             else:
                 t_theirs = measure(theirs, budget=budget)
         ratio = None if t_theirs is None else t_theirs.median / t_ours.median
-        rows.append([name, fmt_time(t_ours.median), fmt_time(None if t_theirs is None else t_theirs.median),
-                     fmt_ratio(ratio), str(result), note])
-    print_table(["operation", "layoutkit", "pycute", "pycute/ours", "result", ""], rows)
+        rows.append([name, *timing_cells(t_ours), *timing_cells(t_theirs)[:3], fmt_ratio(ratio), str(result), note])
+        if name == "composition(A, B)" and t_theirs is not None:
+            headline("CuTe composition (128,128):(128,1) o (16,16):(1,128)", t_ours,
+                     f"pycute {fmt_time(t_theirs.median)}", ratio)
+    print_table(["operation", *TIMING_HEADERS, "pycute median", "pycute min", "pycute max", "pycute/ours",
+                 "result", ""], rows)
+    if pc is None:
+        print(f"  {status}")
 
     zn = tla.make_layout_from_tag("zN", "float16", 1024, 1024)
     i, j = np.meshgrid(np.arange(1024), np.arange(1024), indexing="ij")
@@ -123,9 +140,9 @@ def bench_tla(budget: Budget) -> list[str]:
         failures.append("tla: zN offset_table disagrees with the numpy formula")
     if tla.crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32))) != 37:
         failures.append("tla: crd2offset seed example is not 37")
-    trows = [[name, fmt_time(measure(fn, budget=budget).median)] for name, fn in tla_cases()]
+    trows = [[name, *timing_cells(measure(fn, budget=budget))] for name, fn in tla_cases()]
     print()
-    print_table(["TLA path", "median"], trows)
+    print_table(["TLA path", *TIMING_HEADERS], trows)
     return failures
 
 
