@@ -70,81 +70,21 @@ CASES = (
 )
 
 
-# ---- the same kernels written in TileLang (the builders of the recorded conformance data) -------------
-
-
-def _tl_gemm(T, policies, M, N, K, bM, bN, bK, threads, policy, trans_B, dtype, accum_dtype, num_stages=2):
-    warp_policy = getattr(policies, policy)
-
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(((N, K) if trans_B else (K, N)), dtype),
-             C: T.Tensor((M, N), accum_dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((bM, bK), dtype)
-            B_shared = T.alloc_shared(((bN, bK) if trans_B else (bK, bN)), dtype)
-            C_local = T.alloc_fragment((bM, bN), accum_dtype)
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=num_stages):
-                T.copy(A[by * bM, ko * bK], A_shared)
-                if trans_B:
-                    T.copy(B[bx * bN, ko * bK], B_shared)
-                else:
-                    T.copy(B[ko * bK, bx * bN], B_shared)
-                T.gemm(A_shared, B_shared, C_local, transpose_B=trans_B, policy=warp_policy)
-            T.copy(C_local, C[by * bM, bx * bN])
-
-    return main
-
-
-def _tl_elementwise(T, M, N, bM, bN, threads, dtype="float16"):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_frag = T.alloc_fragment((bM, bN), dtype)
-            B_frag = T.alloc_fragment((bM, bN), dtype)
-            T.copy(A[by * bM, bx * bN], A_frag)
-            for i, j in T.Parallel(bM, bN):
-                B_frag[i, j] = A_frag[i, j]
-            T.copy(B_frag, B[by * bM, bx * bN])
-
-    return main
-
-
-def _tl_gemm_rowmax_bias(T, M, N, K, bM, bN, bK, threads, dtype="float16", accum_dtype="float32"):
-    @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), Bias: T.Tensor((N,), accum_dtype),
-             C: T.Tensor((M, N), dtype), RowMax: T.Tensor((M,), accum_dtype)):
-        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
-            A_shared = T.alloc_shared((bM, bK), dtype)
-            B_shared = T.alloc_shared((bK, bN), dtype)
-            C_local = T.alloc_fragment((bM, bN), accum_dtype)
-            bias_frag = T.alloc_fragment((bN,), accum_dtype)
-            row_max = T.alloc_fragment((bM,), accum_dtype)
-            T.clear(C_local)
-            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
-                T.copy(A[by * bM, ko * bK], A_shared)
-                T.copy(B[ko * bK, bx * bN], B_shared)
-                T.gemm(A_shared, B_shared, C_local)
-            T.copy(Bias[bx * bN], bias_frag)
-            for i, j in T.Parallel(bM, bN):
-                C_local[i, j] = C_local[i, j] + bias_frag[j]
-            T.reduce_max(C_local, row_max, dim=1)
-            T.copy(C_local, C[by * bM, bx * bN])
-            T.copy(row_max, RowMax[by * bM])
-
-    return main
+# ---- the same kernels written in TileLang (the conformance kernel source, shared with the tests) -----
 
 
 def tilelang_func(case: Case):
     """The TileLang ``PrimFunc`` of ``case``."""
-    import tilelang.language as T
     from tilelang.tileop.base import GemmWarpPolicy
 
+    from tests import tilelang_kernels as tk
+
     if case.kind == "gemm":
-        return _tl_gemm(T, GemmWarpPolicy, **case.params)
+        params = dict(case.params, policy=getattr(GemmWarpPolicy, case.params["policy"]))
+        return tk.gemm(**params)
     if case.kind == "elementwise":
-        return _tl_elementwise(T, **case.params)
-    return _tl_gemm_rowmax_bias(T, **case.params)
+        return tk.elementwise(**case.params)
+    return tk.gemm_rowmax_bias(**case.params)
 
 
 # ---- timing TileLang's pass alone ------------------------------------------------------------------
