@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import pickle
 
 import numpy as np
@@ -205,3 +206,24 @@ def test_fragments_are_values():
     assert f == atom8x8() and hash(f) == hash(atom8x8()) and f != f.replicate(2)
     assert pickle.loads(pickle.dumps(f)) == f
     assert pickle.loads(pickle.dumps(lk.PartialFragment(f.replicate(2)))).combine_size == 2
+
+
+@pytest.mark.parametrize("chunk", [None, 16])
+def test_apply_thread_of_the_whole_domain_equals_the_thread_table(monkeypatch, chunk):
+    if chunk is not None:  # many chunk boundaries, the last one ragged
+        evaluate = importlib.import_module("layoutkit.algebra.evaluate")
+        monkeypatch.setattr(evaluate, "CHUNK", chunk)
+        monkeypatch.setattr(evaluate, "MIN_CHUNK", chunk)
+    f = lk.Fragment([12, 20], forward_thread_fn=lambda i, j, r: i % 4 * 6 + j // 5 + r * 24,
+                    forward_index_fn=lambda i, j: (i // 4, j % 5), replicate=3)
+    coords = np.ascontiguousarray(np.indices(f.input_shape).reshape(2, -1).T)
+    table = f.thread_table().reshape(3, -1)
+    for r in range(3):
+        assert np.array_equal(f.apply_thread(coords, rep=r), table[r])
+    every = f.apply_thread(coords.reshape(12, 20, 2), rep=None)
+    assert every.shape == (3, 12, 20) and np.array_equal(every, f.thread_table())
+    assert np.array_equal(f.apply(coords), f.table().reshape(-1, 2))
+    with pytest.raises(lk.CoordinateError, match=r"\(12, 0\)"):
+        f.apply_thread(np.concatenate([coords, [[12, 0], [0, 20]]]))
+    with pytest.raises(lk.CoordinateError, match="integers"):  # as apply(): no silent truncation
+        f.apply_thread(np.array([[0.5, 1.0]]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import pickle
 
 import numpy as np
@@ -243,3 +244,78 @@ def test_to_linear_and_back():
                                                                                [2, 10, 6, 14], [3, 11, 7, 15]]
     with pytest.raises(lk.ShapeError):
         lk.Layout.from_linear([[[1, 0]], [[2]]])
+
+
+# ---- whole-array apply: chunked, int32 where safe, one bounds check -------------------------------
+
+_EVALUATE = importlib.import_module("layoutkit.algebra.evaluate")
+
+
+def _small_chunks(monkeypatch) -> None:
+    """Chunks of 16 points, so a few hundred coordinates cross many chunk boundaries."""
+    monkeypatch.setattr(_EVALUATE, "CHUNK", 16)
+    monkeypatch.setattr(_EVALUATE, "MIN_CHUNK", 16)
+
+
+def _every_coord(shape) -> np.ndarray:
+    return np.ascontiguousarray(np.indices(shape).reshape(len(shape), -1).T)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_apply_of_the_whole_domain_equals_the_table(monkeypatch, chunked):
+    # non-power-of-two divisors, xor, scaled Sum terms, a bare variable, a constant and a repeated output
+    L = lk.Layout([12, 40], lambda i, j: (j // 3 * 5 + i % 5 * 7 + 2, (j % 8 ^ i % 8) * 3 + i, j, 4, j))
+    if chunked:
+        _small_chunks(monkeypatch)
+    coords = _every_coord(L.input_shape)
+    order = np.random.default_rng(0).permutation(len(coords))
+    got = L.apply(coords[order])
+    assert got.dtype == np.int64 and got.shape == (480, 5)
+    assert np.array_equal(got, L.table().reshape(-1, 5)[order])
+    assert L.apply(np.array([11, 39])).tolist() == [13 * 5 + 1 * 7 + 2, (7 ^ 3) * 3 + 11, 39, 4, 39]
+
+
+def test_apply_keeps_int64_results_beyond_int32():
+    i, j = Var("_i", 1 << 16), Var("_j", 1 << 16)
+    assert not _EVALUATE.fits_int32((i * 65536 + j,)) and _EVALUATE.fits_int32((i * 16 + j,))
+    L = lk.Layout([1 << 16, 1 << 16], lambda i, j: (i * 65536 + j, i * 16 + j, (i ^ j) * 40000))
+    coords = np.array([[65535, 65535], [40000, 3], [0, 65535], [1, 0]])
+    want = [[(1 << 32) - 1, 65535 * 16 + 65535, 0],
+            [40000 * 65536 + 3, 40000 * 16 + 3, (40000 ^ 3) * 40000],
+            [65535, 65535, 65535 * 40000],
+            [65536, 16, 40000]]
+    assert L.apply(coords).tolist() == want
+
+
+def test_apply_accepts_any_int_dtype_and_memory_order():
+    L = swizzle128_fp16(16, 128)
+    coords = _every_coord(L.input_shape)
+    want = L.table().reshape(-1, 3)
+    for arr in (coords.astype(np.int32), coords.astype(np.uint16), np.asfortranarray(coords), coords[::3],
+                coords.T.copy().T):
+        expect = want[::3] if len(arr) < len(coords) else want
+        assert np.array_equal(L.apply(arr), expect)
+    grid3 = coords.reshape(16, 128, 2)
+    assert np.array_equal(L.apply(grid3), L.table())
+    assert L.apply(np.zeros((0, 2), dtype=np.int64)).shape == (0, 3)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_apply_names_the_first_coordinate_outside_the_domain(monkeypatch, chunked):
+    if chunked:
+        _small_chunks(monkeypatch)
+    L = lk.Layout([4, 100], lambda i, j: i * 100 + j)
+    coords = _every_coord(L.input_shape)
+    # 99 exceeds the smallest extent but lies inside dim 1: the one-pass check must not reject it
+    assert L.apply(coords).reshape(-1).tolist() == list(range(400))
+    for bad, witness in [((4, 0), r"\(4, 0\)"), ((0, 100), r"\(0, 100\)"), ((2, -1), r"\(2, -1\)"),
+                         ((-5, 3), r"\(-5, 3\)"), ((1 << 62, 0), rf"\({1 << 62}, 0\)")]:
+        arr = coords.copy()
+        arr[137] = bad
+        arr[300] = (9, 9)  # a later bad coordinate is not the witness
+        with pytest.raises(lk.CoordinateError, match=witness):
+            L.apply(arr)
+        with pytest.raises(lk.CoordinateError, match=witness):
+            L.apply(np.asfortranarray(arr))
+    with pytest.raises(lk.ShapeError, match=r"\[\.\.\., 2\]"):
+        L.apply(coords[:, :1])

@@ -4,6 +4,8 @@ The program is a list of numpy calls over the expression DAG (shared sub-express
 once); power-of-two divisors use shifts and masks, which are exact floor division and floor modulo on
 two's-complement integers.  Inputs broadcast, so evaluating ``(i, j)`` over a 128x128 domain with
 ``i`` of shape ``(128, 1)`` and ``j`` of shape ``(1, 128)`` computes ``i % 8`` on 128 values only.
+:func:`evaluate_columns` runs the same instructions over arbitrary points (one column per variable)
+in cache-sized chunks, into reused buffers, and in int32 when that provably cannot overflow.
 
 >>> import numpy as np
 >>> from layoutkit.algebra import Var
@@ -47,30 +49,41 @@ def _is_pow2(c: int) -> bool:
 
 
 def _sum_op(coeffs: tuple[int, ...], const: int) -> Callable:
-    def run(*xs):
-        acc = None
-        for x, c in zip(xs, coeffs):
-            term = x if c == 1 else x * c
-            acc = term if acc is None else acc + term
-        return acc + const if const else acc
+    def run(*xs, out=None, tmp=None):
+        if out is None:
+            acc = None
+            for x, c in zip(xs, coeffs):
+                term = x if c == 1 else x * c
+                acc = term if acc is None else acc + term
+            return acc + const if const else acc
+        # into a buffer: accumulate in place, scaled terms go through the scratch buffer ``tmp``
+        np.multiply(xs[0], coeffs[0], out=out)
+        for x, c in zip(xs[1:], coeffs[1:]):
+            np.add(out, x if c == 1 else np.multiply(x, c, out=tmp), out=out)
+        return np.add(out, const, out=out) if const else out
 
     return run
 
 
+def _needs_tmp(node: Expr) -> bool:
+    return isinstance(node, Sum) and any(c != 1 for _, c in node.terms[1:])
+
+
 def _instruction(node: Expr) -> Callable:
+    """``fn(*operands, out=None)`` computing ``node`` (a Sum also takes a scratch ``tmp``)."""
     if isinstance(node, Sum):
         return _sum_op(tuple(c for _, c in node.terms), node.const)
     if isinstance(node, FloorDiv):
         c = node.c
         if _is_pow2(c):
             shift = c.bit_length() - 1
-            return lambda x: np.right_shift(x, shift)
-        return lambda x: np.floor_divide(x, c)
+            return lambda x, out=None: np.right_shift(x, shift, out=out)
+        return lambda x, out=None: np.floor_divide(x, c, out=out)
     if isinstance(node, FloorMod):
         c = node.c
         if _is_pow2(c):
-            return lambda x: np.bitwise_and(x, c - 1)
-        return lambda x: np.remainder(x, c)
+            return lambda x, out=None: np.bitwise_and(x, c - 1, out=out)
+        return lambda x, out=None: np.remainder(x, c, out=out)
     if isinstance(node, Mul):
         return np.multiply
     if isinstance(node, Xor):
@@ -82,6 +95,94 @@ def _instruction(node: Expr) -> Callable:
     raise ExprError(f"cannot evaluate expression node {node!r}")
 
 
+def _nodes(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> list[Expr]:
+    """The non-input nodes of ``exprs`` in evaluation order."""
+    nodes = []
+    for node in _topological(exprs):
+        if node in variables:
+            continue
+        if isinstance(node, Var):
+            raise ExprError(f"expression uses variable {node.name} which is not an input of this map")
+        nodes.append(node)
+    return nodes
+
+
+def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> Callable[..., tuple]:
+    """Straight-line program over ``variables``; constants are ``dtype``, operands are used as given
+    and every instruction allocates its result (operands may broadcast)."""
+    slot = {v: k for k, v in enumerate(variables)}
+    program: list[tuple[Callable, tuple[int, ...]]] = []
+    for node in _nodes(exprs, variables):
+        slot[node] = len(variables) + len(program)
+        if isinstance(node, Const):
+            value = dtype(node.value)
+            program.append((lambda v=value: v, ()))
+            continue
+        program.append((_instruction(node), tuple(slot[c] for c in node.children())))
+    outputs = tuple(slot[e] for e in exprs)
+
+    def run(*arrays: np.ndarray) -> tuple:
+        regs: list = list(arrays)
+        for fn, args in program:
+            regs.append(fn(*(regs[a] for a in args)))
+        return tuple(regs[k] for k in outputs)
+
+    return run
+
+
+def _buffered_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> tuple[int, Callable]:
+    """``(buffers, run)``: ``run(arrays, scratch, out)`` evaluates 1-d operands of one length ``L``
+    into the rows of ``scratch`` (``[buffers, L]``) and writes output ``k`` into ``out[:, k]`` as soon
+    as it is computed.  A row is reused once its value is dead, so a chunked evaluation allocates
+    nothing per chunk and little in all (fresh temporaries cost page faults, not arithmetic).  Row 0
+    is the scratch of scaled Sum terms when some Sum needs one."""
+    nodes = _nodes(exprs, variables)
+    slot = {v: k for k, v in enumerate(variables)}
+    slot.update((node, len(variables) + k) for k, node in enumerate(nodes))
+    emits: dict[int, list[int]] = {}
+    for k, e in enumerate(exprs):
+        emits.setdefault(slot[e], []).append(k)
+    last = {slot[c]: k for k, node in enumerate(nodes) for c in node.children()}
+    tmp = 0 if any(_needs_tmp(node) for node in nodes) else None
+    count = 0 if tmp is None else 1
+    free: list[int] = []
+    row: dict[int, int] = {}
+    program: list[tuple] = []
+    for k, node in enumerate(nodes):
+        own = slot[node]
+        args = tuple(slot[c] for c in node.children())
+        if isinstance(node, Const):
+            program.append((None, args, None, dtype(node.value), False, tuple(emits.get(own, ()))))
+        else:
+            if free:
+                dst = free.pop()
+            else:
+                dst, count = count, count + 1
+            row[own] = dst
+            program.append((_instruction(node), args, dst, None, _needs_tmp(node), tuple(emits.get(own, ()))))
+        # rows are freed only after this instruction, so none writes over its own operand; a value
+        # nobody reads (an output, already written out) frees its row at once
+        free.extend(row[a] for a in {*args, own} if a in row and last.get(a, k) == k)
+    from_inputs = tuple((s, k) for s, ks in emits.items() if s < len(variables) for k in ks)
+
+    def run(arrays: Sequence[np.ndarray], scratch: np.ndarray, out: np.ndarray) -> None:
+        regs: list = list(arrays)
+        for s, k in from_inputs:
+            out[:, k] = regs[s]
+        for fn, args, dst, value, needs_tmp, cols in program:
+            if fn is None:
+                v = value
+            elif needs_tmp:
+                v = fn(*(regs[a] for a in args), out=scratch[dst], tmp=scratch[tmp])
+            else:
+                v = fn(*(regs[a] for a in args), out=scratch[dst])
+            regs.append(v)
+            for k in cols:
+                out[:, k] = v
+
+    return count, run
+
+
 @functools.lru_cache(maxsize=4096)
 def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callable[..., tuple[np.ndarray, ...]]:
     """Compile ``exprs`` over ``variables`` into ``f(*arrays) -> tuple of int64 arrays``.
@@ -89,30 +190,50 @@ def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callab
     Results broadcast against each other only as far as the inputs do: an output that does not
     depend on a variable keeps that axis at size 1 (callers use ``np.broadcast_to``).
     """
-    order = _topological(exprs)
-    slot = {v: k for k, v in enumerate(variables)}
-    program: list[tuple[Callable, tuple[int, ...]]] = []
-    for node in order:
-        if node in slot:
-            continue
-        if isinstance(node, Var):
-            raise ExprError(f"expression uses variable {node.name} which is not an input of this map")
-        if isinstance(node, Const):
-            slot[node] = len(variables) + len(program)
-            value = np.int64(node.value)
-            program.append((lambda v=value: v, ()))
-            continue
-        slot[node] = len(variables) + len(program)
-        program.append((_instruction(node), tuple(slot[c] for c in node.children())))
-    outputs = tuple(slot[e] for e in exprs)
+    program = _program(exprs, variables, np.int64)
 
     def run(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-        regs: list = [np.asarray(a, dtype=np.int64) for a in arrays]
-        for fn, args in program:
-            regs.append(fn(*(regs[a] for a in args)))
-        return tuple(np.asarray(regs[k], dtype=np.int64) for k in outputs)
+        outs = program(*(np.asarray(a, dtype=np.int64) for a in arrays))
+        return tuple(np.asarray(o, dtype=np.int64) for o in outs)
 
     return run
+
+
+_INT32 = 1 << 31
+
+
+def _small(value: float) -> bool:
+    return -_INT32 <= value < _INT32
+
+
+def fits_int32(exprs: tuple[Expr, ...]) -> bool:
+    """Whether every intermediate value, and every constant operand, of ``exprs`` fits in int32
+    when each variable lies in ``[0, extent)`` (from the interval every node carries).
+
+    >>> from layoutkit.algebra import Var
+    >>> i = Var("_i", 1 << 16)
+    >>> fits_int32((i * 4096 + 7,)), fits_int32((i * 65536,)), fits_int32((Var("_k", 1 << 40) // 2,))
+    (True, False, False)
+    """
+    for node in _topological(exprs):
+        if not (_small(node.lo) and _small(node.hi)):
+            return False
+        if isinstance(node, Sum):
+            # partial sums are bounded by the sum of the terms' magnitudes; coefficients are operands
+            reach = abs(node.const) + sum(abs(c) * max(abs(a.lo), abs(a.hi)) for a, c in node.terms)
+            if not (_small(reach) and all(_small(c) for _, c in node.terms)):
+                return False
+        elif isinstance(node, (FloorDiv, FloorMod)) and not _small(node.c):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=4096)
+def _column_program(
+    exprs: tuple[Expr, ...], variables: tuple[Var, ...], in_range: bool
+) -> tuple[type, int, Callable]:
+    dtype = np.int32 if in_range and fits_int32(exprs) else np.int64
+    return (dtype, *_buffered_program(exprs, variables, dtype))
 
 
 def evaluate(expr: Expr, env: dict[Var, int]) -> int:
@@ -136,21 +257,64 @@ def grid(shape: Sequence[int]) -> tuple[np.ndarray, ...]:
     )
 
 
-CHUNK = 8192
-"""Coordinates per evaluation chunk: small enough for every temporary to stay in cache."""
+CHUNK = 1 << 16
+"""Most coordinates per evaluation chunk: every int32 temporary (256 KiB) stays in the L2 cache."""
+
+MIN_CHUNK = 1 << 12
+"""Fewest coordinates per chunk: below this the per-instruction Python overhead dominates."""
+
+SCRATCH_BYTES = 1 << 18
+"""Scratch bytes every evaluation may use, however small its result."""
 
 
-def evaluate_columns(exprs: tuple[Expr, ...], variables: tuple[Var, ...], columns: Sequence[np.ndarray]) -> np.ndarray:
-    """Evaluate ``exprs`` at N points given as one int64 column per variable -> ``[N, len(exprs)]``.
+def _chunk(n: int, out_bytes: int, bytes_per_point: int) -> int:
+    """Points per chunk: at most :data:`CHUNK`, and few enough that the scratch stays within
+    :data:`SCRATCH_BYTES` or half the result.  A scratch much larger than the result it is freed
+    next to leaves a free heap top large enough for malloc to hand back to the OS, and every call
+    then faults it in again (at 16K points that costs more than the arithmetic).
 
-    Works in chunks of :data:`CHUNK` points: far faster than one pass over a large array, whose
-    temporaries fall out of cache and through the allocator's release/fault cycle.
+    >>> _chunk(1 << 20, 3 << 23, 28), _chunk(1 << 14, 3 << 17, 28), _chunk(100, 2400, 28)
+    (65536, 9362, 100)
     """
-    run = compile_numpy(exprs, variables)
-    n = columns[0].shape[0] if columns else 1
+    budget = max(out_bytes // 2, SCRATCH_BYTES)
+    return max(1, min(n, CHUNK, max(MIN_CHUNK, budget // max(1, bytes_per_point))))
+
+
+def evaluate_columns(
+    exprs: tuple[Expr, ...], variables: tuple[Var, ...], columns: Sequence[np.ndarray], *, in_range: bool = False
+) -> np.ndarray:
+    """Evaluate ``exprs`` at N points given as one int column per variable -> int64 ``[N, len(exprs)]``.
+
+    A 0-d column is one value shared by every point.  Works in chunks (:func:`_chunk`) through one
+    scratch allocated per call, writing each output straight into the result: far faster than one
+    pass over a large array, whose temporaries fall out of cache and through the allocator's
+    release/fault cycle.  ``in_range=True`` promises that every column lies inside its variable's
+    ``[0, extent)``; the chunks are then computed in int32 when :func:`fits_int32` proves no
+    intermediate can overflow (half the memory traffic), and widened on the write into the result.
+
+    >>> from layoutkit.algebra import Var
+    >>> i, j = Var("_i", 4), Var("_j", 4)
+    >>> evaluate_columns((i * 4 + j, j), (i, j), [np.array([1, 2]), np.array(3)], in_range=True).tolist()
+    [[7, 3], [11, 3]]
+    """
+    dtype, buffers, run = _column_program(tuple(exprs), tuple(variables), in_range)
+    cols = [np.asarray(c) for c in columns]
+    n = next((c.shape[0] for c in cols if c.ndim), 1)
     out = np.empty((n, len(exprs)), dtype=np.int64)
-    for start in range(0, n, CHUNK):
-        part = [c[start : start + CHUNK] for c in columns]
-        for k, o in enumerate(run(*part)):
-            out[start : start + CHUNK, k] = o
+    # columns of another dtype are converted chunk by chunk into extra scratch rows
+    convert = [k for k, c in enumerate(cols) if c.ndim and c.dtype != dtype]
+    rows = buffers + len(convert)
+    chunk = _chunk(n, out.nbytes, rows * np.dtype(dtype).itemsize)
+    scratch = np.empty((rows, chunk), dtype=dtype)
+    part: list = [c.astype(dtype) if not c.ndim else c for c in cols]
+    for start in range(0, n, chunk):
+        stop = min(start + chunk, n)
+        block = scratch[:, : stop - start]
+        for k, c in enumerate(cols):
+            if c.ndim:
+                part[k] = c[start:stop]
+        for r, k in enumerate(convert, buffers):
+            part[k] = block[r]
+            np.copyto(part[k], cols[k][start:stop], casting="unsafe")
+        run(part, block, out[start:stop])
     return out

@@ -228,19 +228,24 @@ class Layout:
     def _check_coords(self, flat: np.ndarray) -> None:
         """Raise CoordinateError naming the first coordinate outside the input shape.
 
-        ``flat`` is ``[N, n]``; columns are checked one at a time (contiguous min/max passes are
-        far cheaper than a broadcast compare reduced over a length-n axis)."""
-        for d, e in enumerate(self._input_shape):
-            col = flat[:, d]
-            if col.size and (col.min() < 0 or col.max() >= e):
-                bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(self._input_shape)), axis=1))[0]
-                first = tuple(int(v) for v in flat[bad])
-                raise CoordinateError(
-                    f"coordinate {first} is outside the input shape {self._input_shape} of {self.describe()}"
-                )
+        ``flat`` is ``[N, n]`` int64.  Viewed as unsigned, a negative coordinate is huge, so one max
+        per column checks both bounds; a contiguous ``flat`` is first checked in a single pass against
+        the smallest extent (exact for square shapes), columns only when that is inconclusive."""
+        if not flat.size:
+            return
+        shape = self._input_shape
+        unsigned = flat.view(np.uint64)
+        if flat.flags.c_contiguous and int(unsigned.reshape(-1).max()) < min(shape):
+            return
+        if all(int(unsigned[:, d].max()) < e for d, e in enumerate(shape)):
+            return
+        bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(shape)), axis=1))[0]
+        first = tuple(int(v) for v in flat[bad])
+        raise CoordinateError(f"coordinate {first} is outside the input shape {shape} of {self.describe()}")
 
-    def apply(self, coords) -> np.ndarray:
-        """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised)."""
+    def _flat_coords(self, coords) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Checked ``[N, n]`` int64 view (no copy for int64 input) of a coordinate array, and its
+        leading shape."""
         arr = np.asarray(coords)
         if arr.dtype.kind not in "iu":
             if arr.dtype.kind == "b" or arr.size and not np.all(np.equal(np.mod(arr, 1), 0)):
@@ -251,8 +256,19 @@ class Layout:
             raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
         flat = arr.reshape(-1, n).astype(np.int64, copy=False)
         self._check_coords(flat)
-        out = evaluate_columns(self._forward, self._vars, [flat[:, d] for d in range(n)])
-        return out.reshape(arr.shape[:-1] + (len(self._forward),))
+        return flat, arr.shape[:-1]
+
+    def apply(self, coords) -> np.ndarray:
+        """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised).
+
+        >>> import layoutkit as lk
+        >>> lk.Layout([4, 8], lambda i, j: (j, i * 2)).apply([[1, 2], [3, 7]]).tolist()
+        [[2, 2], [7, 6]]
+        """
+        flat, lead = self._flat_coords(coords)
+        cols = [flat[:, d] for d in range(flat.shape[1])]
+        out = evaluate_columns(self._forward, self._vars, cols, in_range=True)
+        return out.reshape(lead + (len(self._forward),))
 
     def table(self) -> np.ndarray:
         """All images as an int64 array of shape ``input_shape + (m,)``."""

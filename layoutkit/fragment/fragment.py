@@ -177,22 +177,23 @@ class Fragment(Layout):
 
     def apply_thread(self, coords, rep: int | None = 0) -> np.ndarray:
         """Threads of an int array of coordinates ``[..., n]`` -> ``[...]`` for one replica, or
-        ``[R, ...]`` for every replica when ``rep is None``."""
-        arr = np.asarray(coords)
-        n = len(self.input_shape)
-        if arr.ndim == 0 or arr.shape[-1] != n:
-            raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
-        flat = arr.reshape(-1, n).astype(np.int64)
-        self._check_coords(flat)
+        ``[R, ...]`` for every replica when ``rep is None``.
+
+        >>> import layoutkit as lk
+        >>> F = lk.Fragment([4, 4], forward_thread_fn=lambda i, j, r: j * 2 + r, replicate=2)
+        >>> F.apply_thread([[0, 1], [2, 3]]).tolist(), F.apply_thread([[2, 3]], rep=None).tolist()
+        ([2, 6], [[6], [7]])
+        """
+        flat, lead = self._flat_coords(coords)
         reps = range(self._replicate) if rep is None else [self._rep_index(rep)]
         variables = self.forward_vars + (self.rep_var,)
-        cols = [flat[:, d] for d in range(n)]
-        out = np.stack([
-            evaluate_columns((self._thread,), variables, cols + [np.full(flat.shape[0], r, dtype=np.int64)])[:, 0]
+        cols = [flat[:, d] for d in range(flat.shape[1])]
+        # the replica is one shared value (a 0-d column), not a filled array per coordinate
+        outs = [
+            evaluate_columns((self._thread,), variables, [*cols, np.array(r)], in_range=True)[:, 0].reshape(lead)
             for r in reps
-        ])
-        out = out.reshape((len(out),) + arr.shape[:-1])
-        return out if rep is None else out[0]
+        ]
+        return outs[0] if rep is not None else np.stack(outs)
 
     def _rep_index(self, rep: int) -> int:
         if isinstance(rep, bool) or not isinstance(rep, (int, np.integer)) or not 0 <= rep < self._replicate:
