@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..algebra.layout import placeholder
 from ..dtypes import element_bits
 from ..fragment.fragment import Fragment
 from .access import element_table
@@ -34,6 +35,8 @@ from .access import element_table
 def thread_indexed(loop_layout: Fragment, frag: Fragment, indices, loop: tuple[int, ...]) -> bool:
     """Whether ``frag`` read at ``indices`` is, for some register of ``loop_layout``, at different
     registers in the threads running it."""
+    if _same_registers(loop_layout, frag, indices, loop):
+        return False
     coords = element_table(indices, tuple(loop), frag.input_shape).reshape(-1, len(frag.input_shape))
     flat = np.ravel_multi_index(tuple(coords.T), frag.input_shape)
     local = np.tile(np.asarray(loop_layout.index_table()).ravel(), loop_layout.replicate_size)
@@ -41,6 +44,21 @@ def thread_indexed(loop_layout: Fragment, frag: Fragment, indices, loop: tuple[i
     order = np.lexsort((phys, local))
     same_reg = local[order][1:] == local[order][:-1]
     return bool((same_reg & (phys[order][1:] != phys[order][:-1])).any())
+
+
+def _same_registers(loop_layout: Fragment, frag: Fragment, indices, loop) -> bool:
+    """The loop reads ``frag`` at its own point through the loop's register map: every register of
+    the loop is then the same register of ``frag`` in every thread (no table needed).
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> f = Fragment([8, 8], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
+    >>> _same_registers(f, f, (placeholder(0, 8), placeholder(1, 8)), (8, 8))
+    True
+    """
+    shape = tuple(loop)
+    return (shape == tuple(frag.input_shape) == tuple(loop_layout.input_shape)
+            and tuple(indices) == tuple(placeholder(d, n) for d, n in enumerate(shape))
+            and loop_layout.forward_index == frag.forward_index)
 
 
 @lru_cache(maxsize=4096)

@@ -284,13 +284,19 @@ def canonical_order(ops) -> dict[int, tuple]:
     earlier op touching one of its buffers), then its content.  Free mode tries roots in this order
     and keeps the first of equally cheap attempts, as TileLang keeps the earliest root; unlike
     program order, the key does not change when independent ops are permuted."""
+    depth = _depths(ops)
+    return {op.uid: (depth[op.uid], _content(op)) for op in ops}
+
+
+def _depths(ops) -> dict[int, int]:
+    """The first part of :func:`canonical_order`'s key: op uid -> depth."""
     depth: dict[str, int] = {}
     out = {}
     for op in ops:
         d = 1 + max((depth[b] for b in op.buffers if b in depth), default=-1)
         for b in op.buffers:
             depth[b] = d
-        out[op.uid] = (d, _content(op))
+        out[op.uid] = d
     return out
 
 
@@ -359,11 +365,12 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
     for op in ops:
         _run(ctx, op, STRICT, everything, users, queue, queued)
     _bfs(ctx, ops, COMMON, everything, users)
-    order = canonical_order(ops)
+    depth = _depths(ops)
     for comp in _components(ops, program):
         if not _unsolved(ctx, comp):
             continue
-        comp = sorted(comp, key=lambda op: order[op.uid])
+        if len(comp) > 1:  # the order of canonical_order; an op's content is only needed to sort
+            comp = sorted(comp, key=lambda op: (depth[op.uid], _content(op)))
         _free_component(ctx, comp, model, users)
     _aliases(ctx)
     return ctx
@@ -486,7 +493,8 @@ def clear_caches() -> None:
     from . import loops, nv_rules, vectorize
 
     for fn in (loops.loop_from_buffer, loops.complete_buffer, loops.plan_partition, loops.reducer_layout,
-               loops.loop_agrees, loops._replica_zero, vectorize.loop_vector_width, nv_rules._layouts):
+               loops.loop_agrees, loops._replica_zero, loops.has_inverse, vectorize.loop_vector_width,
+               nv_rules._layouts):
         fn.cache_clear()
     clear_cost_caches()
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import floordiv, floormod, linear, make_split, substitute
+from ..algebra.simplify import add, floordiv, floormod, linear, make_split, make_sum, scale, substitute
 from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
@@ -44,6 +44,10 @@ class RuleConflict(LayoutError):
 # ---- fragment helpers ------------------------------------------------------------------------------
 
 def bind(frag: Fragment, rng: tuple[int, int]) -> Fragment:
+    """``frag`` bound to the thread range ``rng``; a fragment already bound there is returned as is
+    (an equal rebuild would drop the tables it has already evaluated)."""
+    if frag.thread_range == tuple(rng):
+        return frag
     return frag.bind_thread_range(*rng)
 
 
@@ -168,17 +172,11 @@ def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
     """
     total = math.prod(loop)
     variables = [placeholder(d, n) for d, n in enumerate(loop)]
-    span = vec * threads
-    straddles = whole_rows and len(loop) > 1 and loop[-1] % span and span % loop[-1]
-    ragged = total > threads and total % threads
-    if has_fragment and (ragged or straddles or (whole_rows and total % threads)):
+    used = _row_threads(loop, vec, threads, has_fragment, whole_rows)
+    if used is not None:
         inner = loop[-1] if len(loop) > 1 else 1
-        outer = total // inner
         o_flat = _flat(variables[:-1], loop[:-1]) if len(loop) > 1 else variables[0]
         i_flat = variables[-1] if len(loop) > 1 else Const(0)
-        # the most threads that split the rows evenly: every used thread holds the same rows, so no
-        # register slot stays empty and the layout lowers as an ordinary (exact) partition
-        used = max(d for d in range(1, min(outer, threads) + 1) if outer % d == 0)
         thread = floormod(o_flat, Const(used))
         index = floordiv(o_flat, Const(used)) * inner + i_flat
         guard = None if used == threads else f"_thread < {used}"
@@ -186,13 +184,71 @@ def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
     flat = _flat(variables, loop)
     thread = floormod(floordiv(flat, Const(vec)), Const(threads))
     index = floordiv(flat, Const(vec * threads)) * vec + floormod(flat, Const(vec))
-    frag = Fragment.from_exprs(loop, (index,), thread, 1)
-    if has_fragment and threads // frag.thread_extent > 1:
-        frag = frag.replicate(threads // frag.thread_extent)
+    extent = _plan_thread_extent(total, vec, threads)
+    replicas = threads // extent if has_fragment else 1
+    if replicas > 1:
+        # ``Fragment.replicate``'s thread map, built directly (the extent is known, no table needed)
+        thread = add(thread, scale(floordiv(rep_var(replicas), Const(1)), extent))
     guard = None
     if not has_fragment and total % (threads * vec):
         guard = f"_index // {vec} * {vec * threads} + _thread * {vec} + _index % {vec} < {total}"
-    return bind(frag, rng), guard
+    return Fragment.from_exprs(loop, (index,), thread, replicas, rng), guard
+
+
+def _row_threads(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool) -> int | None:
+    """The threads :func:`plan_partition` deals whole rows to, or None for the round-robin plan."""
+    total = math.prod(loop)
+    span = vec * threads
+    straddles = whole_rows and len(loop) > 1 and loop[-1] % span and span % loop[-1]
+    ragged = total > threads and total % threads
+    if not (has_fragment and (ragged or straddles or (whole_rows and total % threads))):
+        return None
+    outer = total // (loop[-1] if len(loop) > 1 else 1)
+    # the most threads that split the rows evenly: every used thread holds the same rows, so no
+    # register slot stays empty and the layout lowers as an ordinary (exact) partition
+    return max(d for d in range(1, min(outer, threads) + 1) if outer % d == 0)
+
+
+def _plan_thread_extent(total: int, vec: int, threads: int) -> int:
+    """``thread_extent`` of the round-robin plan (thread ``flat // vec % threads``) of ``total`` points.
+
+    >>> _plan_thread_extent(4096, 8, 128), _plan_thread_extent(64, 1, 128), _plan_thread_extent(60, 8, 128)
+    (128, 64, 8)
+    """
+    return threads if total >= vec * threads else (total - 1) // vec + 1
+
+
+def plan_slot_guard(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool = False) -> str | None:
+    """:func:`slot_guard` of :func:`plan_partition`'s layout, from the plan's arithmetic (no tables):
+    the plan deals vectors round-robin, so only its extent and its last, possibly short, round
+    decide whether slots stay empty.
+
+    >>> plan_slot_guard((8, 8), 1, 128, True), plan_slot_guard((8, 12), 8, 128, True)
+    (None, '_thread < 120')
+    >>> plan_slot_guard((100,), 8, 4, True)
+    'slot (_thread, _index) holds an element of [100]'
+
+    It agrees with tabulating the planned layout:
+
+    >>> cases = [(loop, v, t, h, w) for loop in ((8, 8), (100, 7), (96, 8), (3, 5), (130,), (24, 40))
+    ...          for v in (1, 2, 8) for t in (32, 128) for h in (False, True) for w in (False, True)]
+    >>> all(plan_slot_guard(*c) == slot_guard(plan_partition(*c[:4], (0, c[2]), c[4])[0], c[2]) for c in cases)
+    True
+    """
+    total = math.prod(loop)
+    used = _row_threads(loop, vec, threads, has_fragment, whole_rows)
+    if used is not None:  # whole rows: every used thread holds the same rows, no register slot empty
+        return None if used == threads else f"_thread < {used}"
+    extent = _plan_thread_extent(total, vec, threads)
+    replicas = threads // extent if has_fragment else 1
+    if extent * replicas < threads:
+        return f"_thread < {extent * replicas}"
+    # registers: the bounding box of ``flat // (vec * threads) * vec + flat % vec``
+    last = (total - 1) // (vec * threads)
+    local = last * vec + min(vec, total - last * vec * threads)
+    if extent * replicas * local > total * replicas:
+        return f"slot (_thread, _index) holds an element of {[int(n) for n in loop]}"
+    return None
 
 
 def partition_width(loop, width: int, threads: int, has_fragment: bool) -> int:
@@ -231,12 +287,14 @@ def slot_guard(layout: Fragment, threads: int) -> str | None:
 
 
 def _flat(variables, shape) -> Expr:
-    flat: Expr = Const(0)
-    stride = 1
-    for v, n in zip(reversed(variables), reversed(shape)):
-        flat = flat + v * stride
-        stride *= n
-    return flat
+    """The row-major flattening ``sum(v_d * stride_d)``, canonicalised once (one ``make_sum`` of all
+    terms, not one per addition).
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> print(_flat([placeholder(0, 4), placeholder(1, 1), placeholder(2, 8)], (4, 1, 8)))
+    _i * 8 + _k
+    """
+    return make_sum({v: math.prod(shape[d + 1:]) for d, v in enumerate(variables)})
 
 
 # ---- containment checks (numpy) -----------------------------------------------------------------
@@ -299,12 +357,13 @@ def require_inverse(frag: Fragment, op: str, buffer: str | None, role: str) -> N
 @lru_cache(maxsize=8192)
 def loop_agrees(loop_layout: Fragment, buf_frag: Fragment, indices, loop, is_read: bool, is_write: bool) -> bool:
     """Reads: every loop thread finds the element; writes: the owner sets are equal."""
-    if buf_frag.is_fully_replicated() and not is_write:
-        return True
+    # the symbolic test first: a loop following the fragment agrees without tabulating either
     if _is_identity(indices, loop) and (loop_layout is buf_frag or (
             loop_layout.input_shape == buf_frag.input_shape
             and loop_layout.forward_thread == buf_frag.forward_thread
             and loop_layout.replicate_size == buf_frag.replicate_size)):
+        return True
+    if buf_frag.is_fully_replicated() and not is_write:
         return True
     lt = _owner_sets(loop_layout)
     bt = _gather(buf_frag, indices, loop)
@@ -377,6 +436,8 @@ def loop_rule(op, ctx, level) -> dict:
         threads = ctx.rng[1]
         width = partition_width(loop, loop_vector_width(loop, _vector_accesses(op, ctx)), threads, bool(acc))
         plan, guard = plan_partition(loop, width, threads, bool(acc), ctx.rng, op.kind == "fill")
+        # the plan's slot guard follows from its arithmetic (slot_guard would tabulate the layout)
+        guard = guard or plan_slot_guard(loop, width, threads, bool(acc), op.kind == "fill")
         layout = plan
         if read_source is not None and allow:
             cand = loop_from_buffer(ctx.layouts[read_source], acc[read_source][0], loop, ctx.rng)
