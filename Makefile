@@ -41,7 +41,7 @@ test-tilelang:
 	@test -x $(TILELANG_VENV)/bin/python || $(PYTHON) -m venv $(TILELANG_VENV)
 	$(TILELANG_VENV)/bin/python -m pip install -q --upgrade pip
 	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
-	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider tests/test_frontend_tilelang.py \
+	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
 		tests/test_frontend_tilelang_errors.py tests/test_fragment_oracle.py
 
 clean:
