@@ -72,9 +72,23 @@ def make_split(base: Expr, lower: int, upper: int | None) -> Expr:
 
 
 def _term_key(item: tuple[Expr, int]) -> tuple:
+    return (*_rank_key(item), _order_name(item[0]))
+
+
+def _rank_key(item: tuple[Expr, int]) -> tuple:
     atom, coeff = item
     _, lower, upper = split_view(atom)
-    return (-coeff, -lower, -(INF if upper is None else upper), _order_name(atom))
+    return (-coeff, -lower, -(INF if upper is None else upper))
+
+
+def _sorted_terms(terms: dict[Expr, int]) -> tuple[tuple[Expr, int], ...]:
+    """The terms in canonical order (:func:`_term_key`).  Printing an atom for the name tie-break
+    costs far more than the rest of the key, so it is skipped when the numeric ranks are all
+    distinct: a unique prefix already fixes the lexicographic order, so the result is the same."""
+    ranked = [(_rank_key(item), item) for item in terms.items()]
+    if len({rank for rank, _ in ranked}) == len(ranked):
+        return tuple(item for _, item in sorted(ranked, key=lambda pair: pair[0]))
+    return tuple(sorted(terms.items(), key=_term_key))
 
 
 def _order_name(atom: Expr) -> str:
@@ -138,7 +152,7 @@ def make_sum(terms: dict[Expr, int], const: int = 0) -> Expr:
         ((atom, coeff),) = flat.items()
         if coeff == 1:
             return atom
-    return Sum(tuple(sorted(flat.items(), key=_term_key)), const)
+    return Sum(_sorted_terms(flat), const)
 
 
 # ---- arithmetic ------------------------------------------------------------------------------

@@ -35,6 +35,8 @@ from ..errors import ExprError, LayoutError, ShapeError
 from .splits import flatten_digits, unused_digits
 
 REP_NAME = "_rep"
+# cached values that depend on the expressions only, never on thread_range (bind_thread_range keeps them)
+_RANGE_FREE_CACHE = frozenset({"table", "thread_table", "thread_extent", "output_shape"})
 
 
 def rep_var(replicate: int) -> Var:
@@ -90,10 +92,12 @@ class Fragment(Layout):
     def _init_fragment(self, shape, thread: Expr, replicate: int, index, thread_range) -> None:
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
-        if replicate == 1:
+        used = free_vars(thread)
+        if replicate == 1 and rep in used:  # a thread map without _rep has nothing to substitute
             thread = substitute(thread, {rep: Const(0)})
+            used = free_vars(thread)
         allowed = set(variables) | {rep}
-        for v in free_vars(thread):
+        for v in used:
             if v not in allowed:
                 raise ExprError(f"thread map {thread} uses {v!r}, which is neither an input placeholder nor _rep")
         if index is None:
@@ -160,8 +164,25 @@ class Fragment(Layout):
         return math.prod(self.output_shape)
 
     def bind_thread_range(self, start: int, extent: int) -> Fragment:
-        """The same fragment bound to hardware threads ``[start, start + extent)``."""
-        return self._rebuild(thread_range=(start, extent))
+        """The same fragment bound to hardware threads ``[start, start + extent)``.
+
+        The expressions were checked when ``self`` was built and binding changes none of them, so
+        the copy shares them, and the tables binding cannot change, instead of rebuilding.
+
+        >>> F = Fragment([4, 4], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
+        >>> G = F.bind_thread_range(32, 64)
+        >>> G.thread_range, G.thread_extent, G.forward_thread is F.forward_thread
+        ((32, 64), 4, True)
+        >>> G == F._rebuild(thread_range=(32, 64))
+        True
+        """
+        thread_range = _check_range((start, extent))
+        obj = Fragment.__new__(Fragment)
+        for slot in ("_input_shape", "_vars", "_forward", "_thread", "_replicate"):
+            object.__setattr__(obj, slot, getattr(self, slot))
+        object.__setattr__(obj, "_thread_range", thread_range)
+        object.__setattr__(obj, "_cache", {k: v for k, v in self._cache.items() if k in _RANGE_FREE_CACHE})
+        return obj
 
     # ---- evaluation ---------------------------------------------------------------------------
     def map_forward_thread(self, coord: Sequence[int | Expr], rep: int | Expr = 0):

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...algebra.layout import placeholder
+from ...algebra.nodes import Expr
+from ...algebra.simplify import make_split, make_sum
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits
@@ -270,26 +273,43 @@ def make_mma_store_layout(
     cfg = _config(dtype, warp_row_tiles, warp_col_tiles, chunk, arch)
     if accum_dtype is not None and element_bits(accum_dtype) == 64 and element_bits(dtype) != 64:
         raise UnsupportedError(f"a float64 accumulator expects float64 operands; found {canonical_dtype(dtype)}")
+    shape = (brw * int(warp_row_tiles), bcw * int(warp_col_tiles))
+    thread, index = _mma_store_exprs(shape, cfg, brw)
+    return Fragment.from_exprs(shape, (index,), thread)
+
+
+def _mma_store_exprs(shape: tuple[int, int], cfg: _Config, brw: int) -> tuple[Expr, Expr]:
+    """``(thread, index)`` of :func:`make_mma_store_layout`, each built as one canonical sum of
+    digits of ``_i`` / ``_j`` (``x % u // l`` = ``make_split(x, l, u)``) instead of a chain of
+    simplified operators: the same expression, a fraction of the simplifier work.  Nested digits
+    fold because every divisor divides the next (``(i // ms_x) // wr = i // (ms_x*wr)``, ``(i %
+    ms_x) % 8 = i % 8`` with ``8 | ms_x``).
+
+    >>> thread, index = _mma_store_exprs((16, 16), _Config(16, 16, 16, 1, 1), 1)
+    >>> print(thread, "|", index)
+    _i % 8 * 4 + _j % 8 // 2 | _j // 8 * 4 + _i // 8 * 2 + _j % 2
+    """
     ms_x, ms_y, wr, wc = cfg.ms_x, cfg.ms_y, cfg.warp_rows, cfg.warp_cols
+    i, j = placeholder(0, shape[0]), placeholder(1, shape[1])
     local_out = ms_x * ms_y // WARP_SIZE
-    eight = local_out == 2
+    if local_out == 2:  # the m8n8 atom: lane 4*i + j//2, local j%2
+        lane = [(make_split(i, 1, ms_x), 4), (make_split(j, 2, ms_y), 1)]
+        local = [(make_split(j, 1, 2), 1)]
+    else:  # lane 4*(i%8) + (j%8)//2, local 4*((j%ms_y)//8) + 2*((i%ms_x)//8) + j%2
+        lane = [(make_split(i, 1, 8), 4), (make_split(j, 2, 8), 1)]
+        local = [(make_split(j, 8, ms_y), 4), (make_split(i, 8, ms_x), 2), (make_split(j, 1, 2), 1)]
+    # thread = bj*(32*brw) + bi*32 + lane; index = wi*(wc*L) + wj*L + local
+    thread = [(make_split(j, ms_y * wc, None), WARP_SIZE * brw), (make_split(i, ms_x * wr, None), WARP_SIZE), *lane]
+    index = [(make_split(i, ms_x, ms_x * wr), wc * local_out), (make_split(j, ms_y, ms_y * wc), local_out), *local]
+    return _digit_sum(thread), _digit_sum(index)
 
-    def lane_local(i, j):
-        mi, mj = i % ms_x, j % ms_y
-        if eight:
-            return 4 * mi + mj // 2, mj % 2
-        return 4 * (mi % 8) + (mj % 8) // 2, 4 * (mj // 8) + 2 * (mi // 8) + mj % 2
 
-    def thread(i, j):
-        bi, bj = (i // ms_x) // wr, (j // ms_y) // wc
-        return bj * (WARP_SIZE * brw) + bi * WARP_SIZE + lane_local(i, j)[0]
-
-    def index(i, j):
-        wi, wj = (i // ms_x) % wr, (j // ms_y) % wc
-        return wi * (wc * local_out) + wj * local_out + lane_local(i, j)[1]
-
-    shape = [brw * int(warp_row_tiles), bcw * int(warp_col_tiles)]
-    return Fragment(shape, forward_thread_fn=thread, forward_index_fn=index)
+def _digit_sum(terms: list[tuple[Expr, int]]) -> Expr:
+    """``sum(coeff * atom)`` through one :func:`make_sum` (equal atoms add their coefficients)."""
+    acc: dict[Expr, int] = {}
+    for atom, coeff in terms:
+        acc[atom] = acc.get(atom, 0) + coeff
+    return make_sum(acc)
 
 
 def make_gemm_fragment_8x8() -> Fragment:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from ...algebra.layout import Layout, check_shape, placeholder
 from ...algebra.nodes import Expr
+from ...algebra.simplify import bitxor, make_split, make_sum
 from ...errors import LayoutError, ShapeError, UnsupportedError
 from .dtype import canonical_dtype, element_bits
 
@@ -144,10 +145,15 @@ def _bank_swizzle(kind: str, shape: tuple[int, ...], dtype: str, bits: int, what
     shift = 8 // per
 
     def fn(i, j):
-        ts, s = i // 8, i % 8
-        chunk = j // vec
-        tc, c, v = chunk // per, chunk % per, j % vec
-        return tc, ts, v + ((c ^ (s // shift)) + s * per) * vec
+        # tc, ts, v + ((c ^ (s // shift)) + s * per) * vec with s = i % 8, chunk = j // vec,
+        # tc = chunk // per, c = chunk % per, v = j % vec: each a digit of i or j, summed once
+        # (make_sum) rather than operator by operator (the same canonical expression)
+        key = bitxor(make_split(j, vec, vec * per), make_split(i, shift, 8))
+        terms: dict[Expr, int] = {}
+        for atom, coeff in ((make_split(j, 1, vec), 1), (key, vec), (make_split(i, 1, 8), per * vec)):
+            terms[atom] = terms.get(atom, 0) + coeff  # equal atoms (a degenerate key) add up
+        offset = make_sum(terms)
+        return make_split(j, vec * per, None), make_split(i, 8, None), offset
 
     return _build(shape, fn, kind, dtype, bits)
 
