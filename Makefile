@@ -28,7 +28,7 @@ BENCH_VENV := .venv-bench
 BENCH_ARGS ?=  # e.g. make bench BENCH_ARGS="--only domain tilelang-infer" (or --quick)
 bench: $(STAMP)
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
-	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
+	@$(BENCH_VENV)/bin/python -m pip install -q -e '.[plot]' || true
 	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cutlass==4.2.0.0 || echo "pycute not installable: skipped"
 	@$(BENCH_VENV)/bin/python -m pip install -q tilelang==0.1.15 torch==2.13.0 || echo "tilelang not installable: skipped"
 	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md $(BENCH_ARGS)
