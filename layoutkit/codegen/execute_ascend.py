@@ -22,17 +22,9 @@ deadlocked (:class:`PipeRaceError`).  ``DataCopyPad`` follows ``DataCopyExtParam
 GM, in 32-byte blocks on UB) and the vector intrinsics compute in fp32.
 
 >>> import numpy as np
->>> from layoutkit.infer import Program, infer_layouts
+>>> from layoutkit.infer import infer_layouts, kernels
 >>> from layoutkit.codegen.lower_ascend import lower
->>> p = Program(target="ascend")
->>> A = p.tensor("A", (20, 24), "float16"); B = p.tensor("B", (24, 18), "float16")
->>> C = p.tensor("C", (20, 18), "float32")
->>> a1 = p.alloc("a1", (32, 32), "float16", "l1"); b1 = p.alloc("b1", (32, 32), "float16", "l1")
->>> a0 = p.alloc("a0", (32, 32), "float16", "l0a"); b0 = p.alloc("b0", (32, 32), "float16", "l0b")
->>> c0 = p.alloc("c0", (32, 32), "float32", "l0c")
->>> _ = p.copy(A[0:32, 0:32], a1); _ = p.copy(B[0:32, 0:32], b1)
->>> _ = p.copy(a1, a0); _ = p.copy(b1, b0); _ = p.mad(a0, b0, c0, clear_accum=True)
->>> _ = p.copy(c0, C[0:32, 0:32])
+>>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> out = run(lower(p, infer_layouts(p)), {"A": np.ones((20, 24), np.float16), "B": np.ones((24, 18), np.float16)})
 >>> float(out["C"][19, 17]), out["C"].shape
 (24.0, (20, 18))

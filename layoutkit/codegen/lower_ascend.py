@@ -53,16 +53,8 @@ folds it back: runs of identical K steps (offsets moving evenly) become ``for`` 
 then runs of identical tiles, and runs of identical runs (:func:`roll_tiles`), so a kernel's size grows with
 the number of distinct tile shapes, not with the number of tiles.
 
->>> from layoutkit.infer import Program, infer_layouts
->>> p = Program(target="ascend")
->>> A = p.tensor("A", (20, 24), "float16"); B = p.tensor("B", (24, 18), "float16")
->>> C = p.tensor("C", (20, 18), "float32")
->>> a1 = p.alloc("a1", (32, 32), "float16", "l1"); b1 = p.alloc("b1", (32, 32), "float16", "l1")
->>> a0 = p.alloc("a0", (32, 32), "float16", "l0a"); b0 = p.alloc("b0", (32, 32), "float16", "l0b")
->>> c0 = p.alloc("c0", (32, 32), "float32", "l0c")
->>> _ = p.copy(A[0:32, 0:32], a1); _ = p.copy(B[0:32, 0:32], b1)
->>> _ = p.copy(a1, a0); _ = p.copy(b1, b0); _ = p.mad(a0, b0, c0, clear_accum=True)
->>> _ = p.copy(c0, C[0:32, 0:32])
+>>> from layoutkit.infer import infer_layouts, kernels
+>>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> k = lower(p, infer_layouts(p))
 >>> k.body[1].params.n_value, k.body[1].params.d_value, k.body[1].params.src_d_value
 (20, 24, 24)

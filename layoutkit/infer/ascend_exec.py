@@ -16,16 +16,8 @@ run their ops on both cores (``parallel`` with ``compute`` one of :data:`PARALLE
 ``lambda i, j: (j,)``, and ``adds:C`` / ``muls:C`` / ``maxs:C`` with a number ``C``).
 
 >>> import numpy as np
->>> from layoutkit.infer import Program, infer_layouts
->>> p = Program(target="ascend")
->>> A = p.tensor("A", (20, 24), "float16"); B = p.tensor("B", (24, 18), "float16")
->>> C = p.tensor("C", (20, 18), "float32")
->>> a1 = p.alloc("a1", (32, 32), "float16", "l1"); b1 = p.alloc("b1", (32, 32), "float16", "l1")
->>> a0 = p.alloc("a0", (32, 32), "float16", "l0a"); b0 = p.alloc("b0", (32, 32), "float16", "l0b")
->>> c0 = p.alloc("c0", (32, 32), "float32", "l0c")
->>> _ = p.copy(A[0:32, 0:32], a1); _ = p.copy(B[0:32, 0:32], b1)
->>> _ = p.copy(a1, a0); _ = p.copy(b1, b0); _ = p.mad(a0, b0, c0, clear_accum=True)
->>> _ = p.copy(c0, C[0:32, 0:32])
+>>> from layoutkit.infer import infer_layouts, kernels
+>>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> from layoutkit.infer.ascend_passes import run_ascend_passes
 >>> q, reports = run_ascend_passes(p, infer_layouts(p))
 >>> a = np.ones((20, 24), np.float16); b = np.ones((24, 18), np.float16)
@@ -36,7 +28,7 @@ run their ops on both cores (``parallel`` with ``compute`` one of :data:`PARALLE
 ...     run_ascend(no_fills, {"A": a, "B": b})
 ... except AscendExecutionError as err:
 ...     print(type(err).__name__, err.op, err.buffer)
-UninitialisedReadError gemm#4 a0
+UninitialisedReadError gemm#4 A_l0
 """
 
 from __future__ import annotations

@@ -461,6 +461,16 @@ def _prefix(shapes: tuple) -> list:
     return out
 
 
+def _invert_parts(layout, inverse):
+    """``inverse`` of the non-plain layouts both C++ inverses accept: ``None`` stays ``None``, a swizzle
+    is its own inverse, a composed layout (offset 0) inverts each of its parts."""
+    if layout is None or isinstance(layout, Swizzle):
+        return layout
+    if layout.offset != 0:
+        raise UnsupportedError(f"{inverse.__name__} of {layout}: needs offset 0")
+    return ComposedLayout(inverse(layout.inner), Int(0), inverse(layout.outer))
+
+
 def right_inverse(layout: object) -> object:
     """``R`` with ``layout(R(i)) == i`` for every ``i < size(R)`` (C++ ``right_inverse``).
 
@@ -472,14 +482,8 @@ def right_inverse(layout: object) -> object:
     >>> print(tla.right_inverse(tla.make_layout((4, 8), (8, 1))), tla.right_inverse(tla.make_layout(4, 2)))
     (8,4):(4,_1) _1:_0
     """
-    if layout is None:
-        return None
-    if isinstance(layout, Swizzle):
-        return layout
-    if isinstance(layout, ComposedLayout):
-        if layout.offset != 0:
-            raise UnsupportedError(f"right_inverse of {layout}: needs offset 0")
-        return ComposedLayout(right_inverse(layout.inner), Int(0), right_inverse(layout.outer))
+    if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
+        return _invert_parts(layout, right_inverse)
     L = as_layout(layout, "right_inverse: layout")
     c = coalesce(L)
     shapes, strides = leaves(c.shape), leaves(c.stride)  # type: ignore[union-attr]
@@ -507,14 +511,8 @@ def left_inverse(layout: object) -> object:
     >>> print(tla.left_inverse(tla.make_layout((4, 2), (2, 1))), tla.left_inverse(tla.make_layout(4, 2)))
     (2,4):(4,_1) (2,4):(_0,_1)
     """
-    if layout is None:
-        return None
-    if isinstance(layout, Swizzle):
-        return layout
-    if isinstance(layout, ComposedLayout):
-        if layout.offset != 0:
-            raise UnsupportedError(f"left_inverse of {layout}: needs offset 0")
-        return ComposedLayout(left_inverse(layout.inner), Int(0), left_inverse(layout.outer))
+    if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
+        return _invert_parts(layout, left_inverse)
     L = as_layout(layout, "left_inverse: layout")
     c = coalesce(L)
     shapes, strides = leaves(c.shape), leaves(c.stride)  # type: ignore[union-attr]
