@@ -1,32 +1,41 @@
-# Quick start: `make demo` then `make test`. Both create .venv on first use.
+# Quick start: `make demo` then `make test`. Both create .venv on first use; each installs only what it needs.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint typecheck check bench clean
 
-$(STAMP): pyproject.toml
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+# one stamp per extra: the demo needs matplotlib only; tests add pytest, hypothesis and the notebook kernel;
+# lint adds ruff, mypy and import-linter
+$(VENV)/.installed-%: pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[$*]'
+	touch $@
+
+demo: $(VENV)/.installed-plot
 	$(PY) -m layoutkit.demo
 	$(VENV)/bin/layoutkit infer examples/gemm.py --plot out/ --emit out/
 
-test: $(STAMP)
+test: $(VENV)/.installed-test
 	$(PY) -m pytest -n auto
 
-lint: $(STAMP)
-	$(VENV)/bin/ruff check layoutkit tests benchmarks
+lint: $(VENV)/.installed-lint
+	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
+
+typecheck: $(VENV)/.installed-lint
+	$(PY) tools/check_types.py
+
+# what CI runs besides the tests
+check: lint typecheck
 
 # Benchmarks run beside pycute and TileLang when they install (a separate environment, so the
 # test environment never depends on them); anything that does not install is reported as skipped.
 BENCH_VENV := .venv-bench
 BENCH_ARGS ?=  # e.g. make bench BENCH_ARGS="--only domain tilelang-infer" (or --quick)
-bench: $(STAMP)
+bench: $(VENV)/.installed-plot
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/python -m pip install -q -e '.[plot]' || true
 	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cutlass==4.2.0.0 || echo "pycute not installable: skipped"

@@ -31,6 +31,7 @@ import numpy as np
 from ..algebra import compile_numpy, free_vars
 from ..algebra.nodes import Expr
 from ..errors import CodegenInputError, CoordinateError, DtypeError, UnsupportedError
+from ..numerics import mad
 from ..targets.nv.dtype import element_bits
 from ..targets.nv.mma import mma_atom
 from . import ir
@@ -441,7 +442,7 @@ def _mma(s: _State, st: ir.Mma, env: dict | None = None, rows: np.ndarray | None
     b = _wide(B[base + bl, off(st.b[1]) + bx], adt)
     if adt == "float32":  # tf32: the tensor core ignores the low 13 mantissa bits
         a, b = _tf32(a), _tf32(b)
-    C[ci] = _narrow(a @ b + _wide(C[ci], cdt), cdt)
+    C[ci] = _narrow(mad(a, b, _wide(C[ci], cdt)), cdt)  # a fixed k order: the same bits on every machine
     return True
 
 

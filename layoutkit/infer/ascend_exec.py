@@ -38,6 +38,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import LayoutError, UnsupportedError
+from ..numerics import mad
 from ..targets import ascend
 from ..targets.ascend.layouts import FractalKind
 from .ascend_passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
@@ -231,13 +232,11 @@ class _Machine:
         B = vb[..., :N, :K].swapaxes(-1, -2) if a["transpose_B"] else vb[..., :K, :N]
         self.check(A, a["A"], op)
         self.check(B, a["B"], op)
-        prod = np.matmul(to_values(A, self.dtype(a["A"])), to_values(B, self.dtype(a["B"])), dtype=np.float32)
         vc = self.view(a["C"], op.name)
-        if a["clear_accum"]:
-            vc[..., :M, :N] = prod
-        else:
+        if not a["clear_accum"]:
             self.check(vc[..., :M, :N], a["C"], op)
-            vc[..., :M, :N] = vc[..., :M, :N].astype(np.float32) + prod
+        acc = None if a["clear_accum"] else vc[..., :M, :N]
+        vc[..., :M, :N] = mad(to_values(A, self.dtype(a["A"])), to_values(B, self.dtype(a["B"])), acc)
         self.store(a["C"], vc, op.name)
 
     def op_copy(self, op: Op) -> None:

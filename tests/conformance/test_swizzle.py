@@ -39,7 +39,6 @@ def expected(case: dict) -> dict:
 
 
 TABLES = [c for c in CASES.values() if "error" not in c]
-ERRORS = [c for c in CASES.values() if "error" in c]
 
 
 def test_public_cases_present():
@@ -52,12 +51,6 @@ def test_swizzle_tables(case):
     layout = construct(case)
     assert isinstance(layout, lk.Layout)
     assert_layout_matches(layout, expected(case))
-
-
-@pytest.mark.parametrize("case", ERRORS, ids=lambda c: c["id"])
-def test_swizzle_errors(case):
-    with pytest.raises(EXPECTED_ERRORS):
-        construct(case)
 
 
 @pytest.mark.parametrize("case", TABLES, ids=lambda c: c["id"])
@@ -93,12 +86,23 @@ def _load_extra(name: str) -> list[dict]:
 EXTRA = _load_extra("nv_extra_swizzle")
 
 
-@pytest.mark.parametrize("case", EXTRA, ids=lambda c: c["id"])
+EXTRA_TABLES = [c for c in EXTRA if "error" not in c]
+ERRORS = [c for c in EXTRA if "error" in c]  # the public records hold no error case; the measured sample does
+
+
+def test_error_cases_present():
+    assert len(ERRORS) >= 100 and len({c["constructor"] for c in ERRORS}) == 6
+
+
+@pytest.mark.parametrize("case", EXTRA_TABLES, ids=lambda c: c["id"])
 def test_extra_swizzle_cases(case):
     """Every constructor x element width x outcome (bank swizzles, padded, linear, fp64, Volta, the
-    Hopper and sm_100 rules with ``continuity``, leading dims, and the precondition errors)."""
-    if "error" in case:
-        with pytest.raises(EXPECTED_ERRORS):
-            construct(case)
-        return
+    Hopper and sm_100 rules with ``continuity``, leading dims)."""
     assert_layout_matches(construct(case), case)
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=lambda c: c["id"])
+def test_swizzle_errors(case):
+    """The preconditions TileLang 0.1.15 checks (ICHECK / ValueError there) are refused here with a typed error."""
+    with pytest.raises(EXPECTED_ERRORS):
+        construct(case)
