@@ -14,7 +14,9 @@ are accepted too.  An unknown name raises :class:`~layoutkit.errors.DtypeError`.
 
 from __future__ import annotations
 
-from .errors import DtypeError
+import numpy as np
+
+from .errors import DtypeError, UnsupportedError
 
 _BITS: dict[str, int] = {
     "float16": 16,
@@ -116,4 +118,55 @@ def c0(dtype: object) -> int:
     return 256 // bits
 
 
-__all__ = ["DtypeError", "canonical_dtype", "element_bits", "is_float8", "c0"]
+# ---- numpy storage of element types (shared by every executor) ----------------------------------------
+
+BF16_NAN = np.uint16(0x7FC0)
+"""The bfloat16 quiet NaN, as its bit pattern."""
+
+_STORAGE: dict[str, type] = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
+                             "bfloat16": np.uint16, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
+                             "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
+
+
+def to_bf16(x: object) -> np.ndarray:
+    """bfloat16 bit patterns (``uint16``) of ``x``, rounded to nearest even; NaN stays NaN.
+
+    >>> to_bf16(np.float32([1.0, 1.00390625, 1.01171875, -2.0, np.nan])).tolist()
+    [16256, 16256, 16258, 49152, 32704]
+    """
+    f = np.ascontiguousarray(x, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)  # 64 bits: adding the rounding bias cannot wrap
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(f), BF16_NAN, r).astype(np.uint16)
+
+
+def from_bf16(bits: object) -> np.ndarray:
+    """float32 values of bfloat16 bit patterns (exact: a bfloat16 is the top half of a float32).
+
+    >>> from_bf16(np.uint16([16256, 49152])).tolist()
+    [1.0, -2.0]
+    """
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def storage_dtype(dtype: str, supported: object = None) -> type:
+    """The numpy type a buffer of ``dtype`` is held in (``bfloat16`` as ``uint16`` bit patterns).
+
+    ``supported`` (a collection of dtype names) narrows the answer to what an executor models; anything
+    else raises :class:`~layoutkit.errors.UnsupportedError` naming the dtypes it takes.
+
+    >>> storage_dtype("bfloat16").__name__, storage_dtype("int8").__name__
+    ('uint16', 'int8')
+    >>> storage_dtype("float64", supported=("float16", "float32"))
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.UnsupportedError: no numpy model for float64 here; expected one of ['float16', 'float32']
+    """
+    allowed = sorted(_STORAGE if supported is None else supported)  # type: ignore[call-overload]
+    if dtype not in allowed or dtype not in _STORAGE:
+        raise UnsupportedError(f"no numpy model for {dtype} here; expected one of {allowed}")
+    return _STORAGE[dtype]
+
+
+__all__ = ["BF16_NAN", "DtypeError", "c0", "canonical_dtype", "element_bits", "from_bf16", "is_float8",
+           "storage_dtype", "to_bf16"]

@@ -30,34 +30,15 @@ import numpy as np
 
 from ..algebra import compile_numpy, free_vars
 from ..algebra.nodes import Expr
+from ..dtypes import from_bf16, storage_dtype, to_bf16  # noqa: F401  (re-exported)
 from ..errors import CodegenInputError, CoordinateError, DtypeError, UnsupportedError
 from ..numerics import mad
 from ..targets.nv.dtype import element_bits
 from ..targets.nv.mma import mma_atom
 from . import ir
 
-_NP = {"float16": np.float16, "float32": np.float32, "int8": np.int8, "int32": np.int32, "uint8": np.uint8,
-       "float64": np.float64, "bfloat16": np.uint16}
-
-
-def to_bf16(x) -> np.ndarray:
-    """bfloat16 bit patterns (``uint16``) of ``x``, rounded to nearest even (NaN stays NaN).
-
-    >>> to_bf16(np.float32([1.0, 1.00390625, -2.0])).tolist()
-    [16256, 16256, 49152]
-    """
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(np.isnan(np.asarray(x, np.float32)), np.uint16(0x7FC0), r)
-
-
-def from_bf16(bits) -> np.ndarray:
-    """float32 values of bfloat16 bit patterns.
-
-    >>> from_bf16(np.uint16([16256, 49152])).tolist()
-    [1.0, -2.0]
-    """
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+NV_DTYPES = ("float16", "float32", "int8", "int32", "uint8", "float64", "bfloat16")
+"""Buffer dtypes this executor models (bfloat16 as ``uint16`` bit patterns: :func:`~layoutkit.dtypes.to_bf16`)."""
 
 
 def _wide(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -84,10 +65,7 @@ def np_dtype(dtype: str):
     >>> np_dtype("bfloat16").__name__
     'uint16'
     """
-    try:
-        return _NP[dtype]
-    except KeyError:
-        raise UnsupportedError(f"executor: no numpy type for {dtype}") from None
+    return storage_dtype(dtype, NV_DTYPES)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -37,6 +37,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..dtypes import BF16_NAN, from_bf16, to_bf16
+from ..dtypes import storage_dtype as _storage
 from ..errors import LayoutError, UnsupportedError
 from ..numerics import mad
 from ..targets import ascend
@@ -46,7 +48,6 @@ from .program import Op, Program
 
 CORES = 2
 ROW = ascend.ROW_FRACTAL
-BF16_NAN = np.uint16(0x7FC0)
 
 
 class AscendExecutionError(LayoutError):
@@ -64,21 +65,11 @@ class UninitialisedReadError(AscendExecutionError):
 
 # ---- element types --------------------------------------------------------------------------------
 
-def bf16_bits(x: np.ndarray) -> np.ndarray:
-    """float32 -> bfloat16 bits (round to nearest even).
-
-    >>> int(bf16_bits(np.array([1.0], np.float32))[0]) == 0x3F80
-    True
-    """
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    r = u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))
-    out = (r >> np.uint32(16)).astype(np.uint16)
-    return np.where(np.isnan(x), BF16_NAN, out).astype(np.uint16)
-
-
-def bf16_value(bits: np.ndarray) -> np.ndarray:
-    """bfloat16 bits -> float32."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
+bf16_bits = to_bf16
+"""float32 -> bfloat16 bits (round to nearest even): :func:`layoutkit.dtypes.to_bf16`."""
+bf16_value = from_bf16
+"""bfloat16 bits -> float32: :func:`layoutkit.dtypes.from_bf16`."""
+ASCEND_DTYPES = ("float16", "float32", "bfloat16", "int8", "int32")
 
 
 def storage_dtype(dtype: str):
@@ -88,11 +79,7 @@ def storage_dtype(dtype: str):
     >>> storage_dtype("bfloat16").__name__, storage_dtype("float16").__name__
     ('uint16', 'float16')
     """
-    table = {"float16": np.float16, "float32": np.float32, "bfloat16": np.uint16, "int8": np.int8,
-             "int32": np.int32}
-    if dtype not in table:
-        raise UnsupportedError(f"Ascend executor: no numpy model for {dtype}; expected one of {sorted(table)}")
-    return table[dtype]
+    return _storage(dtype, ASCEND_DTYPES)
 
 
 def to_storage(x: np.ndarray, dtype: str) -> np.ndarray:
