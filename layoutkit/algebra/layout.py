@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Const, Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, describe_witness
 from .simplify import add, floordiv, floormod, scale, substitute
+
+if TYPE_CHECKING:
+    from .linear import F2Linear
 
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
@@ -114,7 +118,7 @@ class Layout:
     or a tuple of expressions, or directly a sequence of expressions over the placeholders.
     """
 
-    __slots__ = ("_input_shape", "_forward", "_vars", "_cache")
+    __slots__ = ("_input_shape", "_forward", "_vars", "_cache", "_tag")
 
     def __init__(self, input_shape: Sequence[int] | int, forward_fn: Callable | Sequence | None = None):
         shape = check_shape(input_shape)
@@ -140,6 +144,7 @@ class Layout:
         object.__setattr__(self, "_vars", variables)
         object.__setattr__(self, "_forward", exprs)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "_tag", None)
 
     @classmethod
     def from_exprs(cls, input_shape: Sequence[int], exprs: Sequence[Expr]) -> Layout:
@@ -165,6 +170,50 @@ class Layout:
     def forward_vars(self) -> tuple[Var, ...]:
         """The placeholder variables ``_i, _j, ...`` the expressions are written in."""
         return self._vars
+
+    @property
+    def tag(self) -> Hashable | None:
+        """Which constructor built this layout (an NV swizzle or Ascend fractal description), or None.
+
+        The tag is metadata, not identity: it takes no part in ``==`` or ``hash``, so two constructors
+        that build the same map build equal layouts, and inference, which merges and compares buffers'
+        layouts by their maps, never sees two different layouts for one map.  :meth:`expand` keeps a
+        tag that has an ``expanded(shape)`` method (returning the tag of the expanded layout or None);
+        every other derived layout is untagged.
+
+        >>> import layoutkit as lk
+        >>> L = lk.Layout([4], lambda i: i)
+        >>> T = L.with_tag("built-by-me")
+        >>> T.tag, L.tag, T == L, hash(T) == hash(L)
+        ('built-by-me', None, True, True)
+        """
+        return self._tag
+
+    def with_tag(self, tag: Hashable | None) -> Layout:
+        """The same layout carrying ``tag`` (shares the cached tables: the map is unchanged)."""
+        out = object.__new__(type(self))
+        for klass in type(self).__mro__:
+            for slot in getattr(klass, "__slots__", ()):
+                if hasattr(self, slot):
+                    object.__setattr__(out, slot, getattr(self, slot))
+        object.__setattr__(out, "_tag", tag)
+        return out
+
+    def tag_as(self, role: str) -> Any:
+        """The tag when its ``role`` attribute is ``role`` (``"swizzle"``, ``"fractal"``), else None."""
+        return self._tag if getattr(self._tag, "role", None) == role else None
+
+    @property
+    def swizzle(self) -> Any:
+        """The NV shared-memory swizzle description (``nv.SwizzleInfo``) of a layout an nv constructor
+        built, else None."""
+        return self.tag_as("swizzle")
+
+    @property
+    def fractal(self) -> Any:
+        """The Ascend fractal description (``ascend.FractalTag``) of a layout an ascend constructor
+        built, else None."""
+        return self.tag_as("fractal")
 
     @property
     def size(self) -> int:
@@ -324,7 +373,10 @@ class Layout:
         new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
         mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self._vars)}
         exprs = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
-        return Layout.from_exprs(shape, exprs)
+        out = Layout.from_exprs(shape, exprs)
+        hook = getattr(self._tag, "expanded", None)
+        tag = hook(shape) if callable(hook) else None
+        return out if tag is None else out.with_tag(tag)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Layout:
         """View the same storage with a new input shape (row-major flattening on both sides).
@@ -511,31 +563,27 @@ class Layout:
         return Layout.from_exprs(self.output_shape, expressions_from_bases(bases, outs, len(self._input_shape)))
 
     # ---- F2 view ------------------------------------------------------------------------------
-    def to_linear(self):
+    def to_linear(self) -> F2Linear | None:
         """The :class:`~layoutkit.algebra.linear.F2Linear` bases when the layout is linear over
-        F2 (power-of-two input extents), else None."""
-        from .linear import F2Linear, bases_of
+        F2 (power-of-two input extents), else None.  In dims are named after the placeholders, out
+        dims ``dim0, dim1, ...`` with sizes rounded up to powers of two."""
+        from .linear import F2Linear
 
-        bases = bases_of(self.table(), self._input_shape)
-        if bases is None:
-            return None
-        in_dims = tuple((v.name, e) for v, e in zip(self._vars, self._input_shape))
-        out_dims = tuple((f"dim{k}", 1 << max(0, (e - 1).bit_length())) for k, e in enumerate(self.output_shape))
-        return F2Linear(in_dims, out_dims, bases)
+        names = [v.name for v in self._vars]
+        try:
+            return F2Linear.from_table(self.table(), names, [f"dim{k}" for k in range(len(self._forward))])
+        except ShapeError:
+            self.output_shape  # noqa: B018 - negative images: raise the error that names a witness
+            raise
 
     @classmethod
-    def from_linear(cls, view, input_shape: Sequence[int] | None = None) -> Layout:
+    def from_linear(cls, view: F2Linear | Mapping[str, Sequence[Sequence[int]]] | Sequence[Sequence[Sequence[int]]],
+                    input_shape: Sequence[int] | None = None) -> Layout:
         """Build a layout from F2 bases: an :class:`F2Linear`, or ``{in_dim: [[out...], ...]}`` /
         a list of per-dim basis lists (input extents are ``2**len(bases[d])``)."""
-        from .linear import F2Linear, expressions_from_bases
+        from .linear import bases_from_mapping, expressions_from_bases
 
-        if isinstance(view, F2Linear):
-            bases = view.bases
-        elif isinstance(view, dict):
-            bases = tuple(view.values())
-        else:
-            bases = tuple(view)
-        bases = tuple(tuple(tuple(int(v) for v in img) for img in per) for per in bases)
+        bases = bases_from_mapping(view)
         n_out = {len(img) for per in bases for img in per}
         if len(n_out) > 1:
             raise ShapeError(f"F2 bases must all have the same number of outputs; found {sorted(n_out)}")
@@ -563,7 +611,9 @@ class Layout:
         return hash((type(self).__name__, self._input_shape, self._forward))
 
     def __reduce__(self):
-        return (Layout.from_exprs, (self._input_shape, self._forward))
+        if self._tag is None:
+            return (Layout.from_exprs, (self._input_shape, self._forward))
+        return (tagged_layout, (self._input_shape, self._forward, self._tag))
 
     def __str__(self) -> str:
         try:
@@ -574,6 +624,11 @@ class Layout:
         return f"Layout({_tuple_text(self._input_shape)} -> {out_shape}, {ins} -> {_tuple_text(self._forward)})"
 
     __repr__ = __str__
+
+
+def tagged_layout(input_shape: Sequence[int], exprs: Sequence[Expr], tag: Hashable | None) -> Layout:
+    """``Layout.from_exprs(input_shape, exprs).with_tag(tag)`` (what tagged layouts pickle to)."""
+    return Layout.from_exprs(input_shape, exprs).with_tag(tag)
 
 
 def _tuple_text(items) -> str:

@@ -178,7 +178,7 @@ class Fragment(Layout):
         """
         thread_range = _check_range((start, extent))
         obj = Fragment.__new__(Fragment)
-        for slot in ("_input_shape", "_vars", "_forward", "_thread", "_replicate"):
+        for slot in ("_input_shape", "_vars", "_forward", "_thread", "_replicate", "_tag"):
             object.__setattr__(obj, slot, getattr(self, slot))
         object.__setattr__(obj, "_thread_range", thread_range)
         object.__setattr__(obj, "_cache", {k: v for k, v in self._cache.items() if k in _RANGE_FREE_CACHE})

@@ -37,6 +37,7 @@ import enum
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -77,6 +78,12 @@ class FractalTag:
     buffer_shape: tuple[int, ...]
     dtype: str | None
     element_bits: int | None
+    role: ClassVar[str] = "fractal"  # read by Layout.fractal
+
+    def expanded(self, buffer_shape: tuple[int, ...]) -> FractalTag | None:
+        """The tag of the layout with pass-through leading dims (``buffer_shape`` is its input shape);
+        None for COMPACT_NZ, whose stages fold into its first output."""
+        return None if self.kind is FractalKind.COMPACT_NZ else replace(self, buffer_shape=buffer_shape)
 
 
 @dataclass(frozen=True)
@@ -116,52 +123,20 @@ class FractalInfo:
         return self.leading_shape + (self.outer0, self.outer1, self.row_frac, self.c0)
 
 
-class AscendLayout(Layout):
-    """An :class:`~layoutkit.Layout` tagged with the Ascend constructor that built it (``.fractal``).
+AscendLayout = Layout
+"""What the constructors below return: a :class:`~layoutkit.Layout` whose ``tag`` (also ``.fractal``) is
+the :class:`FractalTag` that built it; :meth:`~layoutkit.Layout.expand` keeps the tag (as TileLang's
+``AscendFractalLayoutNode::Expand`` does), see :meth:`FractalTag.expanded`.  Kept as a name for
+annotations; it is the Layout class itself, so equality and hashing are the Layout's.
 
-    Equality and hashing are those of a plain Layout with the same expressions; ``expand`` keeps the tag
-    (as TileLang's ``AscendFractalLayoutNode::Expand`` does).
-    """
-
-    __slots__ = ("_tag",)
-
-    @property
-    def fractal(self) -> FractalTag | None:
-        """The :class:`FractalTag` of this layout."""
-        return getattr(self, "_tag", None)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Layout)
-            and type(other).__eq__ in (Layout.__eq__, AscendLayout.__eq__)
-            and other.input_shape == self.input_shape
-            and other.forward_index == self.forward_index
-        )
-
-    def __hash__(self) -> int:
-        return hash(("Layout", self.input_shape, self.forward_index))
-
-    def __reduce__(self):
-        return (_tagged, (self.input_shape, self.forward_index, self.fractal))
-
-    def expand(self, leading_shape: Sequence[int]) -> Layout:
-        """Prepend pass-through dims, keeping the fractal tag.
-
-        >>> L = make_ascend_l0c_layout((16, 32)).expand([2])
-        >>> L.input_shape, fractal_info(L).kind.name, fractal_info(L).leading_shape
-        ((2, 16, 32), 'L0C', (2,))
-        """
-        plain = Layout.expand(self, leading_shape)
-        tag = self.fractal
-        if tag is None or tag.kind is FractalKind.COMPACT_NZ:
-            return plain
-        return _tagged(plain.input_shape, plain.forward_index, replace(tag, buffer_shape=plain.input_shape))
+>>> L = make_ascend_l0c_layout((16, 32)).expand([2])
+>>> L.input_shape, fractal_info(L).kind.name, fractal_info(L).leading_shape
+((2, 16, 32), 'L0C', (2,))
+"""
 
 
-def _tagged(shape: Sequence[int], exprs: Sequence[Expr], tag: FractalTag | None) -> AscendLayout:
-    out = AscendLayout.from_exprs(shape, exprs)
-    object.__setattr__(out, "_tag", tag)
-    return out
+def _tagged(shape: Sequence[int], exprs: Sequence[Expr], tag: FractalTag | None) -> Layout:
+    return Layout.from_exprs(shape, exprs).with_tag(tag)
 
 
 # ---- helpers -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from .copy import (
 )
 from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
+from .hardware import WARP_SIZE
 from .mma import (
     MmaAtom,
     ldmatrix_layout,
@@ -75,6 +76,7 @@ __all__ = [
     "InstructionSpec",
     "MmaAtom",
     "SwizzleInfo",
+    "WARP_SIZE",
     "SwizzledLayout",
     "WarpPartitionError",
     "bank_conflicts", "phase_bank_hits",

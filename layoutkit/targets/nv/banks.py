@@ -45,14 +45,17 @@ from functools import lru_cache
 
 import numpy as np
 
+from ...algebra.bits import log2_exact
 from ...algebra.layout import Layout
+from ...algebra.linear import F2Linear
 from ...errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits
+from .hardware import WARP_SIZE
 
 NUM_BANKS = 32
 BANK_BYTES = 4
-WARP = 32
+_WARP_BITS = WARP_SIZE.bit_length() - 1  # lane bits of a thread index
 
 
 @dataclass(frozen=True)
@@ -104,13 +107,13 @@ def instruction_spec(name: str | InstructionSpec) -> InstructionSpec:
             raise UnsupportedError(f"{name!r}: say how many matrices (.x1, .x2 or .x4)")
         trans = ".trans" in text
         canon = f"{'stmatrix' if store else 'ldmatrix'}.x{num}" + (".trans" if trans else "")
-        return InstructionSpec(canon, 4 * num, WARP, num, trans, store)
+        return InstructionSpec(canon, 4 * num, WARP_SIZE, num, trans, store)
     for prefix, store in (("ld.shared.", False), ("st.shared.", True)):
         if text.startswith(prefix):
             width = _SIMT_WIDTHS.get(text[len(prefix):])
             if width is None:
                 break
-            return InstructionSpec(f"{prefix}b{8 * width}", width, WARP * 4 // width, 0, False, store)
+            return InstructionSpec(f"{prefix}b{8 * width}", width, WARP_SIZE * 4 // width, 0, False, store)
     raise UnsupportedError(
         f"unknown shared-memory instruction {name!r}: expected ld.shared.b32/b64/b128, st.shared.b32/b64/b128, "
         "ldmatrix.x1/x2/x4[.trans] or stmatrix.x1/x2/x4[.trans]"
@@ -230,10 +233,10 @@ def _phase_groups(spec: InstructionSpec, t, rw) -> tuple[np.ndarray, np.ndarray,
     """``(group, q, n_phase, n_inst)``: the (warp, instruction, phase) group id of every register word,
     numbered ``(warp * n_inst + q) * n_phase + phase``, and each word's instruction index within its lane."""
     q = rw // spec.registers_per_lane
-    phase = rw % spec.matrices if spec.is_matrix else (t % WARP) // spec.phase_lanes
-    n_phase = spec.matrices if spec.is_matrix else WARP // spec.phase_lanes
+    phase = rw % spec.matrices if spec.is_matrix else (t % WARP_SIZE) // spec.phase_lanes
+    n_phase = spec.matrices if spec.is_matrix else WARP_SIZE // spec.phase_lanes
     n_inst = int(q.max()) + 1
-    return ((t // WARP) * n_inst + q) * n_phase + phase, q, n_phase, n_inst
+    return ((t // WARP_SIZE) * n_inst + q) * n_phase + phase, q, n_phase, n_inst
 
 
 def phase_bank_hits(layout: Layout, access, dtype: object, instruction: str | InstructionSpec = "ld.shared.b32"):
@@ -298,113 +301,62 @@ def _exact(spec: InstructionSpec, t, rw, mw) -> dict:
 # ---- the F2 fast path ----------------------------------------------------------------------------
 
 
-def _log2(n: int) -> int | None:
-    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
-
-
-def _rank(vectors) -> int:
-    basis: list[int] = []
-    for v in vectors:
-        for b in basis:
-            v = min(v, v ^ b)
-        if v:
-            basis.append(v)
-    return len(basis)
-
-
-def _bit_bases(table: np.ndarray, shape: tuple[int, ...]) -> list[list[np.ndarray]] | None:
-    """Images of the input bits of ``table`` (shape ``shape + (m,)``) when it is F2-linear, else None.
-
-    The table is predicted from the images of the row-major flat index's bits by doubling
-    (``pred = [pred, pred ^ image]`` per bit, 2N work in all) and compared once."""
-    bits = [_log2(e) for e in shape]
-    if any(b is None for b in bits):
-        return None
-    m = table.shape[-1]
-    flat = table.reshape(-1, m)
-    if np.any(flat[0] != 0):
-        return None
-    images = [flat[1 << k] for k in range(sum(bits))]  # bit k of the row-major flat index
-    pred = np.zeros((1, m), dtype=flat.dtype)
-    for image in images:
-        pred = np.concatenate([pred, pred ^ image])
-    if not np.array_equal(pred, flat):
-        return None
-    out: list[list[np.ndarray]] = []
-    low = sum(bits)
-    for b in bits:  # the first dim holds the highest flat bits
-        low -= b
-        out.append(images[low:low + b])
-    return out
-
-
 @lru_cache(maxsize=256)
-def _layout_bases(layout: Layout) -> tuple[tuple[int, ...], ...] | None:
-    """Offset of every input bit when the linearised layout is F2-linear, else None."""
-    bases = _bit_bases(np.asarray(layout.linear_table())[..., None], layout.input_shape)
-    if bases is None:
-        return None
-    return tuple(tuple(int(img[0]) for img in per) for per in bases)
+def _layout_map(layout: Layout) -> F2Linear | None:
+    """The linearised layout as an F2 map (input dims ``x0, x1, ...`` to ``offset``), or None."""
+    names = [f"x{d}" for d in range(len(layout.input_shape))]
+    return F2Linear.from_table(np.asarray(layout.linear_table())[..., None], names, ["offset"])
 
 
 def _f2(spec: InstructionSpec, layout: Layout, t, s, x, n_threads: int, bits: int) -> dict | None:
     """Counts from basis vectors, or None when the case is not power-of-two and F2-linear."""
-    lb = _layout_bases(layout)
+    lf = _layout_map(layout)
     n_slots = int(s.max()) + 1 if s.size else 0
-    tb, sb, wb = _log2(n_threads), _log2(n_slots), _log2(bits)
-    if lb is None or tb is None or sb is None or wb is None or bits > 64 or t.size != n_threads * n_slots:
+    tb, sb, wb = log2_exact(n_threads), log2_exact(n_slots), log2_exact(bits)
+    if lf is None or tb is None or sb is None or wb is None or bits > 64 or t.size != n_threads * n_slots:
         return None
     grid = np.full((n_threads, n_slots), -1, dtype=np.int64)
     grid[t, s] = x
     if np.any(grid < 0):
         return None
     coords = np.stack(np.unravel_index(grid, layout.input_shape), axis=-1)
-    access = _bit_bases(coords, (n_threads, n_slots))
+    access = F2Linear.from_table(coords, ["thread", "slot"], lf.in_names)
     if access is None:
         return None
-
-    def offset(coord) -> int:
-        out = 0
-        for d, value in enumerate(coord):
-            for k, img in enumerate(lb[d]):
-                if (int(value) >> k) & 1:
-                    out ^= img
-        return out
-
-    # input bits: thread bits, slot bits, then (bits >= 32) the 32-bit half index within an element
-    addr = [offset(c) << wb for per in access for c in per]
+    # thread and slot bits -> element offset, in 32-bit word units below
+    addr = [img[0] << wb for per in access.compose(lf).bases for img in per]
     in_thread = list(range(tb))
     in_slot = list(range(tb, tb + sb))
     per = max(1, bits // 32)
-    half_bits = _log2(per) or 0
+    half_bits = log2_exact(per) or 0
     addr += [32 << h for h in range(half_bits)]
     half = list(range(tb + sb, tb + sb + half_bits))
     # register-word bits: (slot, half) for wide elements; slot >> log2(32/bits) for narrow ones
-    sub = _log2(32 // bits) if bits < 32 else 0
+    sub = log2_exact(32 // bits) or 0 if bits < 32 else 0
     rw_bits = half + in_slot[sub:]
     elem_in_word = in_slot[:sub]
-    rpi = _log2(spec.registers_per_lane)
+    rpi = log2_exact(spec.registers_per_lane) or 0
     if spec.is_matrix:
-        internal = in_thread[:5] + elem_in_word
+        internal = in_thread[:_WARP_BITS] + elem_in_word
         phases_per_inst = spec.matrices
     else:
-        internal = in_thread[: _log2(spec.phase_lanes)] + elem_in_word + rw_bits[:rpi]
-        phases_per_inst = WARP // spec.phase_lanes
-    if len(in_thread) < 5 or len(rw_bits) < rpi:
+        internal = in_thread[: log2_exact(spec.phase_lanes)] + elem_in_word + rw_bits[:rpi]
+        phases_per_inst = WARP_SIZE // spec.phase_lanes
+    if len(in_thread) < _WARP_BITS or len(rw_bits) < rpi:
         return None  # partial warps or instructions: leave them to the exact count
     words = [addr[b] >> 5 for b in internal]
     banks = [(addr[b] >> 5) % NUM_BANKS for b in internal]
-    rank_w, rank_b = _rank(words), _rank(banks)
+    rank_w, rank_b = F2Linear.from_images(words).rank(), F2Linear.from_images(banks).rank()
     per_phase = 1 << (rank_w - rank_b)
-    n_warps = n_threads // WARP
+    n_warps = n_threads // WARP_SIZE
     n_inst = (1 << len(rw_bits)) // spec.registers_per_lane
     phases = n_warps * n_inst * phases_per_inst
     ideal_per_phase = -(-(1 << rank_w) // NUM_BANKS)
     if spec.is_matrix:  # whole 16-byte rows: the words of a phase include both low word bits
-        vec = _rank(words + [1, 2]) == rank_w
+        vec = F2Linear.from_images(words + [1, 2]).rank() == rank_w
     else:  # a lane's words span exactly the low bits: contiguous and aligned
         lane = [addr[b] >> 5 for b in elem_in_word + rw_bits[:rpi]]
-        r = _rank(lane)
+        r = F2Linear.from_images(lane).rank()
         vec = all(w < (1 << r) for w in lane) and r <= rpi
     return dict(wavefronts=per_phase * phases, instructions=n_warps * n_inst, ways=per_phase,
                 ideal=ideal_per_phase * phases, phases=phases, vectorizable=bool(vec),
@@ -475,7 +427,7 @@ def bank_conflicts(
     )
 
 
-def transpose_read_access(rows: int, cols: int, threads: int = WARP) -> np.ndarray:
+def transpose_read_access(rows: int, cols: int, threads: int = WARP_SIZE) -> np.ndarray:
     """The access ``[threads, rows*cols/threads, 2]`` that reads a ``rows x cols`` tile column by
     column (load ``k`` of lane ``t`` reads flat element ``k*threads + t`` of the transposed tile).
 

@@ -32,6 +32,7 @@ from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .copy import FRAGMENT_SCOPES, SHARED_SCOPES, TMEM_SCOPES
 from .dtype import canonical_dtype, element_bits, is_float8
+from .hardware import WARP_SIZE
 from .mma import _arch_number, make_mma_load_layout, make_mma_store_layout
 from .partition import compute_warp_partition, normalize_policy
 from .swizzle import (
@@ -44,8 +45,6 @@ from .swizzle import (
 )
 from .volta import make_volta_load_layout, make_volta_store_layout
 from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout
-
-WARP = 32
 
 
 @dataclass(frozen=True)
@@ -153,7 +152,7 @@ def select_gemm_instruction(
     A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
     M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
     sm = _arch_number(arch)
-    num_warps = int(threads) // WARP
+    num_warps = int(threads) // WARP_SIZE
     if 100 <= sm <= 110 and (A.shared or A.tmem) and B.shared and C.tmem:
         return "tcgen05"
     if (90 <= sm < 100 and M >= 64 and num_warps % 4 == 0 and B.shared
@@ -211,14 +210,14 @@ def gemm_layouts(
         threads = extent
     else:
         start, extent = 0, int(threads)
-    if threads % WARP:
+    if threads % WARP_SIZE:
         raise ShapeError(f"T.gemm needs whole warps; found {threads} threads")
     M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
     sm = _arch_number(arch)
     inst = instruction or select_gemm_instruction(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B,
                                                    threads=threads, arch=arch)
     pol = normalize_policy(policy)
-    m_warp, n_warp = compute_warp_partition(M, N, threads // WARP, pol, arch, instruction=inst)
+    m_warp, n_warp = compute_warp_partition(M, N, threads // WARP_SIZE, pol, arch, instruction=inst)
     wrt, wct = M // m_warp, N // n_warp
     out: dict[str, Layout] = {}
 
@@ -233,7 +232,7 @@ def gemm_layouts(
         for name, op in (("A", A), ("B", B), ("C", C)):
             if op.fragment:
                 out[name] = bind(_linear_fragment(op.shape, threads))
-        return GemmLayouts(inst, (1, threads // WARP), M, N, K, out)
+        return GemmLayouts(inst, (1, threads // WARP_SIZE), M, N, K, out)
     if inst == "wgmma":
         if not B.shared or not (A.shared or A.fragment):
             raise UnsupportedError(f"WGMMA needs B in shared memory and A in shared memory or registers; "

@@ -36,8 +36,8 @@ from ...algebra.simplify import make_split, make_sum
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits
+from .hardware import WARP_SIZE
 
-WARP_SIZE = 32
 _VALID_K = (8, 16, 32, 64, 128, 256)
 
 

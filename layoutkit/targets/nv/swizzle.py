@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...algebra.layout import Layout, check_shape, placeholder
 from ...algebra.nodes import Expr
@@ -56,6 +57,7 @@ class SwizzleInfo:
     buffer_shape: tuple[int, ...]
     dtype: str
     element_bits: int
+    role: ClassVar[str] = "swizzle"  # read by Layout.swizzle
 
     @property
     def granularity(self) -> int:
@@ -67,38 +69,14 @@ class SwizzleInfo:
         return self.kind in _GRANULARITY
 
 
-class SwizzledLayout(Layout):
-    """An :class:`~layoutkit.Layout` that remembers which constructor built it (``.swizzle``).
-
-    Equality and hashing are those of a plain Layout with the same expressions, so a swizzle and
-    ``lk.Layout.from_exprs(shape, swizzle.forward_index)`` compare equal.
-    """
-
-    __slots__ = ("_info",)
-
-    @property
-    def swizzle(self) -> SwizzleInfo | None:
-        """The :class:`SwizzleInfo` of this layout."""
-        return getattr(self, "_info", None)
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            type(other) in (Layout, SwizzledLayout)
-            and other.input_shape == self.input_shape  # type: ignore[attr-defined]
-            and other.forward_index == self.forward_index  # type: ignore[attr-defined]
-        )
-
-    def __hash__(self) -> int:
-        return hash(("Layout", self.input_shape, self.forward_index))
-
-    def __reduce__(self):
-        return (_rebuild, (self.input_shape, self.forward_index, self.swizzle))
+SwizzledLayout = Layout
+"""What the constructors below return: a :class:`~layoutkit.Layout` whose ``tag`` (also ``.swizzle``) is
+the :class:`SwizzleInfo` that built it.  Kept as a name for annotations; it is the Layout class itself,
+so equality and hashing are the Layout's (the tag takes no part)."""
 
 
-def _rebuild(shape, exprs, info) -> SwizzledLayout:
-    out = SwizzledLayout.from_exprs(shape, exprs)
-    object.__setattr__(out, "_info", info)
-    return out
+def _rebuild(shape: Sequence[int], exprs: Sequence[Expr], info: SwizzleInfo) -> Layout:
+    return Layout.from_exprs(shape, exprs).with_tag(info)
 
 
 # ---- helpers -----------------------------------------------------------------------------------

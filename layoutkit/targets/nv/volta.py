@@ -15,7 +15,8 @@ from __future__ import annotations
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits
-from .mma import WARP_SIZE, _positive_int
+from .hardware import WARP_SIZE
+from .mma import _positive_int
 
 MS = 16
 K = 4

@@ -1,0 +1,141 @@
+"""Bit vectors over F2 held as Python ints: an echelon basis that remembers how each of its vectors
+was made, and Gauss-Jordan inversion of small 0/1 matrices.
+
+Bit ``k`` of an int is coordinate ``k`` of the vector, so xor is vector addition.
+
+>>> basis = XorBasis()
+>>> [basis.insert(v) for v in (0b011, 0b110, 0b101)]      # the third is the sum of the first two
+[True, True, False]
+>>> basis.rank
+2
+>>> basis.solve(0b101)                                    # 0b101 = v0 ^ v1: the mask of inserted vectors
+0b11
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+def log2_exact(n: int) -> int | None:
+    """``k`` when ``n == 2**k``, else None.
+
+    >>> log2_exact(8), log2_exact(1), log2_exact(6), log2_exact(0)
+    (3, 0, None, None)
+    """
+    return n.bit_length() - 1 if n > 0 and n & (n - 1) == 0 else None
+
+
+def bit_width(n: int) -> int:
+    """Bits needed to write every value in ``range(n)``: ``ceil(log2(n))`` (0 for ``n <= 1``).
+
+    >>> bit_width(1), bit_width(2), bit_width(5), bit_width(8)
+    (0, 1, 3, 3)
+    """
+    return max(0, (n - 1).bit_length())
+
+
+def unpack_bits(value: int, widths: Sequence[int]) -> tuple[int, ...]:
+    """Split ``value`` into consecutive bit fields of ``widths`` (low field first).
+
+    >>> unpack_bits(0b110_01, [2, 3])
+    (1, 6)
+    """
+    out = []
+    for nb in widths:
+        out.append(value & ((1 << nb) - 1))
+        value >>= nb
+    return tuple(out)
+
+
+class Combo(int):
+    """A mask of inserted-vector indices, printed in binary (bit ``j``: the ``j``-th inserted vector)."""
+
+    def __repr__(self) -> str:
+        return bin(self)
+
+
+class XorBasis:
+    """Echelon basis of the span of the vectors inserted so far.
+
+    Each kept vector ``b_k`` has a leading (highest) bit that no later kept vector has set, and carries
+    ``combo_k``: the mask of inserted vectors whose xor it is.  Reducing a vector against the kept ones in
+    insertion order clears every leading bit, so a vector lies in the span iff it reduces to 0.
+    Laws: ``rank <= number inserted``; ``insert(v)`` is True iff ``v`` is not in the span so far;
+    for ``v`` in the span, the xor of the inserted vectors named by ``solve(v)`` is ``v``.
+    """
+
+    __slots__ = ("_kept", "_count")
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[int, int]] = []
+        self._count = 0
+
+    @property
+    def rank(self) -> int:
+        """Dimension of the span."""
+        return len(self._kept)
+
+    def reduce(self, v: int) -> tuple[int, int]:
+        """``(residual, combo)``: ``v == residual ^ xor of the inserted vectors named by combo``;
+        ``residual`` is 0 iff ``v`` lies in the span."""
+        combo = 0
+        for b, c in self._kept:
+            if v ^ b < v:  # v has b's leading bit set
+                v ^= b
+                combo ^= c
+        return v, combo
+
+    def insert(self, v: int) -> bool:
+        """Add vector number ``count`` (the next index); True iff it enlarged the span."""
+        residual, combo = self.reduce(v)
+        index = self._count
+        self._count += 1
+        if residual == 0:
+            return False
+        self._kept.append((residual, combo ^ (1 << index)))
+        return True
+
+    def solve(self, v: int) -> Combo | None:
+        """Mask of inserted vectors whose xor is ``v``, or None when ``v`` is outside the span."""
+        residual, combo = self.reduce(v)
+        return Combo(combo) if residual == 0 else None
+
+
+def rank_of(vectors: list[int]) -> int:
+    """Dimension of the span of ``vectors``.
+
+    >>> rank_of([1, 2, 3]), rank_of([0, 0]), rank_of([4, 1, 5, 2])
+    (2, 0, 3)
+    """
+    basis = XorBasis()
+    for v in vectors:
+        basis.insert(v)
+    return basis.rank
+
+
+def gf2_inverse(m: NDArray[np.integer]) -> NDArray[np.uint8] | None:
+    """Inverse of a square 0/1 matrix over GF(2) by Gauss-Jordan elimination, or None.
+
+    >>> gf2_inverse(np.array([[1, 1], [0, 1]])).tolist()
+    [[1, 1], [0, 1]]
+    >>> gf2_inverse(np.array([[1, 1], [1, 1]])) is None
+    True
+    """
+    n = m.shape[0]
+    if m.ndim != 2 or m.shape[1] != n:
+        return None
+    a = np.concatenate([m.astype(np.uint8) & 1, np.eye(n, dtype=np.uint8)], axis=1)
+    for col in range(n):
+        rows = np.flatnonzero(a[col:, col]) + col
+        if rows.size == 0:
+            return None
+        a[[col, rows[0]]] = a[[rows[0], col]]
+        hit = np.flatnonzero(a[:, col])
+        hit = hit[hit != col]
+        a[hit] ^= a[col]
+    out: NDArray[np.uint8] = a[:, n:]
+    return out
