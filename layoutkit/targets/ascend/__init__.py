@@ -41,24 +41,20 @@ from .layouts import (
 )
 from .movement import (
     BLOCK_BYTES,
-    Fill,
     Nd2NzParams,
     burst_copy,
-    clamp_valid,
-    default_sentinel,
     fixpipe_l0c_to_gm,
     from_storage,
     insert_nd2nz,
     load_l1_to_l0,
-    load_tile,
     nd2nz,
     nd2nz_matrix,
     nz2nd,
     nz2nd_matrix,
-    oob_padding_fills,
     to_storage,
     ub_scatter_compact_nz,
 )
+from .padding import Fill, clamp_valid, default_sentinel, load_tile, oob_padding_fills
 
 __all__ = [
     "ROW_FRACTAL",
