@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint lint-imports bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check layoutkit tests benchmarks
+
+# The layer contract in pyproject.toml ([tool.importlinter]): imports only go down, infer and cost know no target.
+lint-imports: $(STAMP)
+	$(VENV)/bin/lint-imports
 
 # Benchmarks run beside pycute and TileLang when they install (a separate environment, so the
 # test environment never depends on them); anything that does not install is reported as skipped.
