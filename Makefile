@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint typecheck check bench clean
+.PHONY: demo test lint lint-imports typecheck check bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,11 @@ typecheck: $(VENV)/.installed-lint
 	$(PY) tools/check_types.py
 
 # what CI runs besides the tests
-check: lint typecheck
+check: lint lint-imports typecheck
+
+# The layer contract in pyproject.toml ([tool.importlinter]): imports only go down, infer and cost know no target.
+lint-imports: $(VENV)/.installed-lint
+	$(VENV)/bin/lint-imports
 
 # Benchmarks run beside pycute and TileLang when they install (a separate environment, so the
 # test environment never depends on them); anything that does not install is reported as skipped.

@@ -2,7 +2,7 @@
 
 GM -> L1 -> L0A/L0B -> Cube (MAD) -> L0C -> GM.  ``layoutkit infer examples/ascend_gemm.py`` gives the
 fractal layouts (A MajorK = CATLASS zN, B MajorMN = CATLASS nZ, C the L0C layout); the Ascend passes
-(`infer.run_ascend_passes`) then pad to whole fractals and clamp/fill the tail tiles; ``--emit DIR`` writes
+(`backends.ascend.run_ascend_passes`) then pad to whole fractals and clamp/fill the tail tiles; ``--emit DIR`` writes
 the Ascend C kernel, with repeated K steps and tiles folded back into loops.
 """
 

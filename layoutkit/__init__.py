@@ -5,6 +5,7 @@
 Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
 """
 
+from . import backends as _backends  # noqa: E402, F401, I001  (registers the built-in NVIDIA and Ascend targets)
 from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
 from .errors import (
     CodegenInputError,

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from layoutkit import codegen
+from layoutkit.backends.ascend.passes import run_ascend_passes
+from layoutkit.backends.ascend.reference import UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 from layoutkit.cli import main
 from layoutkit.codegen import ascend_ir as ir
 from layoutkit.codegen.ascend_c import print_kernel
@@ -19,8 +21,6 @@ from layoutkit.codegen.execute_ascend import PipeRaceError, run
 from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import Program, infer_layouts, kernels
-from layoutkit.infer.ascend_exec import UninitialisedReadError, bf16_bits, bf16_value, run_ascend
-from layoutkit.infer.ascend_passes import run_ascend_passes
 from layoutkit.targets import ascend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,7 +172,7 @@ def test_fixpipe_equals_the_movement_model():
                   (ir.LocalBuffer("c", "float32", "CO1", 48 * 32, info),),
                   (ir.Fixpipe("C", 20 * 50 + 30, "c", 0, ir.FixpipeParamsV220(20, 40, 48, 50)),))
     m_image = ascend.to_storage(acc, info)
-    from layoutkit.codegen import execute_ascend
+    from layoutkit.backends.ascend import execute as execute_ascend
     machine = execute_ascend._Machine(k, {})
     machine.mem["c"] = np.ascontiguousarray(m_image).reshape(-1)
     machine.op_Fixpipe(k.body[0], 0)

@@ -13,8 +13,8 @@ import pytest
 
 from layoutkit import codegen, infer
 from layoutkit.algebra import compile_numpy, free_vars
+from layoutkit.backends.nv.smem_cost import WAVEFRONT_BYTES, shared_instruction, staging_layout
 from layoutkit.codegen import ir
-from layoutkit.cost.smem_aware import WAVEFRONT_BYTES, shared_instruction, staging_layout
 from layoutkit.errors import UnsupportedError
 from layoutkit.targets.nv.banks import bank_conflicts
 

@@ -3,13 +3,12 @@ IndexError / KeyError / numpy error or a silently wrong result; and the batched 
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
 from layoutkit import codegen
 from layoutkit.algebra.nodes import Const
+from layoutkit.backends.nv import execute as execute_mod  # codegen.execute is the function
 from layoutkit.codegen import CodegenInputError, ir
 from layoutkit.codegen.execute_ascend import gm_inputs
 from layoutkit.codegen.execute_ascend import run as run_ascend_kernel
@@ -17,8 +16,6 @@ from layoutkit.codegen.lower_ascend import lower as lower_ascend
 from layoutkit.errors import DtypeError, LayoutError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts, kernels
 from layoutkit.infer.result import InferenceResult
-
-execute_mod = importlib.import_module("layoutkit.codegen.execute")  # codegen.execute is the function
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,9 @@ import pytest
 import layoutkit as lk
 from layoutkit import cost, infer
 from layoutkit.algebra.layout import placeholder
-from layoutkit.cost import IOAwareModel, Operand, RegisterCountModel, SharedMemoryAwareModel, Statement
-from layoutkit.cost.smem_aware import shared_rows
+from layoutkit.backends.nv import SharedMemoryAwareModel, conversion_cost
+from layoutkit.backends.nv.smem_cost import shared_rows
+from layoutkit.cost import IOAwareModel, Operand, RegisterCountModel, Statement
 from layoutkit.infer import kernels
 from layoutkit.infer.engine import solve, statements
 
@@ -166,11 +167,11 @@ def test_unmodelled_statement_is_worst_case_and_explained():
 def test_conversion_cost():
     rows = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
     cols = lk.Fragment([32, 32], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
-    conv = cost.conversion_cost(rows, cols, "float32")
+    conv = conversion_cost(rows, cols, "float32")
     assert (conv.store_wavefronts, conv.load_wavefronts) == (256, 32)     # st.shared.b128 rows: 8-way
     assert conv.bytes == 288 * 128
     swz = lk.Layout([32, 32], lambda i, j: i * 32 + (j ^ (i % 8 * 4)))   # keeps 16-byte vectors
-    assert cost.conversion_cost(rows, cols, "float32", swz).wavefronts == 64
+    assert conversion_cost(rows, cols, "float32", swz).wavefronts == 64
 
 
 # ---- exact figures against an independent enumeration -----------------------------------------

@@ -5,7 +5,8 @@ it, and a model that prices no conversion only converts when no plain attempt wo
 from __future__ import annotations
 
 from layoutkit import codegen, cost, infer
-from layoutkit.cost import IOAwareModel, SharedMemoryAwareModel
+from layoutkit.backends.nv import Conversion, SharedMemoryAwareModel
+from layoutkit.cost import IOAwareModel
 
 from .test_cost import transposed_store
 
@@ -56,7 +57,7 @@ class CostlyConversions(SharedMemoryAwareModel):
 
     def conversion_cost(self, src, dst, dtype, smem=None):
         c = super().conversion_cost(src, dst, dtype, smem)
-        return cost.Conversion(4 * c.store_wavefronts, 4 * c.load_wavefronts)
+        return Conversion(4 * c.store_wavefronts, 4 * c.load_wavefronts)
 
 
 def test_costlier_conversion_reroots_instead():

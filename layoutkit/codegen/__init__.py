@@ -1,5 +1,9 @@
-"""Code generation from solved programs: lowering to a per-thread IR (:mod:`.ir`), a CUDA C++ printer
-(:mod:`.cuda`) and a numpy executor (:mod:`.execute`) that checks the numbers on a CPU.
+"""Code generation from solved programs, for any registered backend (:mod:`layoutkit.backends`): ``lower``
+to the backend's IR, ``emit`` / ``emit_cuda`` / ``emit_ascend_c`` its source, ``execute`` it with numpy to check
+the numbers on a CPU.  The facade dispatches on the program's target through
+:func:`layoutkit.backends.get_backend`; the NVIDIA backend has a per-thread IR (:mod:`.ir`), a CUDA C++ printer
+(:mod:`.cuda`) and an executor (:mod:`.execute`), the Ascend one :mod:`.ascend_ir`, :mod:`.ascend_c` and
+:mod:`.execute_ascend` (these names re-export the backends' modules).
 
 Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` per k16 step, synchronous
 copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms):
@@ -38,16 +42,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from ..backends import get_backend
 from ..errors import CodegenInputError, UnsupportedError
-from . import ascend_c, ascend_ir, checks, cuda, execute_ascend, ir, lower_ascend, lower_nv
-from .execute import np_dtype, run
+from . import ascend_c, ascend_ir, checks, cuda, execute_ascend, ir, lower_ascend, lower_nv  # noqa: F401
+from .execute import np_dtype, run  # noqa: F401  (first, so the function execute below wins over the module)
 
 __all__ = ["CodegenInputError", "emit", "emit_ascend_c", "emit_cuda", "execute", "lower", "ir"]
 
 
-def lower(program, result) -> ir.Kernel | ascend_ir.Kernel:
+def lower(program, result):
     """The IR kernel of ``program`` solved by ``result`` (its :func:`~layoutkit.infer.infer_layouts`; Ascend
     programs lower to :mod:`.ascend_ir` and may pass ``None`` to use their annotations).  A result that does not
     solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
@@ -58,22 +61,26 @@ def lower(program, result) -> ir.Kernel | ascend_ir.Kernel:
     >>> lower(p, infer_layouts(p)).grid
     (2, 2)
     """
-    checks.check_program(program, "lower")
-    if not program.is_ascend:
-        lower_nv.check_target(program)  # before the layouts: inference may leave some out for such a target
-    checks.check_result(program, result, "lower")
-    if program.is_ascend:
-        _refuse_conversions(result, "lower")
-        return lower_ascend.lower(program, result)
-    return lower_nv.lower(program, result)
+    backend = _checked(program, result, "lower")
+    return backend.lower(program, result)
 
 
-def _refuse_conversions(result, where: str) -> None:
-    """Ascend lowers no layout conversion (NVIDIA stages them through shared memory, :mod:`.lower_frag`)."""
-    for conv in getattr(result, "conversions", ()):
-        raise UnsupportedError(f"{where}: {conv.op} reads fragment {conv.buffer} through a layout conversion "
-                               f"({conv.src.describe()} -> {conv.dst.describe()}); the Ascend lowering does not "
-                               "convert layouts: solve with a cost model that does not convert")
+def _checked(program, result, where: str, arrays: dict | None = None):
+    """The program's backend, after the checks every entry point makes (in this order)."""
+    checks.check_program(program, where)
+    backend = get_backend(program.target)
+    backend.check_target(program)  # before the layouts: inference may leave some out for such a target
+    checks.check_result(program, result, where, backend.requires_layouts)
+    if arrays is not None:
+        checks.check_arrays(program, arrays, backend.storage_dtype)
+    backend.check_lowerable(result, where)
+    return backend
+
+
+def _language(program, language: str, where: str, message: str) -> None:
+    checks.check_program(program, where)
+    if get_backend(program.target).language != language:
+        raise UnsupportedError(message.format(target=program.target))
 
 
 def emit_cuda(program, result) -> str:
@@ -84,11 +91,9 @@ def emit_cuda(program, result) -> str:
     >>> "__global__" in emit_cuda(p, infer_layouts(p))
     True
     """
-    checks.check_program(program, "emit_cuda")
-    if program.is_ascend:
-        raise UnsupportedError(f"emit_cuda: expected an NVIDIA program; found target {program.target!r} (use "
-                               "emit_ascend_c)")
-    return cuda.print_module([lower(program, result)])
+    _language(program, "cuda", "emit_cuda",
+              "emit_cuda: expected an NVIDIA program; found target {target!r} (use emit_ascend_c)")
+    return get_backend(program.target).print_source(lower(program, result))
 
 
 def emit_ascend_c(program, result) -> str:
@@ -102,12 +107,10 @@ def emit_ascend_c(program, result) -> str:
     ...
     layoutkit.errors.UnsupportedError: emit_ascend_c: expected a program with target='ascend'; found 'sm_80'
     """
-    checks.check_program(program, "emit_ascend_c")
-    if not program.is_ascend:
-        raise UnsupportedError(f"emit_ascend_c: expected a program with target='ascend'; found {program.target!r}")
-    checks.check_result(program, result, "emit_ascend_c")
-    _refuse_conversions(result, "emit_ascend_c")
-    return ascend_c.print_kernel(lower_ascend.lower(program, result))
+    _language(program, "ascend_c", "emit_ascend_c",
+              "emit_ascend_c: expected a program with target='ascend'; found {target!r}")
+    backend = _checked(program, result, "emit_ascend_c")
+    return backend.print_source(backend.lower(program, result))
 
 
 def execute(program, result, arrays: dict) -> dict:
@@ -125,22 +128,8 @@ def execute(program, result, arrays: dict) -> dict:
     >>> float(execute(p, infer_layouts(p), {"A": a})["B"][63, 63])
     -2.0
     """
-    checks.check_program(program, "execute")
-    if not program.is_ascend:
-        lower_nv.check_target(program)
-    checks.check_result(program, result, "execute")
-    if program.is_ascend:
-        checks.check_arrays(program, arrays, lambda dtype: None)
-        _refuse_conversions(result, "execute")
-        return execute_ascend.run(lower_ascend.lower(program, result), arrays)
-    checks.check_arrays(program, arrays, np_dtype)
-    kernel = lower_nv.lower(program, result)
-    full = {}
-    for b in kernel.scoped("global"):
-        shape = program.buffers[b.name].shape
-        full[b.name] = arrays[b.name] if b.name in arrays else np.zeros(shape, np_dtype(b.dtype))
-    out = run(kernel, full)
-    return {name: a.reshape(program.buffers[name].shape) for name, a in out.items()}
+    backend = _checked(program, result, "execute", arrays)
+    return backend.execute(program, result, arrays)
 
 
 def emit(program, result, directory) -> list[Path]:
@@ -154,12 +143,9 @@ def emit(program, result, directory) -> list[Path]:
     ['.cu']
     """
     kernel = lower(program, result)
+    backend = get_backend(program.target)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    if program.is_ascend:
-        path = d / f"{kernel.name}.cpp"
-        path.write_text(ascend_c.print_kernel(kernel))
-        return [path]
-    path = d / f"{kernel.name}.cu"
-    path.write_text(cuda.print_module([kernel]))
+    path = d / f"{kernel.name}{backend.suffix}"
+    path.write_text(backend.print_source(kernel))
     return [path]

@@ -1,7 +1,8 @@
 """Pluggable cost models that score free-mode layout attempts (REFERENCE section 6).
 
-``register-count`` (default), ``io-aware`` (exact global segments per warp instruction) and
-``smem-aware`` (plus NV bank-model wavefronts); every model has ``explain()``.
+``register-count`` (default) and ``io-aware`` (exact global segments per warp instruction) live here;
+target-aware models register by name from their backend (NVIDIA: ``smem-aware``, io-aware plus the bank
+model's wavefronts).  Every model has ``explain()``.
 
 >>> from layoutkit import cost
 >>> cost.AttemptCost(0, 8) < cost.AttemptCost(0, 16) < cost.AttemptCost(1, 0)
@@ -10,6 +11,7 @@ True
 'register-count'
 """
 
+from ..caches import clear_all
 from .access import GlobalTraffic, global_traffic, shared_access, vector_width
 from .attempt import (
     REGISTER_LIMIT,
@@ -25,21 +27,17 @@ from .attempt import (
 from .io_aware import IOAwareModel
 from .register_count import RegisterCountModel
 from .registry import cost_model_names, get_cost_model, register_cost_model
-from .smem_aware import Conversion, SharedMemoryAwareModel, _bank_report, conversion_cost, staged_conversion_cost
 from .spill import spilled_bytes
 
 
 def clear_caches() -> None:
-    """Forget the memoised global-traffic and bank figures (they only save time)."""
-    global_traffic.cache_clear()
-    _bank_report.cache_clear()
-    spilled_bytes.cache_clear()
+    """Forget every memoised figure (they only save time): one loop over the registered caches."""
+    clear_all()
 
 
 __all__ = [
-    "AttemptCost", "Conversion", "CostModel", "CostModelError", "GlobalTraffic", "IOAwareModel", "Operand",
-    "REGISTER_LIMIT", "RegisterCountModel", "SharedMemoryAwareModel", "Statement", "StatementCost",
-    "add_costs", "clear_caches", "conversion_cost", "conversion_price", "cost_model_names", "get_cost_model",
-    "global_traffic", "register_cost_model",
-    "shared_access", "staged_conversion_cost", "vector_width",
+    "AttemptCost", "CostModel", "CostModelError", "GlobalTraffic", "IOAwareModel", "Operand",
+    "REGISTER_LIMIT", "RegisterCountModel", "Statement", "StatementCost",
+    "add_costs", "clear_caches", "conversion_price", "cost_model_names", "get_cost_model",
+    "global_traffic", "register_cost_model", "shared_access", "spilled_bytes", "vector_width",
 ]

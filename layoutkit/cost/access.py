@@ -19,12 +19,12 @@ consecutive registers holds consecutive, ``vector``-aligned elements.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from ..algebra.evaluate import compile_numpy, grid
 from ..algebra.layout import Layout, placeholder
+from ..caches import memoized
 from ..dtypes import element_bits
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
@@ -109,7 +109,7 @@ class GlobalTraffic:
         return max(self.issue_bytes, self.bandwidth_bytes)
 
 
-@lru_cache(maxsize=2048)
+@memoized(maxsize=2048)
 def global_traffic(layout: Fragment, indices, shape: tuple[int, ...], dtype: str) -> GlobalTraffic:
     """Exact segments per warp instruction of a global operand (see the module doc).  Memoised:
     layouts and expressions are immutable and compare structurally, so free-mode attempts that share

@@ -1,6 +1,6 @@
 """Cost models by name: ``infer.register_cost_model(name, factory)``, ``infer_layouts(cost_model=...)``.
 
->>> {"io-aware", "register-count", "smem-aware"} <= set(cost_model_names())
+>>> {"io-aware", "register-count"} <= set(cost_model_names())
 True
 >>> get_cost_model("io-aware").name
 'io-aware'
@@ -14,12 +14,10 @@ from ..errors import UnsupportedError
 from .attempt import CostModel
 from .io_aware import IOAwareModel
 from .register_count import RegisterCountModel
-from .smem_aware import SharedMemoryAwareModel
 
 _MODELS: dict[str, Callable[[], CostModel]] = {
     "register-count": RegisterCountModel,
     "io-aware": IOAwareModel,
-    "smem-aware": SharedMemoryAwareModel,
 }
 
 

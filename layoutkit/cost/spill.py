@@ -22,11 +22,11 @@ executed access.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from ..algebra.layout import placeholder
+from ..caches import memoized
 from ..dtypes import element_bits
 from ..fragment.fragment import Fragment
 from .access import element_table
@@ -61,7 +61,7 @@ def _same_registers(loop_layout: Fragment, frag: Fragment, indices, loop) -> boo
             and loop_layout.forward_index == frag.forward_index)
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def spilled_bytes(loop_layout: Fragment, frag: Fragment, indices, dtype: str) -> int:
     """Local-memory bytes charged when ``frag`` is register-indexed by the thread in this loop (0
     when it is not)."""

@@ -13,7 +13,6 @@ from ..cost import (  # noqa: F401
     IOAwareModel,
     Operand,
     RegisterCountModel,
-    SharedMemoryAwareModel,
     Statement,
     cost_model_names,
     get_cost_model,

@@ -29,18 +29,19 @@ from collections import ChainMap, deque
 from collections.abc import Sequence
 
 from ..algebra.layout import Layout
+from ..caches import clear_all
 from ..cost import Operand, Statement, add_costs, conversion_price
-from ..cost import clear_caches as clear_cost_caches
 from ..dtypes import element_bits
 from ..errors import LayoutConflictError, LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
-from . import nv_rules as _nv_rules  # noqa: F401  (registers the sm_* rules)
 from .convert import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
 from .loops import RuleConflict
-from .result import Derivation, InferenceResult, _NameKeyed
+from .program import op_dict
+from .result import Derivation, InferenceResult, NameKeyed
 from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, get_merge, get_rule
+from .target import get_target
 
 
 class Conflict(LayoutError):
@@ -166,49 +167,16 @@ def _alias_siblings(program) -> dict[str, tuple[str, ...]]:
     return {n: tuple(m for m in g if m != n) for g in groups.values() if len(g) > 1 for n in g}
 
 
-PRODUCER_THREADS = 128
-"""Threads of the producer warp group TileLang's warp specialisation adds in front of the consumers
-when every pipelined copy is a TMA load (one warp group issues them)."""
-
-
 def thread_range(program) -> tuple[int, int]:
-    """``(min, extent)`` of the threads running the tile ops: ``(0, threads)``, or for sm_90+ warp
-    specialisation (pipelined global -> shared copies feeding a GEMM, at least one a TMA load)
-    ``(128, threads)``: TileLang puts one 128-thread producer warp group first and the ``threads``
-    consumers after it; when some producer copy cannot be a TMA load it runs as SIMT code on a
-    producer partition as wide as the consumers: ``(threads, threads)``.
+    """``(min, extent)`` of the threads running the tile ops, as the program's target says
+    (:meth:`~layoutkit.infer.target.Target.thread_range`; NVIDIA sm_90 warp specialisation puts the
+    consumers after a producer warp group).
 
     >>> from layoutkit.infer import kernels
     >>> thread_range(kernels.gemm(threads=256, target="sm_90")), thread_range(kernels.gemm(threads=256))
     ((128, 256), (0, 256))
     """
-    t = program.threads
-    arch = program.target
-    if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
-        staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
-                  and program.buffers[op.args["src"]].scope == "global"]
-        if staged and any(op.kind == "gemm" for op in program.ops):
-            tma = [_tma_capable(program, op) for op in staged]
-            if all(tma):
-                return (PRODUCER_THREADS, t)
-            if any(tma):  # a SIMT producer copy keeps the producer partition at the full block
-                return (t, t)
-    return (0, t)
-
-
-def _tma_capable(program, op) -> bool:
-    """Whether a global -> shared copy can be a TMA load (16-byte rows and global strides)."""
-    from ..targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
-
-    sides = []
-    for name, (starts, extents) in ((op.args["src"], op.args["src_region"]), (op.args["dst"], op.args["dst_region"])):
-        buf = program.buffers[name]
-        sides.append(CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
-    try:
-        select_copy_instruction(*sides, program.target, prefer_instruction="tma")
-    except CopySelectionError:
-        return False
-    return True
+    return get_target(program.target).thread_range(program)
 
 
 def _users(ops) -> dict[str, list]:
@@ -301,9 +269,7 @@ def _depths(ops) -> dict[int, int]:
 
 
 def _content(op) -> str:
-    from .program import _op_dict
-
-    d = _op_dict(op)
+    d = op_dict(op)
     d.pop("uid")
     return json.dumps(d, sort_keys=True, default=str)
 
@@ -489,14 +455,9 @@ def _propagate_alias(ctx: Context, name: str, op, level: int) -> list[str]:
 
 
 def clear_caches() -> None:
-    """Forget the memoised rule results (layouts are immutable, so the caches only save time)."""
-    from . import loops, nv_rules, vectorize
-
-    for fn in (loops.loop_from_buffer, loops.complete_buffer, loops.plan_partition, loops.reducer_layout,
-               loops.loop_agrees, loops._replica_zero, loops.has_inverse, vectorize.loop_vector_width,
-               nv_rules._layouts):
-        fn.cache_clear()
-    clear_cost_caches()
+    """Forget the memoised rule and cost results (layouts are immutable, so the caches only save time):
+    every cache registered with :func:`layoutkit.caches.memoized`."""
+    clear_all()
 
 
 def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bool = True) -> InferenceResult:
@@ -510,5 +471,5 @@ def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bo
         from .conflicts import explain
 
         raise explain(program, err, cost_model) from None
-    return InferenceResult(_NameKeyed(ctx.layouts), _NameKeyed(ctx.loops), _NameKeyed(ctx.predicates),
+    return InferenceResult(NameKeyed(ctx.layouts), NameKeyed(ctx.loops), NameKeyed(ctx.predicates),
                            dict(ctx.derivations), tuple(ctx.conversions))

@@ -16,13 +16,13 @@ _i % 16 * 8 + _j // 8
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr, Var
 from ..algebra.simplify import add, floordiv, floormod, linear, make_split, make_sum, scale, substitute
+from ..caches import memoized
 from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
@@ -68,7 +68,7 @@ def _var_offsets(indices) -> list[tuple[Var, int] | None]:
     return out
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def loop_from_buffer(src: Fragment, indices, loop, rng) -> Fragment:
     """The loop layout that follows ``src`` read/written at ``indices`` (``ComputeLoopLayoutFromBuffer``)."""
     if _is_identity(indices, loop) and src.input_shape == tuple(loop):
@@ -78,7 +78,7 @@ def loop_from_buffer(src: Fragment, indices, loop, rng) -> Fragment:
     return Fragment.from_exprs(tuple(loop), None, thread, src.replicate_size, rng)
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool, rng) -> Fragment:
     """The layout of a buffer the loop touches at ``indices`` (``CompleteBufferFragment``): loop vars
     the indices do not use become replication."""
@@ -146,7 +146,7 @@ def _bijective_completion(loop_layout: Fragment, indices, shape, loop) -> Fragme
     return Fragment.from_exprs(tuple(shape), None, thread, loop_layout.replicate_size).condense_rep_var()
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
                    whole_rows: bool = False) -> tuple[Fragment, str | None]:
     """Free mode (TileLang's ``PlanLoopPartition``): fuse the loop row-major, cut it into vectors of
@@ -328,7 +328,7 @@ def _subset(small: np.ndarray, big: np.ndarray) -> bool:
     return bool(np.isin(small + x * width, (big + x * width).ravel()).all())
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def has_inverse(frag: Fragment) -> bool:
     """Whether TileLang can invert ``frag`` where it proves a containment: ``ProveFragmentContains``
     returns at once for a fully replicated containing fragment, and otherwise inverts
@@ -354,7 +354,7 @@ def require_inverse(frag: Fragment, op: str, buffer: str | None, role: str) -> N
                            f"containment in it: {frag.prove_injective()}", op, buffer)
 
 
-@lru_cache(maxsize=8192)
+@memoized(maxsize=8192)
 def loop_agrees(loop_layout: Fragment, buf_frag: Fragment, indices, loop, is_read: bool, is_write: bool) -> bool:
     """Reads: every loop thread finds the element; writes: the owner sets are equal."""
     # the symbolic test first: a loop following the fragment agrees without tabulating either
@@ -481,7 +481,7 @@ def replica_guard(op, ctx, layout: Fragment) -> str | None:
     return _replica_zero(layout)
 
 
-@lru_cache(maxsize=1024)
+@memoized(maxsize=1024)
 def _replica_zero(layout: Fragment) -> str:
     """``rep(_thread) == 0`` from the inverse layout (the replica a thread holds)."""
     try:
@@ -563,7 +563,7 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
 
 # ---- reductions ---------------------------------------------------------------------------------
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
     """``ComputeReducerLayout``: the reduced axis becomes replication, condensed."""
     ext = src.input_shape[dim]

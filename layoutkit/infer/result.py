@@ -52,7 +52,7 @@ class InferenceResult:
         return {k: v for k, v in self.layout_map.items() if isinstance(v, Fragment)}
 
 
-class _NameKeyed(dict):
+class NameKeyed(dict):
     """A dict keyed by buffer name that also accepts Buffer objects."""
 
     def __getitem__(self, key):

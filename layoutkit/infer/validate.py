@@ -43,7 +43,7 @@ def positive(value: object, what: str) -> int:
     return value
 
 
-def _complete(r: Region, other: Region, what: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def complete_region(r: Region, other: Region, what: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """A start point takes the other side's non-unit extents, right-aligned."""
     if r.extents is not None:
         return r.starts, r.extents
@@ -64,8 +64,8 @@ def copy_regions(src: Region, dst: Region, what: str):
     if whole and src.buffer.shape != dst.buffer.shape:
         raise OpValidationError(f"{what}: whole-buffer copy needs equal shapes; {src.buffer.name} is "
                                 f"{src.buffer.shape}, {dst.buffer.name} is {dst.buffer.shape}", what, dst.buffer.name)
-    s = _complete(src, dst, what)
-    d = _complete(dst, src, what)
+    s = complete_region(src, dst, what)
+    d = complete_region(dst, src, what)
     for (starts, extents), b in ((s, src.buffer), (d, dst.buffer)):
         for k, (lo, e, n) in enumerate(zip(starts, extents, b.shape)):
             if lo < 0 or e <= 0 or lo + e > n:

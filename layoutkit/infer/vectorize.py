@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from ..algebra.evaluate import evaluate_columns
 from ..algebra.layout import Layout, placeholder
 from ..algebra.nodes import Expr, Var
 from ..algebra.simplify import linear
+from ..caches import memoized
 
 MAX_VECTOR_BITS = 128
 """Widest vector access in bits (TileLang's default ``MaxVectorLoadBits``)."""
@@ -209,7 +209,7 @@ def _width(acc: VectorAccess, prof: _Profile, base: int) -> int | None:
     return width
 
 
-@lru_cache(maxsize=4096)
+@memoized(maxsize=4096)
 def loop_vector_width(loop: tuple[int, ...], accesses: tuple[VectorAccess, ...]) -> int:
     """The widest vector every access of the loop allows (1: scalar).  See the module doc."""
     base = math.gcd(MAX_VECTOR_BITS, loop[-1])

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import copy as _copy
 
-from ..errors import LayoutError
-from ..targets import ascend
-from .rules import STRICT, register_rule
-from .validate import OpValidationError
+from ...errors import LayoutError
+from ...infer.engine import solve
+from ...infer.rules import STRICT
+from ...infer.validate import OpValidationError
+from ...targets import ascend
+from .program import check_end
 
 FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
 
@@ -71,7 +73,7 @@ def none_rule(op, ctx, level) -> dict:
 def set_atomic_rule(op, ctx, level) -> dict:
     """No layouts; at the strict level, a kernel that ends in atomic mode is rejected (naming the op)."""
     if level == STRICT:
-        ctx.program.check_end()
+        check_end(ctx.program)
     return {}
 
 
@@ -81,8 +83,6 @@ def vf_rule(op, ctx, level) -> dict:
     key = ("vf", op.uid)
     if key in ctx.memo:
         return ctx.memo[key]
-    from .engine import solve
-
     body = ctx.program.regions.get(op.uid, [])
     sub = _copy.copy(ctx.program)
     lanes = 1
@@ -97,9 +97,5 @@ def vf_rule(op, ctx, level) -> dict:
     return out
 
 
-register_rule("gemm", "ascend", mad_rule)
-register_rule("copy", "ascend", copy_rule)
-register_rule("set_atomic", "ascend", set_atomic_rule)
-for _kind in ("dual_copy", "scatter", "post_copy"):
-    register_rule(_kind, "ascend", none_rule)
-register_rule("vf", "ascend", vf_rule)
+RULES = {"gemm": mad_rule, "copy": copy_rule, "set_atomic": set_atomic_rule, "vf": vf_rule,
+         "dual_copy": none_rule, "scatter": none_rule, "post_copy": none_rule}

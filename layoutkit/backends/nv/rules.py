@@ -12,12 +12,11 @@ _j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from ..targets import nv
-from ..targets.nv.copy import tma_inferred_layout
-from .loops import loop_rule
-from .rules import FREE, register_merge, register_rule
+from ...caches import memoized
+from ...infer.loops import loop_rule
+from ...infer.rules import FREE
+from ...targets import nv
+from ...targets.nv.copy import tma_inferred_layout
 
 
 def gemm_rule(op, ctx, level) -> dict:
@@ -33,7 +32,7 @@ def gemm_rule(op, ctx, level) -> dict:
     return out
 
 
-@lru_cache(maxsize=1024)
+@memoized(maxsize=1024)
 def _layouts(operands, transpose_A, transpose_B, target, policy, rng):
     """Layouts are immutable, so one GEMM shape is laid out once per process."""
     return nv.gemm_layouts(*operands, transpose_A=transpose_A, transpose_B=transpose_B, threads=rng[1],
@@ -80,6 +79,4 @@ def merge_rule(old, new, dtype):
     return nv.merge_swizzles(old, new, dtype)
 
 
-register_rule("gemm", "sm_*", gemm_rule)
-register_rule("copy", "sm_*", copy_rule)
-register_merge("sm_*", merge_rule)
+RULES = {"gemm": gemm_rule, "copy": copy_rule}

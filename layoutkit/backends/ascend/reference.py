@@ -18,7 +18,7 @@ run their ops on both cores (``parallel`` with ``compute`` one of :data:`PARALLE
 >>> import numpy as np
 >>> from layoutkit.infer import infer_layouts, kernels
 >>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
->>> from layoutkit.infer.ascend_passes import run_ascend_passes
+>>> from layoutkit.backends.ascend.passes import run_ascend_passes
 >>> q, reports = run_ascend_passes(p, infer_layouts(p))
 >>> a = np.ones((20, 24), np.float16); b = np.ones((24, 18), np.float16)
 >>> float(run_ascend(q, {"A": a, "B": b})["C"][19, 17])
@@ -37,14 +37,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..dtypes import BF16_NAN, from_bf16, to_bf16
-from ..dtypes import storage_dtype as _storage
-from ..errors import LayoutError, UnsupportedError
-from ..numerics import mad
-from ..targets import ascend
-from ..targets.ascend.layouts import FractalKind
-from .ascend_passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
-from .program import Op, Program
+from ...dtypes import BF16_NAN, from_bf16, to_bf16
+from ...dtypes import storage_dtype as _storage
+from ...errors import LayoutError, UnsupportedError
+from ...infer.program import Op, Program
+from ...numerics import mad
+from ...targets import ascend
+from ...targets.ascend.layouts import FractalKind
+from .passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
 
 CORES = 2
 ROW = ascend.ROW_FRACTAL
@@ -74,7 +74,7 @@ ASCEND_DTYPES = ("float16", "float32", "bfloat16", "int8", "int32")
 
 def storage_dtype(dtype: str):
     """The numpy type an Ascend buffer of ``dtype`` is held in (bfloat16 as raw ``uint16`` bits); shared
-    with the Ascend C executor (:mod:`layoutkit.codegen.execute_ascend`).
+    with the Ascend C executor (:mod:`layoutkit.backends.ascend.execute`).
 
     >>> storage_dtype("bfloat16").__name__, storage_dtype("float16").__name__
     ('uint16', 'float16')
@@ -451,7 +451,7 @@ def _mnk_of(program: Program, a: dict) -> list[int]:
 
 
 def run_ascend(program: Program, inputs: Mapping[str, np.ndarray], layouts=None) -> dict[str, np.ndarray]:
-    """Run ``program`` (solved; usually after :func:`~layoutkit.infer.run_ascend_passes`) on ``inputs``
+    """Run ``program`` (solved; usually after :func:`~layoutkit.backends.ascend.run_ascend_passes`) on ``inputs``
     (GM arrays by name; bfloat16 tensors as float32 values, rounded to bfloat16) and return every GM
     tensor as float32 (bfloat16 decoded) or its own dtype."""
     program.check_end()

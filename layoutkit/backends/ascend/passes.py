@@ -28,12 +28,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from ..algebra.layout import Layout
-from ..errors import UnsupportedError
-from ..targets import ascend
-from ..targets.ascend.layouts import FractalKind
-from .program import Access, Buffer, Op, Program
-from .validate import OpValidationError
+from ...algebra.layout import Layout
+from ...errors import UnsupportedError
+from ...infer.program import Access, Buffer, Op, Program
+from ...infer.validate import OpValidationError
+from ...targets import ascend
+from ...targets.ascend.layouts import FractalKind
 
 FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
 ND2NZ_DTYPES = ("float16", "bfloat16", "float32")
@@ -88,7 +88,7 @@ def clone(program: Program, ops: list[Op] | None = None, buffers: dict[str, Buff
     q.stages = dict(program.stages)
     q.regions = {k: list(v) for k, v in program.regions.items()}
     q.annotations = dict(program.annotations if annotations is None else annotations)
-    q._uid = program._uid
+    q.next_uid = program.next_uid
     return q
 
 
@@ -229,13 +229,13 @@ def insert_nd2nz(program: Program, layouts=None) -> tuple[Program, PassReport]:
         scratch = _fresh(q, f"{dst.name}_nz_scratch")
         size = (cols // c0) * (rows + 1) * c0
         q.buffers[scratch] = Buffer(scratch, (size,), src.dtype, "ub")
-        sc = Op("scatter", q._uid, {"src": src.name, "dst": scratch, "src_region": a["src_region"], "rows": rows,
+        sc = Op("scatter", q.next_uid, {"src": src.name, "dst": scratch, "src_region": a["src_region"], "rows": rows,
                                     "cols": cols, "c0": c0}, buffers=(src.name, scratch))
         params = {"n_burst": cols // c0, "len_burst": rows, "src_gap": 1, "dst_gap": full_rows - rows,
                   "dst_offset": (ds[1] // c0) * full_rows * c0 + ds[0] * c0}
-        pc = Op("post_copy", q._uid + 1, {"src": scratch, "dst": dst.name, "dst_region": a["dst_region"],
+        pc = Op("post_copy", q.next_uid + 1, {"src": scratch, "dst": dst.name, "dst_region": a["dst_region"],
                                           "full_rows": full_rows, **params}, buffers=(scratch, dst.name))
-        q._uid += 2
+        q.next_uid += 2
         q.ops += [sc, pc]
         rep.rewritten.append({"op": op.name, "into": [sc.name, pc.name],
                               "params": {"scatter": {"rows": rows, "cols": cols, "c0": c0, "scratch": size},
@@ -301,10 +301,10 @@ def insert_oob_padding(program: Program, layouts=None, pad_value: float = 0.0) -
                 ec = min(f.col_extent, cols - lo_c)
                 if er <= 0 or ec <= 0:
                     continue
-                fill = Op("fill", q._uid, {"dst": dst.name, "value": float(pad_value),
+                fill = Op("fill", q.next_uid, {"dst": dst.name, "value": float(pad_value),
                                            "fill_region": ((lo_r, er), (lo_c, ec)), "for": op.name},
                           buffers=(dst.name,))
-                q._uid += 1
+                q.next_uid += 1
                 q.ops.append(fill)
                 rep.fills.append({"op": fill.name, "for": op.name, "buffer": dst.name,
                                   "region": ((lo_r, er), (lo_c, ec)), "value": float(pad_value)})

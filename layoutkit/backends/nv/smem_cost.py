@@ -6,7 +6,7 @@ One thread per row of a row-major 32x32 fp32 tile reads 16-byte vectors, 8 rows 
 the same 4 banks (8-way); one thread per column is conflict free:
 
 >>> import layoutkit as lk
->>> from layoutkit.cost import Operand
+>>> from layoutkit.cost import Operand, Statement
 >>> from layoutkit.algebra.layout import placeholder
 >>> i, j = placeholder(0, 32), placeholder(1, 32)
 >>> smem = lk.Layout([32, 32], lambda a, b: a * 32 + b)
@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from ..algebra.layout import Layout, placeholder
-from ..errors import LayoutError
-from ..fragment.fragment import Fragment
-from ..targets.nv.banks import BankReport, bank_conflicts
-from ..targets.nv.dtype import element_bits
-from .access import shared_access
-from .attempt import Statement, StatementCost, check_statements
-from .io_aware import IOAwareModel
+from ...algebra.layout import Layout, placeholder
+from ...caches import memoized
+from ...cost.access import shared_access
+from ...cost.attempt import Statement, StatementCost, check_statements
+from ...cost.io_aware import IOAwareModel
+from ...errors import LayoutError
+from ...fragment.fragment import Fragment
+from ...targets.nv.banks import BankReport, bank_conflicts
+from ...targets.nv.dtype import element_bits
+from ...targets.nv.swizzle import make_padded_layout
 
 WAVEFRONT_BYTES = 128
 
@@ -51,8 +52,8 @@ def shared_instruction(vector: int, dtype: str, store: bool) -> str:
     return f"{'st' if store else 'ld'}.shared.b{8 * lane}"
 
 
-@lru_cache(maxsize=2048)
-def _bank_report(loop_layout: Fragment, indices: tuple, smem: Layout, dtype: str,
+@memoized(maxsize=2048)
+def operand_bank_report(loop_layout: Fragment, indices: tuple, smem: Layout, dtype: str,
                  store: bool) -> tuple[str, BankReport]:
     """The instruction and exact bank report of one shared operand (memoised: all inputs are immutable)."""
     arr, v = shared_access(loop_layout, indices, smem, dtype)
@@ -74,7 +75,7 @@ def shared_rows(statements: Sequence[Statement]) -> list[StatementCost]:
                 rows.append(StatementCost(st.name, what, 0, 0, "not modelled: no shared layout"))
                 continue
             try:
-                inst, rep = _bank_report(st.loop_layout, tuple(op.indices), op.layout, op.dtype, op.is_write)
+                inst, rep = operand_bank_report(st.loop_layout, tuple(op.indices), op.layout, op.dtype, op.is_write)
             except LayoutError as err:
                 rows.append(StatementCost(st.name, what, 0, 0, f"not modelled: {err}"))
                 continue
@@ -119,8 +120,6 @@ def staging_layout(shape: Sequence[int], dtype: str, staging: str = "row-major")
         raise LayoutError(f"a conversion is staged {' or '.join(STAGINGS)} (padded needs rank >= 2); found "
                           f"{staging!r} for shape {tuple(shape)}")
     if staging == "padded":
-        from ..targets.nv.swizzle import make_padded_layout
-
         return make_padded_layout(shape, dtype)
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):

@@ -1,0 +1,63 @@
+"""The Ascend backend (``target="ascend"``): its scopes, copy and GEMM checks, fill regions, op builders and
+layout rules (the hooks of :class:`layoutkit.infer.target.Target`), and code generation: the passes and
+lowering to :mod:`.ir`, the Ascend C printer :mod:`.ascend_c` and the executor :mod:`.execute`.  Layout
+conversions are not lowered (NVIDIA stages them through shared memory).
+
+>>> from layoutkit.infer import Program
+>>> p = Program(target="ascend")
+>>> p.tensor("A", (16, 16), "float16").scope, p.alloc_shared("U", (16, 16), "float16").scope
+('gm', 'ub')
+"""
+
+from __future__ import annotations
+
+from ...errors import UnsupportedError
+from ...infer.program import FRAGMENT, Program, Region
+from ..registry import Backend
+from . import ascend_c, execute, lower, rules
+from . import program as builders
+
+
+class AscendBackend(Backend):
+    family = "ascend"
+    name = "ascend"
+    language = "ascend_c"
+    suffix = ".cpp"
+    requires_layouts = False
+    scopes = builders.ASCEND_SCOPES + (FRAGMENT, "local")
+    global_scope = "gm"
+
+    def rules(self):
+        return rules.RULES
+
+    def shared_scope(self, scope: str) -> str:
+        return "ub" if scope in ("shared", "shared.dyn") else scope
+
+    def build_copy(self, program: Program, src: Region, dst: Region):
+        return builders.ascend_copy(program, "copy", src, dst)
+
+    def check_gemm(self, A, B, C, args: dict, what: str) -> None:
+        builders.check_gemm(A, B, C, args, what)
+
+    def fill_args(self, starts, extents) -> dict:
+        return {"fill_region": tuple((int(s), int(e)) for s, e in zip(starts, extents))}
+
+    def builders(self):
+        return {name: getattr(builders, name) for name in ("mad", "dual_copy", "set_atomic", "set_atomic_none",
+                                                           "check_end", "simt_vf", "simd_vf")}
+
+    # ---- code generation ------------------------------------------------------------------------
+    def check_lowerable(self, result, where: str) -> None:
+        for conv in getattr(result, "conversions", ()):
+            raise UnsupportedError(f"{where}: {conv.op} reads fragment {conv.buffer} through a layout conversion "
+                                   f"({conv.src.describe()} -> {conv.dst.describe()}); the Ascend lowering does not "
+                                   "convert layouts: solve with a cost model that does not convert")
+
+    def lower(self, program, result):
+        return lower.lower(program, result)
+
+    def print_source(self, kernel) -> str:
+        return ascend_c.print_kernel(kernel)
+
+    def execute(self, program, result, arrays: dict) -> dict:
+        return execute.run(lower.lower(program, result), arrays)

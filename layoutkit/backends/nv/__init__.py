@@ -1,0 +1,23 @@
+"""The NVIDIA backend (``target="sm_*"``): op rules (:mod:`.rules`), the backend hooks (:mod:`.backend`), the
+bank-aware ``smem-aware`` cost model (:mod:`.smem_cost`), lowering (:mod:`.lower`, :mod:`.lower_frag`) to the
+per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy executor (:mod:`.execute`).
+
+>>> from layoutkit.infer import infer_layouts, kernels
+>>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> infer_layouts(p, cost_model="smem-aware").layout_map["C_local"].thread_extent
+128
+"""
+
+from ...cost import register_cost_model
+from ..registry import register_backend
+from . import cuda, execute, ir, lower, lower_frag, rules, smem_cost
+from .backend import PRODUCER_THREADS, NvBackend, tma_capable
+from .smem_cost import Conversion, SharedMemoryAwareModel, conversion_cost, staged_conversion_cost, staging_layout
+
+register_backend(NvBackend())
+register_cost_model("smem-aware", SharedMemoryAwareModel)
+
+__all__ = [
+    "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",
+    "ir", "lower", "lower_frag", "rules", "smem_cost", "staged_conversion_cost", "staging_layout", "tma_capable",
+]

@@ -1,0 +1,91 @@
+"""The NVIDIA backend (``target="sm_*"``): the GEMM and copy rules, swizzle merging and the thread range of
+sm_90 warp specialisation (the hooks of :class:`layoutkit.infer.target.Target`), and code generation: lowering
+to :mod:`.ir`, the CUDA printer :mod:`.cuda` and the numpy executor :mod:`.execute`.
+
+>>> from layoutkit.infer import kernels
+>>> t = NvBackend()
+>>> t.thread_range(kernels.gemm(threads=256, target="sm_90")), t.thread_range(kernels.gemm(threads=256))
+((128, 256), (0, 256))
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...targets import nv
+from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
+from ..registry import Backend
+from . import cuda, lower, rules
+from .execute import np_dtype, run
+
+PRODUCER_THREADS = 128
+"""Threads of the producer warp group TileLang's warp specialisation adds in front of the consumers
+when every pipelined copy is a TMA load (one warp group issues them)."""
+
+
+class NvBackend(Backend):
+    family = "sm_*"
+    name = "nv"
+    language = "cuda"
+    suffix = ".cu"
+
+    def rules(self):
+        return rules.RULES
+
+    def merge(self, old, new, dtype):
+        """Two bank swizzles keep the smaller granularity (:func:`layoutkit.targets.nv.merge_swizzles`)."""
+        return nv.merge_swizzles(old, new, dtype)
+
+    def thread_range(self, program) -> tuple[int, int]:
+        """``(0, threads)``, or for sm_90+ warp specialisation (pipelined global -> shared copies feeding a
+        GEMM, at least one a TMA load) ``(128, threads)``: TileLang puts one 128-thread producer warp group
+        first and the ``threads`` consumers after it; when some producer copy cannot be a TMA load it runs
+        as SIMT code on a producer partition as wide as the consumers: ``(threads, threads)``."""
+        t = program.threads
+        arch = program.target
+        if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
+            staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
+                      and program.buffers[op.args["src"]].scope == "global"]
+            if staged and any(op.kind == "gemm" for op in program.ops):
+                tma = [tma_capable(program, op) for op in staged]
+                if all(tma):
+                    return (PRODUCER_THREADS, t)
+                if any(tma):  # a SIMT producer copy keeps the producer partition at the full block
+                    return (t, t)
+        return (0, t)
+
+    # ---- code generation ------------------------------------------------------------------------
+    def check_target(self, program) -> None:
+        lower.check_target(program)  # before the layouts: inference may leave some out for such a target
+
+    def lower(self, program, result):
+        return lower.lower(program, result)
+
+    def print_source(self, kernel) -> str:
+        return cuda.print_module([kernel])
+
+    def storage_dtype(self, dtype: str):
+        return np_dtype(dtype)
+
+    def execute(self, program, result, arrays: dict) -> dict:
+        """Global tensors not given start at zero; arrays come back shaped as declared."""
+        kernel = lower.lower(program, result)
+        full = {}
+        for b in kernel.scoped("global"):
+            shape = program.buffers[b.name].shape
+            full[b.name] = arrays[b.name] if b.name in arrays else np.zeros(shape, np_dtype(b.dtype))
+        out = run(kernel, full)
+        return {name: a.reshape(program.buffers[name].shape) for name, a in out.items()}
+
+
+def tma_capable(program, op) -> bool:
+    """Whether a global -> shared copy can be a TMA load (16-byte rows and global strides)."""
+    sides = []
+    for name, (starts, extents) in ((op.args["src"], op.args["src_region"]), (op.args["dst"], op.args["dst_region"])):
+        buf = program.buffers[name]
+        sides.append(CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
+    try:
+        select_copy_instruction(*sides, program.target, prefer_instruction="tma")
+    except CopySelectionError:
+        return False
+    return True

@@ -1,0 +1,410 @@
+"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.kernels.gemm`, with any epilogue of
+fragment ops such as :func:`~layoutkit.infer.kernels.gemm_rowmax_bias`) to the :mod:`.ir`.
+
+Operands: fp16 / bf16 (``m16n8k16``), int8 / uint8 (``m16n8k32``) and fp32 as tf32 (``m16n8k8``).  Operand
+tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``); an 8- or
+32-bit ``B`` stored ``[K, N]`` cannot be transposed by ``ldmatrix``, so each lane reads its own elements of the
+``mma`` B fragment from the swizzled shared tile.
+
+The shared addresses are the inferred (swizzled) layouts of ``A_shared`` / ``B_shared`` with the stage dim
+leading; register offsets and the thread -> element map of the accumulator come from the inferred
+``C_local`` fragment, checked against the ``mma.sync`` atoms before use.  With ``stages > 1`` the k loop is a
+multistage ``cp.async`` pipeline: a prologue issues tiles ``0 .. stages-2``; iteration ``ko`` waits for tile
+``ko`` (``wait_group stages-2``), synchronises, issues tile ``ko + stages - 1`` into the stage computed in the
+previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``.  One block computes the
+``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores).
+
+sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and each k16 step runs as two
+``m16n8k8`` on the halves of the same registers.  Each warp's accumulator atoms may be spread over the tile
+(:class:`WarpGrid`): the sm_90 accumulator, shaped for ``wgmma`` (warps stacked along M, 64 rows apart),
+runs on ``mma.sync`` atoms as well.
+
+>>> from layoutkit.infer import infer_layouts, kernels
+>>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> k = lower(p, infer_layouts(p))
+>>> k.grid, k.threads, [b.name for b in k.scoped("global")]
+((2, 2), 128, ['A', 'B', 'C'])
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...algebra.nodes import Const, Expr, Var
+from ...algebra.simplify import substitute
+from ...errors import UnsupportedError
+from ...targets.nv.dtype import element_bits
+from ...targets.nv.mma import arch_number, mma_atom
+from . import ir
+from .lower_frag import Tile, fragment_axes, lower_ops
+
+WARP = 32
+
+
+def _sub(layout, values) -> Expr:
+    """The linearized address of ``layout`` at the coordinate expressions ``values`` (``(stage, row, col)``;
+    the stage is dropped for a layout without a stage dim)."""
+    if len(values) == len(layout.input_shape) + 1:
+        values = values[1:]
+    lin = layout.linearized()
+    mapping = {v: (x if isinstance(x, Expr) else Const(int(x))) for v, x in zip(lin.forward_vars, values)}
+    return substitute(lin.forward_index[0], mapping)
+
+
+def _vector_ok(layout, vec: int) -> bool:
+    """Whether runs of ``vec`` elements along the last dim are contiguous and aligned in ``layout``."""
+    t = np.asarray(layout.linearized().table())[..., 0]
+    t = t.reshape((1,) * (3 - t.ndim) + t.shape)
+    if t.shape[-1] % vec:
+        return False
+    runs = t.reshape(t.shape[:-1] + (t.shape[-1] // vec, vec))
+    return bool(np.all(runs == runs[..., :1] + np.arange(vec)) and np.all(runs[..., 0] % vec == 0))
+
+
+def _gemm_ops(program) -> dict:
+    """The global tensors and ops of a ``fill, copy, copy, gemm, ...`` program, checked to be the GEMM main
+    loop; the ops after the gemm are its epilogue."""
+    fill, ca, cb, gemm = program.ops[:4]
+    g = gemm.args
+    loads = {ca.args["dst"]: ca, cb.args["dst"]: cb}
+    if set(loads) != {g["A"], g["B"]} or fill.args["dst"] != g["C"]:
+        raise UnsupportedError(f"gemm lowering: ops {[op.name for op in program.ops]} do not start with fill C, "
+                               "copy A, copy B, gemm")
+    for op in (ca, cb):
+        if any(op.args["src_region"][0]):
+            raise UnsupportedError(f"gemm lowering: {op.name} starts at {op.args['src_region'][0]}; tiles start at "
+                                   "the block origin")
+    return {"A": loads[g["A"]].args["src"], "B": loads[g["B"]].args["src"], "gemm": gemm,
+            "fill": float(fill.args["value"]), "epilogue": program.ops[4:]}
+
+
+def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads, bits, name, live=None,
+               can_async=True):
+    """Stmts copying the tile ``layout`` (shape ``(stages, R, Cc)``) of ``dst`` from global ``src``."""
+    R, Cc = layout.input_shape[-2:]
+    vec = 128 // bits
+    while vec > 1 and (Cc % vec or src_cols % vec or not _vector_ok(layout, vec)):
+        vec //= 2
+    per_row = Cc // vec
+    total = R * per_row
+    iters = -(-total // threads)
+    it = Var(f"{name}_it", iters)
+    lin = it * threads + ir.TID
+    r, c = lin // per_row, lin % per_row * vec
+    guard = ((row0 + r, src_rows), (col0 + c, src_cols))
+    if live is not None:
+        guard = (live,) + guard
+    mask = ((lin, total),) if total % threads else ()  # threads past the tile copy nothing
+    async_ = can_async and vec * bits // 8 in (4, 8, 16)
+    stmt = ir.Copy(dst, _sub(layout, (stage, r, c)), src, (row0 + r) * src_cols + col0 + c, vec, guard, async_,
+                   mask)
+    return ir.For(it, iters, (stmt,), unroll=True)
+
+
+@dataclass(frozen=True)
+class WarpGrid:
+    """Where each warp's m16n8 accumulator atoms sit: warp ``w`` owns the atoms at rows
+    ``(w % brw) * row_step + mi * mi_stride`` (``mi < mt``) and columns ``(w // brw) * col_step + nj * nj_stride``
+    (``nj < nt``), in elements.  The mma.sync layout has contiguous warp tiles (``mi_stride = 16``); a wgmma
+    accumulator (4 warps stacked along M per warpgroup) interleaves them (``mi_stride = 64``)."""
+
+    brw: int
+    row_step: int
+    mi_stride: int
+    mt: int
+    col_step: int
+    nj_stride: int
+    nt: int
+
+
+def _progression(values, unit: int, what: str) -> int:
+    """The stride of the arithmetic progression ``values`` (``unit`` when there is one value)."""
+    v = np.asarray(sorted(values))
+    step = int(v[1] - v[0]) if v.size > 1 else unit
+    if not np.array_equal(v, v[0] + step * np.arange(v.size)):
+        raise UnsupportedError(f"gemm lowering: the {what} of a warp's accumulator atoms {v.tolist()} are not evenly "
+                               "spaced")
+    return step
+
+
+def _warp_grid(C, threads) -> tuple[WarpGrid, np.ndarray]:
+    """The warp grid of the accumulator fragment (checked against the whole thread and register tables: every
+    16 x 8 atom is one warp's m16n8 mma.sync accumulator, registers grouped by atom) and its register table."""
+    M, N = C.input_shape
+    tt = np.asarray(C.thread_table())[0]
+    i, j = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
+    lane = 4 * (i % 8) + (j % 8) // 2
+    idx = np.asarray(C.index_table())
+    base = idx[(i // 16) * 16, (j // 8) * 8]
+    bad = (M % 16 or N % 8 or not np.array_equal(tt % WARP, lane)
+           or not np.array_equal(tt // WARP, (tt // WARP)[(i // 16) * 16, (j // 8) * 8]))
+    if bad or not np.array_equal(idx, base + 2 * ((i % 16) // 8) + j % 2):
+        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} is not made of mma.sync m16n8 atoms "
+                               "(registers grouped by atom)")
+    warp = (tt // WARP)[::16, ::8]  # [M/16, N/8] atom owner
+    nw = threads // WARP
+    r0, c0 = np.nonzero(warp == 0)
+    rows0, cols0 = sorted(set(r0.tolist())), sorted(set(c0.tolist()))
+    mi_stride = 16 * _progression(rows0, 1, "rows")
+    nj_stride = 8 * _progression(cols0, 1, "columns")
+    origin = {}
+    for w in range(nw):
+        r, c = np.nonzero(warp == w)
+        if r.size == 0:
+            raise UnsupportedError(f"gemm lowering: warp {w} of {nw} holds no accumulator atom")
+        origin[w] = (16 * int(r.min()), 8 * int(c.min()))
+    brw = len({o[0] for o in origin.values()})
+    row_step = origin[1 % nw][0] if brw > 1 else 0
+    col_step = origin[brw % nw][1] if nw > brw else 0
+    g = WarpGrid(brw, row_step, mi_stride, len(rows0), col_step, nj_stride, len(cols0))
+    # the whole owner table from the grid
+    ai, aj = np.meshgrid(np.arange(M // 16), np.arange(N // 8), indexing="ij")
+    want = np.full(warp.shape, -1)
+    regs = np.zeros((nw, g.mt, g.nt), np.int64)  # register offset of each warp's atom (mi, nj)
+    for w in range(nw):
+        rr = (w % brw) * row_step + np.arange(g.mt) * mi_stride
+        cc = (w // brw) * col_step + np.arange(g.nt) * nj_stride
+        if rr.max() >= M or cc.max() >= N:
+            break
+        want[np.ix_(rr // 16, cc // 8)] = w
+        regs[w] = idx[np.ix_(rr, cc)]
+    if (nw % brw or not np.array_equal(want, warp) or g.mt * g.nt * nw * 128 != M * N
+            or not np.array_equal(regs, np.broadcast_to(regs[0], regs.shape))):
+        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} does not give each warp a grid of "
+                               "evenly spaced atoms at the same register offsets")
+    return g, idx
+
+
+GEMM_OPS = ["fill", "copy", "copy", "gemm"]
+EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
+
+
+def lower(program, result) -> ir.Kernel:
+    """The IR kernel of a solved program: the GEMM (fill, copy, copy, gemm, then fragment ops) or a fragment
+    program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
+    :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
+    :func:`layoutkit.codegen.lower` checks it against the program first.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> lower(p, infer_layouts(p)).name
+    'elementwise_64x64_32x32_t128'
+    """
+    kinds = [op.kind for op in program.ops]
+    if "gemm" in kinds:
+        extra = [op.name for op in program.ops[len(GEMM_OPS):] if op.kind not in EPILOGUE_OPS]
+        if kinds[:len(GEMM_OPS)] != GEMM_OPS or extra or kinds.count("gemm") > 1:
+            raise UnsupportedError(f"NVIDIA lowering: a gemm is lowered as {GEMM_OPS} then {EPILOGUE_OPS} ops; ops "
+                                   f"{extra or [op.name for op in program.ops]} of {kinds} are not lowered")
+        return lower_gemm(program, result)
+    for op in program.ops:
+        if op.kind not in EPILOGUE_OPS:
+            raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) is not lowered in program {kinds}")
+    return lower_fragment_program(program, result)
+
+
+def check_target(program) -> None:
+    """Raise :class:`~layoutkit.errors.UnsupportedError` when ``program``'s GEMM (if any) has operands or an
+    arch this lowering has no ``mma.sync`` for: sm_80+ with :data:`OPERAND_DTYPES`, sm_75 with float16 only.
+    Checked before the layouts, which inference may leave out for such a target.
+
+    >>> from layoutkit.infer import kernels
+    >>> try:
+    ...     check_target(kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
+    ... except UnsupportedError as e:
+    ...     print(str(e)[:48])
+    gemm lowering: gemm#3 on sm_70 with float16 x fl
+    """
+    for op in program.ops:
+        if op.kind != "gemm":
+            continue
+        sm = arch_number(program.target)
+        a, b = (program.buffers[op.args[k]].dtype for k in ("A", "B"))
+        if sm < 75 or (75 <= sm < 80 and a != "float16") or a not in OPERAND_DTYPES or b != a:
+            raise UnsupportedError(f"gemm lowering: {op.name} on sm_{sm} with {a} x {b}: mma.sync m16n8k16 / "
+                                   "m16n8k32 / m16n8k8.tf32 need sm_80+ (sm_75: float16 only); lowered operands: "
+                                   f"{OPERAND_DTYPES}")
+
+
+def lower_gemm(program, result) -> ir.Kernel:
+    """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered).
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    >>> lower_gemm(p, infer_layouts(p)).name
+    'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
+    """
+    ops = _gemm_ops(program)
+    g = ops["gemm"].args
+    if g["transpose_A"]:
+        raise UnsupportedError("gemm lowering: transpose_A is not lowered")
+    tb = bool(g["transpose_B"])
+    check_target(program)
+    sm = arch_number(program.target)
+    bufs = program.buffers
+    dtype = bufs[g["A"]].dtype
+    turing = 75 <= sm < 80  # m16n8k8 fp16, no cp.async
+    A, B = bufs[ops["A"]], bufs[ops["B"]]
+    As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
+    bits = element_bits(dtype)
+    atom = mma_atom(dtype)
+    M, K = A.shape
+    N = B.shape[0] if tb else B.shape[1]
+    stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
+    bM, bK = As.input_shape[-2:]
+    bN = Bs.input_shape[-2] if tb else Bs.input_shape[-1]
+    threads = program.threads
+    if bK % atom.k:
+        raise UnsupportedError(f"gemm lowering: bK = {bK} is not a multiple of the atom k = {atom.k}")
+    wg, cidx = _warp_grid(Cl, threads)
+    kt = -(-K // bK)
+    ko = Var("ko", kt)
+    stage = ko % stages
+    m0, n0 = ir.BY * bM, ir.BX * bN
+    acc = bufs[g["C"]].dtype
+    E = 128 // bits  # elements per 16-byte ldmatrix row
+
+    def loads(t: Expr) -> tuple:
+        """Copies of k tile ``t`` into stage ``t % stages`` (zeros past the last tile)."""
+        st = t % stages
+        a = _tile_copy("A_s", As, A.name, M, K, m0, t * bK, st, threads, bits, "a", (t, kt), not turing)
+        if tb:
+            b = _tile_copy("B_s", Bs, B.name, N, K, n0, t * bK, st, threads, bits, "b", (t, kt), not turing)
+        else:
+            b = _tile_copy("B_s", Bs, B.name, K, N, t * bK, n0, st, threads, bits, "b", (t, kt), not turing)
+        return a, b
+    lane, warp = ir.TID % WARP, ir.TID // WARP
+    wi, wj = warp % wg.brw, warp // wg.brw
+    mt, nt, kk_n = wg.mt, wg.nt, bK // atom.k
+    r0, c0, rs, cs = wi * wg.row_step, wj * wg.col_step, wg.mi_stride, wg.nj_stride  # warp origin, atom strides
+    mat, row = lane // 8, lane % 8
+    kk, mi, nj = Var("kk", kk_n), Var("mi", mt), Var("nj", nt)
+    a_addr = _sub(As, (stage, r0 + mi * rs + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
+    a_size = 16 * atom.k // WARP  # elements per lane of one m16 x k A operand
+    b_per = 8 * atom.k // WARP  # elements per lane of one k x n8 B operand
+    a_load = ir.For(mi, mt, (ir.Ldmatrix("a_frag", mi * a_size, "A_s", a_addr, 4, False),), unroll=True)
+    nb = Var("nb", nt // 2) if nt % 2 == 0 else Var("nb", nt)
+    if bits != 16 and not tb:  # no 8/32-bit ldmatrix.trans: each lane reads its B fragment elements
+        kb, nb_ = _b_fragment_coords(atom, lane)
+        li, nj2 = Var("bl", b_per), Var("nb", nt)
+        rk, cn = kk * atom.k + substitute(kb, {Var("l", b_per): li}), c0 + nj2 * cs + nb_
+        b_ld = ir.Load("b_frag", nj2 * b_per + li, "B_s", _sub(Bs, (stage, rk, cn)), 1)
+        b_load = ir.For(nj2, nt, (ir.For(li, b_per, (b_ld,), unroll=True),), unroll=True)
+    elif nt % 2 == 0:  # x4 covers two n8 blocks
+        if tb:
+            b_addr = _sub(Bs, (stage, c0 + (2 * nb + mat // 2) * cs + row, kk * atom.k + (mat % 2) * E))
+        else:
+            b_addr = _sub(Bs, (stage, kk * atom.k + (mat % 2) * 8 + row, c0 + (2 * nb + mat // 2) * cs))
+        b_ld = ir.Ldmatrix("b_frag", nb * (2 * b_per), "B_s", b_addr, 4, not tb)
+    else:  # x2: one n8 block, two k halves
+        m2, r16 = (lane % 16) // 8, lane % 8
+        if tb:
+            b_addr = _sub(Bs, (stage, c0 + nb * cs + r16, kk * atom.k + m2 * E))
+        else:
+            b_addr = _sub(Bs, (stage, kk * atom.k + m2 * 8 + r16, c0 + nb * cs))
+        b_ld = ir.Ldmatrix("b_frag", nb * b_per, "B_s", b_addr, 2, not tb)
+    if bits == 16 or tb:
+        b_load = ir.For(nb, nb.extent, (b_ld,), unroll=True)
+    c_base = cidx[:mt * rs:rs, :nt * cs:cs]  # warp 0's atoms
+    # C register offset of atom (mi, nj), affine in mi and nj (checked)
+    s_mi = int(c_base[1, 0] - c_base[0, 0]) if mt > 1 else 0
+    s_nj = int(c_base[0, 1] - c_base[0, 0]) if nt > 1 else 0
+    if not np.array_equal(c_base, c_base[0, 0] + s_mi * np.arange(mt)[:, None] + s_nj * np.arange(nt)[None, :]):
+        raise UnsupportedError("gemm lowering: C_local register offsets are not affine in the atom indices")
+    c_off = mi * s_mi + nj * s_nj + int(c_base[0, 0])
+    if turing:  # one k16 step = two m16n8k8: A registers 0-1 / 2-3 and B register 0 / 1 hold k 0-7 / 8-15
+        mmas = tuple(ir.Mma("m16n8k8", ("a_frag", mi * a_size + 4 * h), ("b_frag", nj * b_per + 2 * h),
+                            ("C_local", c_off)) for h in (0, 1))
+    else:
+        mmas = (ir.Mma(atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
+    mma = ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
+    compute = ir.For(kk, kk_n, (a_load, b_load, mma), unroll=True)
+    if turing:  # synchronous copies, the stages used round robin
+        prologue = ()
+        main = ir.For(ko, kt, loads(ko) + (ir.Barrier(), compute, ir.Barrier()))
+    elif stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
+        s0 = Var("s0", stages - 1)
+        prologue: tuple = (ir.For(s0, stages - 1, loads(s0) + (ir.CommitGroup(),)),)
+        main = ir.For(ko, kt, (ir.WaitGroup(stages - 2), ir.Barrier()) + loads(ko + (stages - 1))
+                      + (ir.CommitGroup(), compute))
+    else:
+        prologue = ()
+        main = ir.For(ko, kt, loads(ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute, ir.Barrier()))
+    tile = Tile((m0, n0), (bM, bN), (M, N), fragment_axes(program))
+    layouts = dict(result.layout_map)
+    epilogue, extra = lower_ops(ops["epilogue"], program, layouts, tile, tuple(getattr(result, "conversions", ())))
+    globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in bufs.values() if b.scope == "global"]
+    frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in bufs.items()
+             if b.is_fragment and n != g["C"]]
+    buffers = (*globals_, ir.Buffer("A_s", dtype, As.size, "shared"), ir.Buffer("B_s", dtype, Bs.size, "shared"),
+               ir.Buffer("a_frag", dtype, mt * a_size, "reg"), ir.Buffer("b_frag", dtype, nt * b_per, "reg"),
+               ir.Buffer(g["C"], acc, Cl.local_size, "reg"), *frags, *extra)
+    grid = (-(-N // bN), -(-M // bM))
+    drain = () if turing else (ir.WaitGroup(0),)
+    body = (ir.Fill(g["C"], ops["fill"]),) + prologue + (main, *drain, *epilogue)
+    tag = f"{'_tb' if tb else ''}{_epilogue_tag(ops['epilogue'])}_t{threads}_sm{sm}"  # unique per launch shape
+    name = f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{tag}"
+    return ir.Kernel(name, threads, grid, buffers, body)
+
+
+OPERAND_DTYPES = ("float16", "bfloat16", "int8", "uint8", "float32")
+"""GEMM operand dtypes lowered (``float32`` runs as tf32)."""
+
+
+def _epilogue_tag(ops) -> str:
+    """A kernel-name suffix naming the epilogue's computations (``_add_max`` for bias + row max)."""
+    tags = [op.args.get("compute", "copy") if op.kind == "parallel" else op.args["kind"] + f"{op.args['dim']}"
+            for op in ops if op.kind in ("parallel", "reduce")]
+    return "".join(f"_{t}" for t in tags)
+
+
+def _b_fragment_coords(atom, lane: Expr) -> tuple[Expr, Expr]:
+    """``(k, n)`` of register element ``l`` (``Var("l")``) of ``lane`` in one ``k x n8`` mma B operand, the
+    inverse of the atom's ``lane`` / ``local`` maps for 8- and 32-bit operands (checked by enumeration)."""
+    per = 32 // atom.bits
+    b_per = 8 * atom.k // WARP
+    lv = Var("l", b_per)
+    if atom.bits == 8:  # 4 consecutive k per register, registers 0..1 at k // 16
+        k = lv // per * 16 + lane % 4 * per + lv % per
+    else:  # tf32: one k per register, k // 4 = register
+        k = lv * 4 + lane % 4
+    n = lane // 4
+    lanes, ls = np.meshgrid(np.arange(WARP), np.arange(b_per), indexing="ij")
+    kt = np.where(atom.bits == 8, ls // per * 16 + lanes % 4 * per + ls % per, ls * 4 + lanes % 4)
+    if not (np.array_equal(atom.lane(lanes // 4, kt), lanes) and np.array_equal(atom.local("B", lanes // 4, kt), ls)):
+        raise UnsupportedError(f"gemm lowering: the {atom.name} B fragment is not the one this lowering reads")
+    return k, n
+
+
+def lower_fragment_program(program, result) -> ir.Kernel:
+    """Fragment ops only (:func:`~.lower_frag.lower_ops`): one tile per block over the 2-D global tensors,
+    whose shapes must agree (one 2-D fragment tile shape too); other programs raise
+    :class:`~layoutkit.errors.UnsupportedError` with the shapes found.
+
+    >>> from layoutkit.infer import infer_layouts, kernels
+    >>> p = kernels.elementwise(M=100, N=72, bM=64, bN=64)
+    >>> lower_fragment_program(p, infer_layouts(p)).grid
+    (2, 2)
+    """
+    frags = [b for b in program.buffers.values() if b.is_fragment and len(b.shape) == 2]
+    tiles = {tuple(b.shape) for b in frags}
+    gshapes = {tuple(b.shape) for b in program.buffers.values() if b.scope == "global" and len(b.shape) == 2}
+    if len(tiles) != 1 or len(gshapes) != 1:
+        raise UnsupportedError(f"lowering: fragment programs need one 2-D tile shape and one 2-D global shape; found "
+                               f"tiles {sorted(tiles)}, global shapes {sorted(gshapes)}")
+    (bM, bN), (M, N) = tiles.pop(), gshapes.pop()
+    tile = Tile((ir.BY * bM, ir.BX * bN), (bM, bN), (M, N), fragment_axes(program))
+    layouts = dict(result.layout_map)
+    body, extra = lower_ops(program.ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
+    bufs = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in program.buffers.values()
+            if b.scope == "global"]
+    bufs += [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in program.buffers.items()
+             if b.is_fragment and n in layouts]
+    grid = (-(-N // bN), -(-M // bM))
+    fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, (ir.Move, ir.Compute)) and st.fn != "copy"}))
+    fns += _epilogue_tag([op for op in program.ops if op.kind == "reduce"])
+    name = f"elementwise{fns}_{M}x{N}_{bM}x{bN}_t{program.threads}"
+    return ir.Kernel(name, program.threads, grid, tuple(bufs + extra), tuple(body))

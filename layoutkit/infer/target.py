@@ -1,0 +1,101 @@
+"""The target protocol: what a target tells inference, and the registry that finds it by target family.
+
+Inference knows no target.  A backend subclasses :class:`Target` (every hook has a target-free default),
+names the target strings it serves with a glob ``family`` (``"sm_*"``, ``"ascend"``) and calls
+:func:`register_target`; its op rules and merge then join the rule registry (:mod:`.rules`), and
+:class:`~layoutkit.infer.Program` and the solver ask :func:`get_target` for scopes, op validation, extra
+op builders and the thread range.  A target string no family matches gets the defaults.
+
+>>> class Demo(Target):
+...     family = "demo_*"
+...     def thread_range(self, program):
+...         return (0, 1)
+>>> register_target(Demo())
+>>> get_target("demo_1").thread_range(None), get_target("unknown").family
+((0, 1), '*')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from . import validate
+from .rules import Rule, register_merge, register_rule
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..algebra.layout import Layout
+    from .program import Buffer, Op, Program, Region
+
+SCOPES = ("global", "shared", "shared.dyn", "local.fragment", "local")
+
+
+class Target:
+    """Target hooks with target-free defaults (the NVIDIA-style scopes, no merge, every thread a consumer)."""
+
+    family: str = "*"
+    scopes: tuple[str, ...] = SCOPES
+    global_scope: str = "global"
+
+    def rules(self) -> Mapping[str, Rule]:
+        """Op kind -> layout rule on this target (they win over the ``"*"`` rules)."""
+        return {}
+
+    def merge(self, old: Layout, new: Layout, dtype: str) -> Layout | None:
+        """Two plain layouts of one buffer merged into one, or None (a conflict)."""
+        return None
+
+    def has_merge(self) -> bool:
+        return type(self).merge is not Target.merge
+
+    def shared_scope(self, scope: str) -> str:
+        """The scope ``alloc_shared(..., scope)`` allocates in."""
+        return scope
+
+    def thread_range(self, program: Program) -> tuple[int, int]:
+        """``(min, extent)`` of the threads running the tile ops."""
+        return (0, program.threads)
+
+    def build_copy(self, program: Program, src: Region, dst: Region) -> Op | None:
+        """The copy op of ``src -> dst``, or None for the target-free copy."""
+        return None
+
+    def check_gemm(self, A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> None:
+        """Validate a GEMM's operands (raise :class:`~layoutkit.infer.OpValidationError`)."""
+        validate.gemm(A, B, C, args, what)
+
+    def fill_args(self, starts: tuple[int, ...], extents: tuple[int, ...]) -> dict:
+        """Extra arguments a fill of the region records."""
+        return {}
+
+    def builders(self) -> Mapping[str, Callable]:
+        """Extra :class:`~layoutkit.infer.Program` methods: name -> ``fn(program, *args, **kwargs)``."""
+        return {}
+
+
+_TARGETS: dict[str, Target] = {}
+_BUILDERS: dict[str, Callable] = {}
+_DEFAULT = Target()
+
+
+def register_target(target: Target) -> None:
+    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``."""
+    _TARGETS[target.family] = target
+    for kind, fn in target.rules().items():
+        register_rule(kind, target.family, fn)
+    if target.has_merge():
+        register_merge(target.family, target.merge)
+    _BUILDERS.update(target.builders())
+
+
+def get_target(target: str) -> Target:
+    """The registered target whose family matches ``target`` best (fewest wildcards, then longest), or the
+    defaults."""
+    hits = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
+    return _TARGETS[min(hits)[2]] if hits else _DEFAULT
+
+
+def get_builder(name: str) -> Callable | None:
+    """A registered extra op builder (builders check themselves which targets they accept)."""
+    return _BUILDERS.get(name)
