@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 
 from ..algebra.layout import Layout
 from ..errors import LayoutError
@@ -80,12 +79,54 @@ class Statement:
         return any(o.is_global for o in self.operands)
 
 
-@runtime_checkable
-class CostModel(Protocol):
-    """``cost(layouts, program) -> AttemptCost``.  A model that sets ``wants_statements = True`` is
-    called as ``cost(layouts, program, statements=...)`` with the component's :class:`Statement`s."""
+class CostModel:
+    """The base of cost models: ``cost(layouts, program) -> AttemptCost``, and the hooks the solver reads.
 
-    def cost(self, layouts: Mapping[str, Layout], program) -> AttemptCost: ...
+    * ``wants_statements``: when True, ``cost`` (and ``explain``) are called with ``statements=`` the
+      component's :class:`Statement` s;
+    * ``conversion_cost(src, dst, dtype)``: None, or a method pricing a layout conversion (an object with
+      ``bytes``); a model that has one lets free mode weigh conversions against re-rooting.
+
+    Any object with a ``cost`` method is accepted as a model (:func:`adapt` reads its hooks once).
+
+    >>> CostModel().wants_statements, CostModel().prices_conversions()
+    (False, False)
+    """
+
+    name = "custom"
+    wants_statements: bool = False
+    conversion_cost = None
+
+    def cost(self, layouts: Mapping[str, Layout], program, statements=None) -> AttemptCost:
+        raise NotImplementedError(f"{type(self).__name__}.cost")
+
+    def prices_conversions(self) -> bool:
+        return self.conversion_cost is not None
+
+
+class _Adapted(CostModel):
+    """A duck-typed model (an object with ``cost``) behind the declared hooks."""
+
+    def __init__(self, model):
+        self.model = model
+        self.name = getattr(model, "name", "custom")
+        self.wants_statements = bool(getattr(model, "wants_statements", False))
+        self.conversion_cost = getattr(model, "conversion_cost", None)
+
+    def cost(self, layouts, program, statements=None) -> AttemptCost:
+        if self.wants_statements:
+            return self.model.cost(layouts, program, statements=statements)
+        return self.model.cost(layouts, program)
+
+    def __getattr__(self, name: str):  # explain(), rows() and the model's own attributes
+        if name == "model":
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+
+def adapt(model) -> CostModel:
+    """``model`` itself when it is a :class:`CostModel`, else a :class:`CostModel` delegating to it."""
+    return model if isinstance(model, CostModel) else _Adapted(model)
 
 
 @dataclass(frozen=True)
@@ -122,10 +163,10 @@ def conversion_price(model, src: Fragment, dst: Fragment, dtype: str) -> tuple[A
 
     >>> import layoutkit as lk
     >>> f = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
-    >>> conversion_price(object(), f, f, "float32")
+    >>> conversion_price(CostModel(), f, f, "float32")
     (AttemptCost(mem=0, regs=8, extra=()), None)
     """
-    price = getattr(model, "conversion_cost", None)
+    price = adapt(model).conversion_cost
     if price is None:
         return AttemptCost(0, dst.local_size), None
     detail = price(src, dst, dtype)

@@ -18,6 +18,7 @@ from ..fragment.fragment import Fragment
 from .attempt import (
     REGISTER_LIMIT,
     AttemptCost,
+    CostModel,
     CostModelError,
     Statement,
     StatementCost,
@@ -53,7 +54,7 @@ def spill_rows(statements: Sequence[Statement]) -> list[StatementCost]:
     return rows
 
 
-class RegisterCountModel:
+class RegisterCountModel(CostModel):
     """``mem`` = 4 bytes per 32-bit register a thread needs beyond ``budget``, plus (given the
     statements) the local-memory traffic of register arrays a loop indexes by the thread, as
     TileLang's ``CountSpilledBytes``; ``regs`` = register slots of every fragment of the component."""

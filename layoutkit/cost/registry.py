@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UnsupportedError
-from .attempt import CostModel
+from .attempt import CostModel, adapt
 from .io_aware import IOAwareModel
 from .register_count import RegisterCountModel
 
@@ -33,11 +33,12 @@ def cost_model_names() -> list[str]:
 
 
 def get_cost_model(model: str | CostModel) -> CostModel:
-    """A model instance from a registered name, or ``model`` itself when it has a ``cost`` method."""
+    """A model instance from a registered name, or ``model`` itself when it has a ``cost`` method (behind
+    the :class:`CostModel` hooks when it does not derive from it)."""
     if not isinstance(model, str):
         if not callable(getattr(model, "cost", None)):
             raise UnsupportedError(f"a cost model needs a cost(layouts, program) method; found {model!r}")
-        return model
+        return adapt(model)
     if model not in _MODELS:
         raise UnsupportedError(f"unknown cost model {model!r}; known: {sorted(_MODELS)}")
-    return _MODELS[model]()
+    return adapt(_MODELS[model]())

@@ -40,7 +40,7 @@ from .cost import get_cost_model
 from .loops import RuleConflict
 from .program import op_dict
 from .result import Derivation, InferenceResult, NameKeyed
-from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, get_merge, get_rule
+from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, RuleContext, RuleResult, get_merge, get_rule
 from .target import get_target
 
 
@@ -55,7 +55,8 @@ class Conflict(LayoutError):
 
 
 class Context:
-    """Mutable solver state handed to the rules."""
+    """The solver's state; rules see it through :meth:`view` (a read-only :class:`~.rules.RuleContext`)
+    and the engine commits what they return."""
 
     def __init__(self, program, rng: tuple[int, int]):
         self.program = program
@@ -67,7 +68,7 @@ class Context:
         self.predicates: dict[str, str] = {}
         self.derivations: dict[str, list[Derivation]] = {}
         self.setter: dict[str, str] = {}
-        self.memo: dict = {}
+        self.memo: dict = {}                    # RuleContext.once, per solve
         self.fallback = False
         self.convert: frozenset = frozenset()   # (op uid, fragment) edges read through a converted view
         self.views: dict = {}                   # (op uid, fragment) -> the view's layout
@@ -94,15 +95,13 @@ class Context:
         trial.views = {}
         return trial
 
-    def seen_by(self, op) -> Context:
-        """The context ``op``'s rule sees: its converted reads show their views (hidden until set)."""
+    def view(self, op) -> RuleContext:
+        """What ``op``'s rule sees, read-only: its converted reads show their views (hidden until set)."""
         hidden = [b for uid, b in self.convert if uid == op.uid]
-        if not hidden:
-            return self
-        c = Context.__new__(Context)
-        c.__dict__.update(self.__dict__)
-        c.layouts = MaskedLayouts(self.layouts, {b: self.views.get((op.uid, b)) for b in hidden})
-        return c
+        layouts = self.layouts
+        if hidden:
+            layouts = MaskedLayouts(self.layouts, {b: self.views.get((op.uid, b)) for b in hidden})
+        return RuleContext(self.program, self.rng, layouts, self.loops, self.fallback, self.memo)
 
     def set_view(self, op, name: str, new: Layout) -> None:
         """Record the layout ``op`` reads the converted ``name`` through."""
@@ -190,10 +189,17 @@ def _users(ops) -> dict[str, list]:
 def _run(ctx: Context, op, level: int, ops_set, users, queue: deque, queued: set) -> None:
     rule = get_rule(op.kind, ctx.target)
     try:
-        res = rule(op, ctx.seen_by(op), level)
+        res = rule(op, ctx.view(op), level)
     except RuleConflict as err:
         raise Conflict(str(err), err.buffer or "?", (op.name,), ()) from None
-    for name, lay in res.items():
+    if not isinstance(res, RuleResult):
+        res = RuleResult(res)
+    ctx.loops.update(res.loops)
+    if res.loop is not None:
+        ctx.loops[op.name] = res.loop
+    if res.predicate is not None:
+        ctx.predicates[op.name] = res.predicate
+    for name, lay in res.layouts.items():
         if (op.uid, name) in ctx.convert:
             ctx.set_view(op, name, lay)
             continue
@@ -350,7 +356,7 @@ def _free_component(ctx: Context, comp, model, users) -> None:
     edges = conversion_edges(comp, ctx.is_fragment)
     plain = [frozenset()]
     converted = [frozenset([e]) for e in edges]
-    if getattr(model, "conversion_cost", None) is not None:
+    if model.prices_conversions():
         passes = [(False, plain + converted), (True, plain + converted)]
     else:
         passes = [(False, plain), (True, plain), (False, converted), (True, converted)]
@@ -398,7 +404,7 @@ def _score(trial: Context, comp, model, convert: frozenset):
     """``(score, conversions)`` of a finished attempt, or None when a converted edge is void (the view
     was never set, the buffer has no layout of its own, or the view equals it)."""
     frags = {b: trial.layouts[b] for op in comp for b in op.buffers if b in trial.layouts}
-    if getattr(model, "wants_statements", False):
+    if model.wants_statements:
         score = model.cost(frags, trial.program, statements=statements(trial, comp))
     else:
         score = model.cost(frags, trial.program)

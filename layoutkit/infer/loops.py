@@ -27,7 +27,7 @@ from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
-from .rules import FREE, STRICT, register_rule
+from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
 from .vectorize import VectorAccess, loop_vector_width
 
 
@@ -392,15 +392,18 @@ def _merged_accesses(op, ctx):
     return out
 
 
-def loop_rule(op, ctx, level) -> dict:
+def loop_rule(op, ctx, level) -> RuleResult:
+    """A parallel loop (or a copy, fill, transpose, atomic add lowered to one): its loop layout from a laid-out
+    fragment it accesses, or (free level) a thread partition plan; the other fragments' layouts completed
+    from it; the guard of idle slots and replicas."""
     if op.loop is None:
-        return {}
+        return EMPTY
     loop = op.loop
     acc = _merged_accesses(op, ctx)
     if op.name in ctx.loops:
         if level == FREE:
             _validate(op, ctx, ctx.loops[op.name], acc)
-        return {}
+        return EMPTY
     if level == STRICT:
         res = {}
         for name, (indices, _r, _w) in acc.items():
@@ -409,11 +412,11 @@ def loop_rule(op, ctx, level) -> dict:
             if any(e.value != 0 for e in indices):
                 raise UnsupportedError(f"{op.name}: fragment {name} accessed at a constant non-zero index")
             res[name] = make_fully_replicated_fragment(ctx.shape(name), ctx.rng[1]).bind_thread_range(*ctx.rng)
-        return res
-    if op.kind in SILENT_KINDS and not getattr(ctx, "fallback", False) and any(n not in ctx.layouts for n in acc):
+        return RuleResult(res)
+    if op.kind in SILENT_KINDS and not ctx.fallback and any(n not in ctx.layouts for n in acc):
         # TileLang's fill and transpose propose nothing: their fragments are laid out by other users
         # (a fragment only they touch is planned by them in the engine's fallback attempts)
-        return {}
+        return EMPTY
     const = [n for n, (ix, _r, _w) in acc.items() if all(isinstance(e, Const) for e in ix)]
     allow = not const or len(acc) > len(const)
     source = read_source = None
@@ -445,17 +448,14 @@ def loop_rule(op, ctx, level) -> dict:
             if layout is cand:
                 guard = None
     else:
-        return {}
+        return EMPTY
     _validate(op, ctx, layout, acc)
     res = {}
     for name, (ix, _r, w) in acc.items():
         if name not in ctx.layouts:
             res[name] = complete_buffer(layout, ix, ctx.shape(name), loop, w, ctx.rng)
-    ctx.loops[op.name] = layout
     guards = [g for g in (guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout)) if g]
-    if guards:
-        ctx.predicates[op.name] = " and ".join(guards)
-    return res
+    return RuleResult(res, loop=layout, predicate=" and ".join(guards) if guards else None)
 
 
 def replica_guard(op, ctx, layout: Fragment) -> str | None:
@@ -587,22 +587,25 @@ def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
     return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
 
 
-def reduce_rule(op, ctx, level) -> dict:
+def reduce_rule(op, ctx, level) -> RuleResult:
+    """A reduction: the destination's layout from the source's (or checked against it), with a note when
+    some threads contribute the identity."""
     if level == STRICT:
-        return {}
+        return EMPTY
     src, dst = op.args["src"], op.args["dst"]
     if not (ctx.is_fragment(src) and ctx.is_fragment(dst) and src in ctx.layouts):
-        return {}
+        return EMPTY
     red = reducer_layout(ctx.layouts[src], op.args["dim"], ctx.shape(dst))
     width = ctx.shape(src)[op.args["dim"]]
     groups = _reduce_group(red)
+    note = None
     if groups & (groups - 1):
-        ctx.predicates[op.name] = f"all-reduce over {groups} threads (not a power of two): lanes padded to " \
-                                  f"{1 << groups.bit_length()} with the identity of {op.args['kind']}"
+        note = (f"all-reduce over {groups} threads (not a power of two): lanes padded to "
+                f"{1 << groups.bit_length()} with the identity of {op.args['kind']}")
     elif math.prod(ctx.shape(src)) % ctx.rng[1] or width % groups:
-        ctx.predicates[op.name] = f"threads holding no element of a row contribute the identity ({width} wide)"
+        note = f"threads holding no element of a row contribute the identity ({width} wide)"
     if dst not in ctx.layouts:
-        return {dst: red}
+        return RuleResult({dst: red}, predicate=note)
     old = ctx.layouts[dst]
     require_inverse(red, op.name, dst, f"reduction layout of {dst}")
     # TileLang's ProveFragmentContains(orig_dst, reducer): every thread the existing layout says holds an
@@ -610,7 +613,7 @@ def reduce_rule(op, ctx, level) -> dict:
     if not (isinstance(old, Fragment) and red.contains(old)):
         raise RuleConflict(f"{op.name}: {dst}'s layout {old.describe()} puts elements in threads the reduction "
                            f"layout {red.describe()} does not fill", op.name, dst)
-    return {}
+    return RuleResult(predicate=note)
 
 
 def _reduce_group(red: Fragment) -> int:

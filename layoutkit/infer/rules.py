@@ -1,25 +1,80 @@
 """The op-rule registry: each op kind has rules per target family; the engine knows no target.
 
-A rule is ``fn(op, ctx, level) -> {buffer name: Layout}`` (``level``: :data:`STRICT`, :data:`COMMON`
-or :data:`FREE`); loop rules also record the loop layout in ``ctx``.  Target families are glob
-patterns over the target string (``"sm_*"``, ``"ascend"``, ``"*"``); the most specific match wins.
+A rule is a pure function ``fn(op, ctx, level) -> RuleResult`` (``level``: :data:`STRICT`, :data:`COMMON` or
+:data:`FREE`): it reads the solver state through the read-only :class:`RuleContext` and returns the layouts
+it proposes, the op's loop layout and guard; the engine commits them.  (A plain ``{buffer: Layout}`` mapping
+is accepted as the layouts alone.)  Target families are glob patterns over the target string (``"sm_*"``,
+``"ascend"``, ``"*"``); the most specific match wins.
 
->>> register_rule("noop_demo", "*", lambda op, ctx, level: {})
->>> get_rule("noop_demo", "sm_80")(None, None, STRICT)
+>>> register_rule("noop_demo", "*", lambda op, ctx, level: RuleResult())
+>>> get_rule("noop_demo", "sm_80")(None, None, STRICT).layouts
 {}
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
+from types import MappingProxyType
+from typing import Any
 
 from ..errors import UnsupportedError
 
 STRICT, COMMON, FREE = 2, 1, 0
 LEVEL_NAMES = {STRICT: "strict", COMMON: "common", FREE: "free"}
 
-Rule = Callable[..., dict]
+
+@dataclass(frozen=True)
+class RuleResult:
+    """What a rule proposes for one op: ``layouts`` (buffer -> Layout), the op's ``loop`` layout (loop ops),
+    ``loops`` of other ops it solved (a region's inner ops), and ``predicate``: the guard the loop runs under
+    (partial tiles, replicas) or a note on the op (reductions over idle threads)."""
+
+    layouts: Mapping[str, Any] = field(default_factory=dict)
+    loop: Any = None
+    loops: Mapping[str, Any] = field(default_factory=dict)
+    predicate: str | None = None
+
+
+EMPTY = RuleResult()
+"""The result of a rule that proposes nothing."""
+
+
+class RuleContext:
+    """The solver state a rule sees, read-only: the program, target and thread range, the layouts and loop
+    layouts so far, whether fills plan layouts (``fallback``), and :meth:`once`, a per-solve memo."""
+
+    __slots__ = ("program", "target", "rng", "layouts", "loops", "fallback", "_memo")
+
+    def __init__(self, program, rng: tuple[int, int], layouts: Mapping, loops: Mapping, fallback: bool, memo: dict):
+        self.program = program
+        self.target = program.target
+        self.rng = rng
+        self.layouts = MappingProxyType(layouts)
+        self.loops = MappingProxyType(loops)
+        self.fallback = fallback
+        self._memo = memo
+
+    def buffer(self, name: str):
+        return self.program.buffers[name]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.program.shape_of(name)
+
+    def is_fragment(self, name: str) -> bool:
+        return self.program.buffers[name].scope == "local.fragment"
+
+    def once(self, rule: Callable, key, compute: Callable[[], Any]):
+        """``compute()`` the first time ``rule`` asks for ``key`` in this solve, the same value after
+        (for results of a whole program that no cache can key, e.g. a region's sub-solve)."""
+        full = (rule.__module__, rule.__qualname__, key)
+        if full not in self._memo:
+            self._memo[full] = compute()
+        return self._memo[full]
+
+
+Rule = Callable[..., RuleResult]
 _RULES: dict[str, dict[str, Rule]] = {}
 _MERGES: dict[str, Callable] = {}
 

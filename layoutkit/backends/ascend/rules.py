@@ -25,7 +25,7 @@ import copy as _copy
 
 from ...errors import LayoutError
 from ...infer.engine import solve
-from ...infer.rules import STRICT
+from ...infer.rules import EMPTY, STRICT, RuleResult
 from ...infer.validate import OpValidationError
 from ...targets import ascend
 from .program import check_end
@@ -33,7 +33,7 @@ from .program import check_end
 FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
 
 
-def mad_rule(op, ctx, level) -> dict:
+def mad_rule(op, ctx, level) -> RuleResult:
     """Definite at every level (the MAD operand and accumulator layouts)."""
     a = op.args
     k_align = int(a.get("k_align", 1))
@@ -48,53 +48,51 @@ def mad_rule(op, ctx, level) -> dict:
         raise
     except LayoutError as err:  # the constructors' typed errors, re-raised naming the op
         raise OpValidationError(f"{op.name}: {err}", op.name, a["C"]) from None
-    return out
+    return RuleResult(out)
 
 
-def copy_rule(op, ctx, level) -> dict:
+def copy_rule(op, ctx, level) -> RuleResult:
     """Fractal <-> fractal copies of equal shape share the layout; ND scopes (gm, ub) take none."""
     src, dst = op.args["src"], op.args["dst"]
     bs, bd = ctx.buffer(src), ctx.buffer(dst)
     if bs.scope not in FRACTAL_SCOPES or bd.scope not in FRACTAL_SCOPES:
-        return {}
+        return EMPTY
     if ctx.shape(src) != ctx.shape(dst) or bs.dtype != bd.dtype:
-        return {}
+        return EMPTY
     if src in ctx.layouts and dst not in ctx.layouts:
-        return {dst: ctx.layouts[src]}
+        return RuleResult({dst: ctx.layouts[src]})
     if dst in ctx.layouts and src not in ctx.layouts:
-        return {src: ctx.layouts[dst]}
-    return {}
+        return RuleResult({src: ctx.layouts[dst]})
+    return EMPTY
 
 
-def none_rule(op, ctx, level) -> dict:
-    return {}
+def none_rule(op, ctx, level) -> RuleResult:
+    return EMPTY
 
 
-def set_atomic_rule(op, ctx, level) -> dict:
+def set_atomic_rule(op, ctx, level) -> RuleResult:
     """No layouts; at the strict level, a kernel that ends in atomic mode is rejected (naming the op)."""
     if level == STRICT:
         check_end(ctx.program)
-    return {}
+    return EMPTY
 
 
-def vf_rule(op, ctx, level) -> dict:
+def vf_rule(op, ctx, level) -> RuleResult:
     """Solve the region's ops alone, with the region's lanes (``threads`` product) as the thread scope;
-    their loop layouts are recorded under the inner op names."""
-    key = ("vf", op.uid)
-    if key in ctx.memo:
-        return ctx.memo[key]
-    body = ctx.program.regions.get(op.uid, [])
-    sub = _copy.copy(ctx.program)
+    their loop layouts are returned under the inner op names (solved once per solve)."""
+    return ctx.once(vf_rule, op.uid, lambda: _solve_region(op, ctx.program))
+
+
+def _solve_region(op, program) -> RuleResult:
+    body = program.regions.get(op.uid, [])
+    sub = _copy.copy(program)
     lanes = 1
     for t in op.args["threads"]:
         lanes *= int(t)
     sub.threads = lanes
-    inner = solve(sub, ops=body, annotations={k: v for k, v in ctx.program.annotations.items()})
-    for name, lay in dict(inner.loops).items():
-        ctx.loops[name] = lay
+    inner = solve(sub, ops=body, annotations={k: v for k, v in program.annotations.items()})
     names = {b for o in body for b in o.buffers}
-    out = ctx.memo[key] = {b: inner.layouts[b] for b in names if b in inner.layouts}
-    return out
+    return RuleResult({b: inner.layouts[b] for b in names if b in inner.layouts}, loops=dict(inner.loops))
 
 
 RULES = {"gemm": mad_rule, "copy": copy_rule, "set_atomic": set_atomic_rule, "vf": vf_rule,

@@ -14,22 +14,18 @@ from __future__ import annotations
 
 from ...caches import memoized
 from ...infer.loops import loop_rule
-from ...infer.rules import FREE
+from ...infer.rules import EMPTY, FREE, RuleResult
 from ...targets import nv
 from ...targets.nv.copy import tma_inferred_layout
 
 
-def gemm_rule(op, ctx, level) -> dict:
+def gemm_rule(op, ctx, level) -> RuleResult:
     """Definite at every level: A/B swizzles (stage dims pass through), C store fragment, register
     operands load fragments, bound to the consumer thread range."""
-    key = ("gemm", op.uid, ctx.rng)
-    if key in ctx.memo:
-        return ctx.memo[key]
     a = op.args
     operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype) for k in ("A", "B", "C"))
     r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng)
-    out = ctx.memo[key] = {a[k]: r[k] for k in ("A", "B", "C") if k in r}
-    return out
+    return RuleResult({a[k]: r[k] for k in ("A", "B", "C") if k in r})
 
 
 @memoized(maxsize=1024)
@@ -39,7 +35,7 @@ def _layouts(operands, transpose_A, transpose_B, target, policy, rng):
                            arch=target, policy=policy, thread_range=rng)
 
 
-def copy_rule(op, ctx, level) -> dict:
+def copy_rule(op, ctx, level) -> RuleResult:
     """``T.copy`` on NVIDIA: the instruction TileLang would select decides the rule.  TMA copies
     (sm_90+: stores by default, loads issued by a warp-specialised producer) propose a layout for
     their shared buffer at the free level when it has none and get no loop; every other form is a
@@ -48,35 +44,32 @@ def copy_rule(op, ctx, level) -> dict:
     if not inst.is_tma:
         return loop_rule(op, ctx, level)
     if level != FREE or shared in ctx.layouts:
-        return {}
+        return EMPTY
     fixed = tuple(range(len(ctx.shape(shared)) - len(ctx.buffer(shared).shape)))
     lay = tma_inferred_layout(inst, ctx.shape(shared), ctx.buffer(shared).dtype, fixed)
-    return {} if lay is None else {shared: lay}
+    return EMPTY if lay is None else RuleResult({shared: lay})
 
 
 def _copy_instruction(op, ctx):
-    key = ("copy-inst", op.uid, ctx.rng)
-    hit = ctx.memo.get(key)
-    if hit is None:
-        a = op.args
-        sides = []
-        for name, (starts, extents) in ((a["src"], a["src_region"]), (a["dst"], a["dst_region"])):
-            buf = ctx.buffer(name)
-            sides.append(nv.CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
-        src, dst = sides
-        # warp specialisation turns the pipelined global -> shared copies into TMA loads
-        producer = ctx.rng[0] > 0 and a["dst"] in ctx.program.stages and src.is_global()
-        try:
-            inst = nv.select_copy_instruction(src, dst, ctx.target, is_tma_copy=producer)
-        except nv.CopySelectionError:
-            inst = nv.CopyInstruction.NORMAL
-        shared = a["dst"] if dst.is_shared() else a["src"]
-        hit = ctx.memo[key] = (inst, shared)
-    return hit
+    """``(instruction, the shared side)`` of a copy."""
+    a = op.args
+    sides = []
+    for name, (starts, extents) in ((a["src"], a["src_region"]), (a["dst"], a["dst_region"])):
+        buf = ctx.buffer(name)
+        sides.append(nv.CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
+    src, dst = sides
+    # warp specialisation turns the pipelined global -> shared copies into TMA loads
+    producer = ctx.rng[0] > 0 and a["dst"] in ctx.program.stages and src.is_global()
+    return copy_instruction(src, dst, ctx.target, producer), (a["dst"] if dst.is_shared() else a["src"])
 
 
-def merge_rule(old, new, dtype):
-    return nv.merge_swizzles(old, new, dtype)
+@memoized(maxsize=1024)
+def copy_instruction(src, dst, target: str, producer: bool):
+    """The instruction TileLang selects for ``src -> dst`` (``NORMAL`` when none fits)."""
+    try:
+        return nv.select_copy_instruction(src, dst, target, is_tma_copy=producer)
+    except nv.CopySelectionError:
+        return nv.CopyInstruction.NORMAL
 
 
 RULES = {"gemm": gemm_rule, "copy": copy_rule}
