@@ -63,29 +63,21 @@ the number of distinct tile shapes, not with the number of tiles.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ...errors import UnsupportedError
 from ...infer.program import Op, Program
 from ...targets import ascend
 from ...targets.ascend import FractalInfo, FractalKind, Nd2NzParams
 from . import ir
+from .epilogue import FREE, WORKSPACE, VectorEpilogue, check_u16
 from .loops import roll_k_loops, roll_tiles
 from .passes import layouts_of, run_ascend_passes
 from .reference import round_up
+from .sync import EVENTS, SyncState, Touch, label_of
 
 ROW = ascend.ROW_FRACTAL
 MAX_REPEAT = 255  # LoadData2DParams.repeatTimes is a uint8_t
-U16 = 65535
-BLOCK = 32         # bytes: the UB block
-READY, FREE = 0, 1  # cross-core flags: the workspace holds a tile / the vector cores are done reading it
-WORKSPACE = "workspace"
-VEC_OPS = {"add": "Add", "mul": "Mul", "max": "Max", "adds": "Adds", "muls": "Muls", "maxs": "Maxs",
-           "relu": "Relu", "copy": "Adds"}
-ELEM = {"float32": 4, "float16": 2, "bfloat16": 2}
-EVENTS = {("MTE2", "MTE1"), ("MTE1", "MTE2"), ("MTE1", "M"), ("M", "MTE1"), ("M", "FIX"), ("FIX", "M"),
-          ("MTE2", "M"), ("M", "MTE2"), ("FIX", "MTE2"), ("MTE2", "FIX"), ("MTE2", "V"), ("V", "MTE2"),
-          ("V", "MTE3"), ("MTE3", "V"), ("MTE2", "MTE3"), ("MTE3", "MTE2")}
-"""``HardEvent`` pairs the printer may emit (all exist in Ascend C)."""
 
 
 def lower(program: Program, result=None, name: str | None = None, roll: bool = True,
@@ -93,7 +85,7 @@ def lower(program: Program, result=None, name: str | None = None, roll: bool = T
     """The :class:`~.ir.Kernel` of a solved Ascend cube program (see the module doc); ``name``
     defaults to ``ascend_gemm`` for a program with a GEMM, else ``ascend_kernel``; ``roll=False`` keeps
     every tile and K step unrolled, as the passes left them;
-    ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`_Lowering`).  ``result`` is
+    ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`Lowering`).  ``result`` is
     trusted here (``None``: the program's annotations); :func:`layoutkit.codegen.lower` checks it first.
 
     >>> from layoutkit.infer import Program
@@ -111,7 +103,7 @@ def lower(program: Program, result=None, name: str | None = None, roll: bool = T
     else:
         program, _ = run_ascend_passes(program, result)
         lay = layouts_of(program)
-    return _Lowering(program, lay, roll, double_buffer).run(name)
+    return Lowering(program, lay, roll, double_buffer).run(name)
 
 
 def _processed(program: Program) -> bool:
@@ -185,7 +177,7 @@ def load_plan(src: FractalInfo, dst: FractalInfo, what: str) -> list[tuple[int, 
     return plan
 
 
-class _Lowering:
+class Lowering(VectorEpilogue):
     """The lowering state.  With ``double_buffer`` every L1 / L0A / L0B buffer ``X`` becomes two, ``X_0`` and
     ``X_1``, and each write of ``X`` (a GM -> L1 copy with its zero fill, an L1 -> L0 load) switches to the
     other one, so K step ``k + 1`` loads while the cube multiplies step ``k``.  The flags then follow the
@@ -203,10 +195,10 @@ class _Lowering:
         self.body: list = []
         self.images: dict[str, FractalInfo] = {}
         self.clamped: set[str] = set()
-        self.sync = _SyncState(self.slot_of if double_buffer else None)
+        self.sync = SyncState(self.slot_of if double_buffer else None)
         self.epilogue: dict | None = None  # an L0C -> UB dual_copy waiting for its UB -> GM half
         self.vbody: list = []               # the vector cores' statements (a mixed kernel)
-        self.vsync = _SyncState()
+        self.vsync = SyncState()
         self.ubs: dict[str, None] = {}      # UB buffers the vector body uses, in order of use
         self.casts: dict[str, tuple[str, int]] = {}  # UB buffers of the output type: name -> (dtype, size)
         self.workspace: tuple[int, int] | None = None
@@ -232,9 +224,9 @@ class _Lowering:
     def emit(self, stmt, vector: bool = False) -> None:
         """Append ``stmt`` to the cube (or vector) body after the flags that order it behind other pipes."""
         body, sync = (self.vbody, self.vsync) if vector else (self.body, self.sync)
-        for src, dst, at, event in sync.before(_Touch.of(stmt)):
+        for src, dst, at, event in sync.before(Touch.of(stmt)):
             if (src, dst) not in EVENTS:
-                raise UnsupportedError(f"{_label(stmt)}: no HardEvent orders pipe {src} before pipe {dst}")
+                raise UnsupportedError(f"{label_of(stmt)}: no HardEvent orders pipe {src} before pipe {dst}")
             if sync.eager:  # set right after the statement depended on, on the slot's event
                 self.after.setdefault(at, []).append(ir.SetFlag(src, dst, event))
                 body.append(ir.WaitFlag(src, dst, event))
@@ -270,7 +262,7 @@ class _Lowering:
             if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
                 raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
                                        f"{self.epilogue['op']}")
-            getattr(self, f"op_{op.kind}", self.unsupported)(op)
+            self.handlers().get(op.kind, self.unsupported)(op)
         if self.epilogue is not None:
             raise UnsupportedError(f"{self.epilogue['op']}: the L0C -> UB dual_copy has no UB -> GM dual_copy")
         if self.vbody and not self.handed:
@@ -302,6 +294,11 @@ class _Lowering:
             buffers.append(ir.LocalBuffer(bname, dt, "VECCALC", size, None))
         return ir.Kernel(name, params, tuple(buffers), tuple(body), tuple(vector))
 
+    def handlers(self) -> dict[str, Callable[[Op], None]]:
+        """Each op kind this lowering handles with its handler; any other kind is refused by name."""
+        return {"set_atomic": self.op_set_atomic, "fill": self.op_fill, "gemm": self.op_gemm, "copy": self.op_copy,
+                "dual_copy": self.op_dual_copy, "vf": self.op_vf}
+
     def unsupported(self, op: Op) -> None:
         raise UnsupportedError(f"{op.name}: Ascend C lowering handles copy (GM -> L1, L1 -> L0A/L0B, L0C -> GM), "
                                f"gemm and the OOB fills; found a {op.kind!r} op")
@@ -332,7 +329,7 @@ class _Lowering:
                                        f"{self.scope(a[key])}")
             self.image(a[key], op)
         m, n, k = a["mnk"]
-        _u16(op, m=m, n=n, k=k)
+        check_u16(op, m=m, n=n, k=k)
         self.emit(ir.Mmad(a["C"], self.current(a["A"]), self.current(a["B"]),
                           ir.MmadParams(m, n, k, bool(a["clear_accum"])), bool(a["transpose_A"]),
                           bool(a["transpose_B"]), op.name))
@@ -373,7 +370,7 @@ class _Lowering:
                                         op.name))
         params = Nd2NzParams(nd_num=1, n_value=vr, d_value=vc, src_nd_matrix_stride=0, src_d_value=gm[1],
                              dst_nz_c0_stride=pr, dst_nz_n_stride=1, dst_nz_matrix_stride=0)
-        _u16(op, **vars(params))
+        check_u16(op, **vars(params))
         self.emit(ir.CopyGmToL1(dst, dst_off, a["src"], s0[0] * gm[1] + s0[1], params, op.name))
 
     def l1_to_l0(self, op: Op) -> None:
@@ -410,280 +407,5 @@ class _Lowering:
                                    f"found {self.p.buffers[src].dtype} -> {self.p.buffers[dst].dtype}")
         params = ir.FixpipeParamsV220(n_size=vn, m_size=vm, src_stride=info.outer1 * ROW, dst_stride=gm[1],
                                       quant_pre=quant, relu_en=relu)
-        _u16(op, n_size=vn, m_size=vm, src_stride=params.src_stride)
+        check_u16(op, n_size=vn, m_size=vm, src_stride=params.src_stride)
         self.emit(ir.Fixpipe(dst, d0[0] * gm[1] + d0[1], src, 0, params, op.name))
-
-    # ---- the vector epilogue: dual_copy L0C -> UB, vector region, dual_copy UB -> GM -------------------
-    def op_dual_copy(self, op: Op) -> None:
-        a = op.args
-        path = (self.scope(a["src"]), self.scope(a["dst"]))
-        if path == ("l0c", "ub") and self.epilogue is None:
-            (s0, _), (d0, de) = a["src_region"], a["dst_region"]
-            if any(s0) or any(d0) or tuple(de) != self.p.shape_of(a["dst"]):
-                raise UnsupportedError(f"{op.name}: the epilogue moves the whole L0C tile into the whole UB buffer")
-            self.epilogue = {"l0c": a["src"], "ub": a["dst"], "op": op.name, "split": a["split"], "inner": []}
-            return
-        if path == ("ub", "gm") and self.epilogue is not None and a["src"] == self.epilogue["ub"]:
-            epi, self.epilogue = self.epilogue, None
-            (d0, de) = a["dst_region"]
-            if self.fusable(epi):
-                relu = any(x.args.get("compute") == "relu" for x in epi["inner"])
-                self.fixpipe(op, epi["l0c"], a["dst"], d0, a.get("valid", list(de)), relu)
-            else:
-                self.mixed(epi, op)
-            return
-        raise UnsupportedError(f"{op.name}: a {path[0]} -> {path[1]} dual_copy is lowered only as the L0C -> UB "
-                               f"... UB -> GM epilogue around a vector region")
-
-    def op_vf(self, op: Op) -> None:
-        if self.epilogue is None:
-            raise UnsupportedError(f"{op.name}: a vector region is lowered only between the epilogue's dual_copy ops")
-        self.epilogue["inner"] += self.p.regions.get(op.uid, [])
-
-    def fusable(self, epi: dict) -> bool:
-        """Whether the region is ReLU / copy of the UB tile in place (the fixpipe's ``reluEn`` does it)."""
-        ident = [f"_{c}" for c in "ij"]
-        return all(x.kind == "parallel" and x.args.get("compute", "copy") in ("relu", "copy")
-                   and tuple(x.loop) == self.p.shape_of(epi["ub"])
-                   and all(y.buffer == epi["ub"] and [str(e) for e in y.indices] == ident for y in x.accesses)
-                   for x in epi["inner"])
-
-    def use_ub(self, name: str, op: Op) -> tuple[int, ...]:
-        if self.p.buffers[name].dtype != "float32":
-            raise UnsupportedError(f"{op.name}: the vector epilogue computes in float32 UB buffers; {name} is "
-                                   f"{self.p.buffers[name].dtype}")
-        self.ubs[name] = None
-        return self.p.shape_of(name)
-
-    def mixed(self, epi: dict, op: Op) -> None:
-        """The epilogue on the vector cores (see the module doc)."""
-        l0c, ub = epi["l0c"], epi["ub"]
-        h, n = self.use_ub(ub, op)
-        info = self.image(l0c, op)
-        if epi["split"] != "M" or len(self.p.shape_of(ub)) != 2:
-            raise UnsupportedError(f"{epi['op']}: the mixed epilogue splits the L0C tile by rows (split 'M', 2-D); "
-                                   f"found split {epi['split']!r} into {self.p.shape_of(ub)}")
-        if (n * 4) % BLOCK:
-            raise UnsupportedError(f"{epi['op']}: UB rows of {n} float32 are not whole 32-byte blocks")
-        if self.workspace not in (None, (2 * h, n)):
-            raise UnsupportedError(f"{epi['op']}: epilogues of different tile shapes {self.workspace} and "
-                                   f"{(2 * h, n)} would share the workspace")
-        self.workspace = (2 * h, n)
-        if self.p.buffers[l0c].dtype != "float32":
-            raise UnsupportedError(f"{epi['op']}: the L0C tile must be float32")
-        # cube: wait until the vector cores hold the previous tile, park this one in the workspace, signal
-        if self.handed:
-            self.body.append(ir.CrossCoreWaitFlag(FREE))
-        fix = ir.FixpipeParamsV220(n_size=n, m_size=2 * h, src_stride=info.outer1 * ROW, dst_stride=n)
-        _u16(op, m_size=2 * h, n_size=n, src_stride=fix.src_stride)
-        self.emit(ir.Fixpipe(WORKSPACE, 0, l0c, 0, fix, epi["op"]))
-        self.body.append(ir.CrossCoreSetFlag(READY, "FIX"))
-        self.handed += 1
-        # vector cores: take half the rows, hand the workspace back, compute, store the valid part
-        self.vbody.append(ir.CrossCoreWaitFlag(READY))
-        self.emit(ir.CopyGmToUb(ub, 0, WORKSPACE, ir.offset(0, [("sub", h * n)]),
-                                ir.DataCopyExtParams(1, h * n * 4, 0, 0), epi["op"]), vector=True)
-        self.vbody.append(ir.CrossCoreSetFlag(FREE, "MTE2"))
-        for inner in epi["inner"]:
-            for stmt in self.vector_op(inner):
-                self.emit(stmt, vector=True)
-        self.ub_to_gm(op, ub, h, n)
-
-    def ub_to_gm(self, op: Op, ub: str, h: int, n: int) -> None:
-        """Store each core's valid rows and columns; a float16 / bfloat16 GM tensor first gets a ``Cast``
-        (round to nearest even, ``CAST_RINT``) of the float32 tile into a UB buffer of its type."""
-        a = op.args
-        (d0, de) = a["dst_region"]
-        dst = a["dst"]
-        gm = self.p.shape_of(dst)
-        dt = self.p.buffers[dst].dtype
-        if len(gm) != 2 or dt not in ELEM:
-            raise UnsupportedError(f"{op.name}: the epilogue stores a 2-D float32 / float16 / bfloat16 GM tensor; "
-                                   f"{dst} is {dt} {gm}")
-        if a.get("atomic"):
-            raise UnsupportedError(f"{op.name}: an atomic ({a['atomic']}) store from the vector cores is not lowered")
-        size = ELEM[dt]
-        if (n * size) % BLOCK:
-            raise UnsupportedError(f"{op.name}: UB rows of {n} {dt} are not whole 32-byte blocks")
-        src = ub
-        if dt != "float32":
-            src = f"{ub}_{dt}"
-            self.casts[src] = (dt, h * n)
-            self.emit(ir.VecOp("Cast", src, 0, ((ub, 0),), h * n, label=op.name), vector=True)
-        cols = max(0, min(de[1], gm[1] - d0[1]))
-        rows = tuple(max(0, min(h, gm[0] - d0[0] - c * h)) for c in range(2))
-        count = rows[0] if rows[0] == rows[1] else ir.PerCore(rows)
-        used = -(-cols * size // BLOCK) * BLOCK
-        params = ir.DataCopyExtParams(count, cols * size, (n * size - used) // BLOCK, (gm[1] - cols) * size)
-        self.emit(ir.CopyUbToGm(dst, ir.offset(d0[0] * gm[1] + d0[1], [("sub", h * gm[1])]), src, 0, params,
-                                op.name), vector=True)
-
-    def gm_to_ub(self, op: Op) -> None:
-        """A GM -> UB copy (a bias row, a tile of another input): ``DataCopyPad`` of the valid block."""
-        a = op.args
-        (s0, se), (d0, _) = a["src_region"], a["dst_region"]
-        src, dst = a["src"], a["dst"]
-        shape = self.use_ub(dst, op)
-        gm = self.p.shape_of(src)
-        valid = list(a.get("valid", [e for e in se if e != 1]))
-        if len(gm) not in (1, 2) or len(shape) not in (1, 2) or len(valid) not in (1, 2) or any(d0):
-            raise UnsupportedError(f"{op.name}: GM -> UB lowering copies a 1-D or 2-D block to the start of {dst}")
-        if self.p.buffers[src].dtype != "float32":
-            raise UnsupportedError(f"{op.name}: GM -> UB lowering copies float32 ({src} is "
-                                   f"{self.p.buffers[src].dtype})")
-        rows, cols = ([1] + valid)[-2:]
-        pitch = shape[-1]
-        gpitch = gm[-1]
-        used = -(-cols * 4 // BLOCK) * BLOCK
-        if rows > 1 and (pitch * 4 - used) % BLOCK:
-            raise UnsupportedError(f"{op.name}: UB rows of {pitch} float32 are not whole 32-byte blocks")
-        gaps = ((gpitch - cols) * 4, (pitch * 4 - used) // BLOCK) if rows > 1 else (0, 0)
-        params = ir.DataCopyExtParams(rows, cols * 4, *gaps)
-        start = s0[0] * gpitch + s0[1] if len(gm) == 2 else s0[0]
-        self.emit(ir.CopyGmToUb(dst, 0, src, start, params, op.name), vector=True)
-
-    def fill_ub(self, op: Op) -> None:
-        a = op.args
-        name = a["dst"]
-        shape = self.use_ub(name, op)
-        region = a.get("fill_region") or tuple((0, e) for e in shape)
-        starts, ext = [r[0] for r in region], [r[1] for r in region]
-        if list(ext[1:]) != list(shape[1:]) or any(starts[1:]):
-            raise UnsupportedError(f"{op.name}: a UB fill covers whole rows (a contiguous run); found {region}")
-        start = starts[0] * math.prod(shape[1:])
-        self.emit(ir.VecOp("Duplicate", name, start, (), math.prod(ext), float(a["value"]), op.name), vector=True)
-
-    def vector_op(self, inner: Op) -> list:
-        """The vector intrinsics of one region op (see the module doc)."""
-        fn = str(inner.args.get("compute", "copy"))
-        kind, _, scalar = fn.partition(":")
-        writes = [x for x in inner.accesses if x.is_write]
-        reads = [x for x in inner.accesses if not x.is_write]
-        loop = tuple(inner.loop or ())
-        ident = [f"_{c}" for c in "ijklmn"[:len(loop)]]
-        arity = 2 if kind in ("add", "mul", "max") else 1
-        scalar_op = kind in ("adds", "muls", "maxs")
-        bad = (inner.kind != "parallel" or kind not in VEC_OPS or (scalar != "") != scalar_op
-               or len(writes) != 1 or len(reads) != arity or len(loop) != 2)
-        if not bad:
-            w = writes[0]
-            bad = [str(e) for e in w.indices] != ident or self.scope(w.buffer) != "ub"
-        if bad:
-            raise UnsupportedError(f"{inner.name}: the vector epilogue lowers elementwise copy/relu/add/mul/max "
-                                   f"(or adds:C/muls:C/maxs:C) over a UB tile, written in place; found "
-                                   f"{inner.kind} {fn!r}")
-        rows, cols = loop
-        dst = w.buffer
-        if self.use_ub(dst, inner) != loop:
-            raise UnsupportedError(f"{inner.name}: the loop {loop} must cover the whole {dst}")
-        full, rowvec = [], []
-        for r in reads:
-            idx = [str(e) for e in r.indices]
-            shape = self.use_ub(r.buffer, inner) if self.scope(r.buffer) == "ub" else None
-            if shape == loop and idx == ident:
-                full.append(r.buffer)
-            elif shape is not None and len(shape) == 1 and idx == ["_j"] and shape[0] >= cols:
-                rowvec.append(r.buffer)
-            else:
-                raise UnsupportedError(f"{inner.name}: reads {r.buffer} at {idx}; expected a UB tile at {ident} or "
-                                       f"a 1-D UB vector at ['_j'] (broadcast over rows)")
-        if not full:
-            raise UnsupportedError(f"{inner.name}: a vector op needs one operand that is the whole tile")
-        op = VEC_OPS[kind]
-        try:
-            value = float(scalar or 0.0)
-        except ValueError:
-            raise UnsupportedError(f"{inner.name}: compute {fn!r} needs a number after the colon") from None
-        if kind == "copy" and full[0] == dst:
-            return []
-        if not rowvec:
-            return [ir.VecOp(op, dst, 0, tuple((b, 0) for b in full), rows * cols, value, inner.name)]
-        at = ir.offset(0, [("r", cols)])
-        body = (ir.VecOp(op, dst, at, ((full[0], at), (rowvec[0], 0)), cols, value, inner.name),)
-        return [ir.For("r", rows, body)]
-
-
-class _Touch:
-    """What a statement (or a loop of them, all on one pipe) touches, for :class:`_SyncState`."""
-
-    def __init__(self, pipe: str, reads: tuple, writes: tuple):
-        self.pipe, self.reads, self.writes = pipe, reads, writes
-
-    @staticmethod
-    def of(stmt):
-        if not isinstance(stmt, ir.For):
-            return stmt
-        inner = [_Touch.of(s) for s in stmt.body]
-        pipes = {t.pipe for t in inner}
-        if len(pipes) != 1:
-            raise UnsupportedError(f"a loop over pipes {sorted(pipes)} cannot be ordered as one statement")
-        return _Touch(pipes.pop(), tuple(b for t in inner for b in t.reads), tuple(b for t in inner for b in t.writes))
-
-
-def _label(stmt) -> str:
-    return getattr(stmt, "label", "") or (_label(stmt.body[0]) if isinstance(stmt, ir.For) else "")
-
-
-class _SyncState:
-    """Which cross-pipe orderings a new statement needs: per buffer the last write and the reads since, and
-    per pipe pair the last statement already ordered by a SetFlag/WaitFlag pair.
-
-    Plain: the SetFlag goes right before its WaitFlag, covering everything the source pipe issued.  Eager
-    (``slot_of`` given, double buffering): the SetFlag goes right after the source pipe's last statement on
-    the same buffer slot (its ``EVENT_ID`` the slot), so it covers what the consumer needs and no more;
-    through a buffer with no slot it goes after the source pipe's last statement."""
-
-    def __init__(self, slot_of=None):
-        self.slot_of = slot_of
-        self.eager = slot_of is not None
-        self.n = 0
-        self.last: dict[str, int] = {}                  # pipe -> index of its last statement
-        self.synced: dict[tuple[str, str], int] = {}    # (src pipe, dst pipe) -> src statement index covered
-        self.writer: dict[str, tuple[str, int]] = {}
-        self.readers: dict[str, list[tuple[str, int]]] = {}
-        self.on_slot: dict[tuple[str, int], int] = {}   # (pipe, slot) -> its last statement on that slot
-        self.where: dict[int, int] = {}                 # statement index -> its body position
-
-    def before(self, stmt) -> list[tuple[str, str, int, int]]:
-        """The ``(src pipe, dst pipe, body position to set after, event id)`` orderings ``stmt`` needs; call
-        :meth:`placed` with the statement's body position next."""
-        pipe = stmt.pipe
-        deps: list[tuple[str, int, str]] = []  # (pipe, statement, the buffer the two share)
-        for b in stmt.reads:
-            deps += [(*self.writer[b], b)] if b in self.writer else []
-        for b in stmt.writes:
-            deps += ([(*self.writer[b], b)] if b in self.writer else []) + [(q, i, b) for q, i in
-                                                                          self.readers.get(b, [])]
-        latest: dict[str, tuple[int, str]] = {}
-        for q, i, b in deps:
-            if q != pipe and i > self.synced.get((q, pipe), -1) and i >= latest.get(q, (-1, ""))[0]:
-                latest[q] = (i, b)
-        out = []
-        for q in sorted(latest):
-            slot = self.slot_of(latest[q][1]) if self.eager else None
-            anchor = self.last[q] if slot is None else self.on_slot[(q, slot)]
-            self.synced[(q, pipe)] = anchor
-            out.append((q, pipe, self.where.get(anchor, 0), slot or 0))
-        for b in stmt.reads:
-            self.readers.setdefault(b, []).append((pipe, self.n))
-        for b in stmt.writes:
-            self.writer[b] = (pipe, self.n)
-            self.readers[b] = []
-        for b in stmt.reads + stmt.writes:
-            slot = self.slot_of(b) if self.eager else None
-            if slot is not None:
-                self.on_slot[(pipe, slot)] = self.n
-        self.last[pipe] = self.n
-        self.n += 1
-        return out
-
-    def placed(self, at: int) -> None:
-        """The body position of the statement :meth:`before` just saw."""
-        self.where[self.n - 1] = at
-
-
-def _u16(op: Op, **values: int) -> None:
-    for key, v in values.items():
-        if not 0 <= int(v) <= U16:
-            raise UnsupportedError(f"{op.name}: {key} = {v} does not fit the uint16_t field of its Ascend C struct")
-
