@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
 from ..algebra.layout import Layout, _arity, _positive, check_shape, normalize_outputs, placeholder, reshape_mapping
+from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
 from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
@@ -379,6 +380,23 @@ class Fragment(Layout):
         rep_dim = placeholder(n, self._replicate)
         thread = substitute(self._thread, {self.rep_var: rep_dim})
         return Layout.from_exprs(self.input_shape + (self._replicate,), self.forward_index + (thread,)).inverse()
+
+    def to_linear(self, lanes: int = 32) -> F2Linear | None:
+        """Triton's distributed view ``(register, lane, warp) -> (dim0, dim1, ...)`` (see
+        :mod:`layoutkit.fragment.linear`), or None when it does not exist.  The index map alone, as
+        for a plain Layout, is ``Layout.to_linear(F)``."""
+        from .linear import fragment_to_linear
+
+        return fragment_to_linear(self, lanes)
+
+    @classmethod
+    def from_linear(  # type: ignore[override]  # slot view in, Fragment out
+        cls, view: F2Linear, input_shape: Sequence[int] | None = None
+    ) -> Fragment:
+        """The fragment of a Triton distributed layout (in dims ``register``, ``lane``, ``warp``)."""
+        from .linear import fragment_from_linear
+
+        return fragment_from_linear(view, None if input_shape is None else tuple(input_shape))
 
     def is_fully_replicated(self) -> bool:
         """True when every thread in ``[0, thread_extent)`` holds every element."""
