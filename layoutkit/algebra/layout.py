@@ -70,7 +70,13 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
     return tuple(out)
 
 
-def _arity(fn: Callable[..., object]) -> tuple[int, int | None] | None:
+def positional_arity(fn: Callable[..., object]) -> tuple[int, int | None] | None:
+    """``(required, most)`` positional arguments ``fn`` takes (``most`` None for ``*args``), or None
+    when its signature cannot be read.
+
+    >>> positional_arity(lambda i, j=0: i), positional_arity(lambda *a: 0)
+    ((1, 2), (0, None))
+    """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -88,7 +94,7 @@ def _arity(fn: Callable[..., object]) -> tuple[int, int | None] | None:
 
 def call_index_fn(fn: Callable[..., object], args: Sequence[Expr], what: str) -> tuple[Expr, ...]:
     """Call a user index function with placeholder variables and normalise what it returns."""
-    arity = _arity(fn)
+    arity = positional_arity(fn)
     n = len(args)
     if arity is not None and not (arity[0] <= n and (arity[1] is None or n <= arity[1])):
         want = arity[0] if arity[0] == arity[1] else f"{arity[0]}..{arity[1]}"
@@ -360,7 +366,7 @@ class Layout:
         Layout((4, 12) -> (3, 4, 4), (_i, _j) -> (_j // 4, _j % 4, _i))
         """
         dim = self._dim(dim)
-        factor = _positive(factor, "repeat factor")
+        factor = positive_int(factor, "repeat factor")
         e = self._input_shape[dim]
         shape = list(self._input_shape)
         shape[dim] = e * factor
@@ -397,7 +403,7 @@ class Layout:
         merges ``f`` consecutive elements and requires them to be contiguous in the last output.
         """
         new_shape = check_shape(shape, "reshape shape")
-        num, den = _positive(rescale_num, "rescale_num"), _positive(rescale_den, "rescale_den")
+        num, den = positive_int(rescale_num, "rescale_num"), positive_int(rescale_den, "rescale_den")
         if self.size * num != math.prod(new_shape) * den:
             raise ShapeError(
                 f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
@@ -675,7 +681,8 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
 
 
-def _positive(value: object, what: str) -> int:
+def positive_int(value: object, what: str) -> int:
+    """``value`` as an int when it is a positive integer (not a bool), else a ShapeError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ShapeError(f"{what} must be a positive integer; found {value!r}")
     return int(value)

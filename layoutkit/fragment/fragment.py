@@ -29,7 +29,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
-from ..algebra.layout import Layout, _arity, _positive, check_shape, normalize_outputs, placeholder, reshape_mapping
+from ..algebra.layout import (
+    Layout,
+    check_shape,
+    normalize_outputs,
+    placeholder,
+    positional_arity,
+    positive_int,
+    reshape_mapping,
+)
 from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
@@ -71,7 +79,7 @@ class Fragment(Layout):
         thread_range: tuple[int, int] | None = None,
     ) -> None:
         shape = check_shape(input_shape, "Fragment input shape")
-        replicate = _positive(replicate, "replicate")
+        replicate = positive_int(replicate, "replicate")
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
         index: tuple[Expr, ...] | None = None
@@ -128,7 +136,7 @@ class Fragment(Layout):
         if thread is None:
             raise ExprError("Fragment.from_exprs needs a thread expression")
         obj = cls.__new__(cls)
-        obj._init_fragment(check_shape(input_shape), as_expr(thread), _positive(replicate, "replicate"),
+        obj._init_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
                            None if index is None else tuple(as_expr(e) for e in index), thread_range)
         return obj
 
@@ -261,7 +269,7 @@ class Fragment(Layout):
         reps = tuple(repeats) if not isinstance(repeats, int) else (repeats,)
         if len(reps) != len(self.input_shape):
             raise ShapeError(f"repeat needs one factor per input dim ({len(self.input_shape)}); found {reps}")
-        reps = tuple(_positive(r, "repeat factor") for r in reps)
+        reps = tuple(positive_int(r, "repeat factor") for r in reps)
         shape = tuple(e * r for e, r in zip(self.input_shape, reps))
         new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
         mapping = {v: floormod(nv, Const(e)) for v, nv, e in zip(self.forward_vars, new_vars, self.input_shape)}
@@ -283,7 +291,7 @@ class Fragment(Layout):
 
     def replicate(self, k: int) -> Fragment:
         """``k`` times more replicas: ``thread'(rep) = thread(rep % R) + thread_extent * (rep // R)``."""
-        k = _positive(k, "replicate factor")
+        k = positive_int(k, "replicate factor")
         r = self._replicate
         new_rep = rep_var(r * k)
         thread = substitute(self._thread, {self.rep_var: floormod(new_rep, Const(r))})
@@ -538,7 +546,7 @@ class Fragment(Layout):
 def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what: str) -> object:
     """Call a thread function with the placeholders, plus ``_rep`` when it takes one more."""
     n = len(variables)
-    arity = _arity(fn)
+    arity = positional_arity(fn)
     if arity is None:
         return fn(*variables)
     lo, hi = arity
@@ -579,7 +587,7 @@ def make_fully_replicated_fragment(shape: Sequence[int], threads: int) -> Fragme
     Fragment([4] -> [4], replicate: 128, thread: 128, forward_thread: _rep, forward_index: [_i], thread_range: [0, 128))
     """
     shape = check_shape(shape, "fully replicated fragment shape")
-    threads = _positive(threads, "threads")
+    threads = positive_int(threads, "threads")
     variables = [placeholder(d, e) for d, e in enumerate(shape)]
     flat: Expr = Const(0)
     stride = 1
