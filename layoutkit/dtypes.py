@@ -82,12 +82,12 @@ def canonical_dtype(dtype: object) -> str:
         if name.lower().startswith("torch."):
             name = name[len("torch.") :]
     elif isinstance(getattr(dtype, "name", None), str) and not hasattr(dtype, "kind"):
-        name = dtype.name  # type: ignore[union-attr]
+        name = dtype.name  # type: ignore[attr-defined]
     else:
         try:
             import numpy as np
 
-            name = np.dtype(dtype).name  # type: ignore[arg-type]
+            name = np.dtype(dtype).name  # type: ignore[call-overload]
         except TypeError:
             raise DtypeError(f"dtype must be a string such as 'float16'; found {dtype!r}") from None
     key = name.lower()

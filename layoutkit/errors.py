@@ -14,6 +14,8 @@ Layout input shape must be positive integers; found (4, 0) (dim 1 is 0)
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class LayoutError(Exception):
     """Base class of every error layoutkit raises on purpose."""
@@ -51,7 +53,7 @@ class NotBijectiveError(LayoutError):
     ``{"unreachable": out}`` for an output coordinate inside the output box that nothing maps to.
     """
 
-    def __init__(self, message: str, witness: dict | None = None):
+    def __init__(self, message: str, witness: dict[str, Any] | None = None):
         super().__init__(message)
         self.witness = witness
 

@@ -1,9 +1,7 @@
 """Integer index expressions and the Layout algebra."""
 
 from .evaluate import compile_numpy, evaluate
-from .layout import Layout, placeholder
-from .layout import _arity as arity_of  # public for the layers above (fragment)
-from .layout import _positive as positive_int
+from .layout import Layout, placeholder, positional_arity, positive_int
 from .linear import F2Linear
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, as_expr, free_vars
 from .parse import parse_expr, parse_index_fn
@@ -11,7 +9,7 @@ from .proof import Proof
 from .simplify import simplify, substitute
 
 __all__ = [
-    "arity_of", "positive_int",
+    "positional_arity", "positive_int",
     "Layout", "placeholder", "F2Linear", "Proof",
     "And", "Const", "Expr", "FloorDiv", "FloorMod", "Mul", "Or", "Sum", "Var", "Xor",
     "as_expr", "free_vars", "compile_numpy", "evaluate", "parse_expr", "parse_index_fn", "simplify", "substitute",

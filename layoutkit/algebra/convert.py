@@ -11,6 +11,7 @@ _j + 4*floor(_i/8)
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 from ..errors import UnsupportedError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
@@ -68,20 +69,22 @@ def to_c(e: Expr) -> str:
         return f"{fn}({to_c(a)}, {c})"
     if isinstance(e, Mul):
         return f"{_c_atom(e.a)} * {_c_atom(e.b)}"
-    sym = {Xor: "^", And: "&", Or: "|"}[type(e)]
-    return f"{_c_atom(e.a)} {sym} {_c_atom(e.b)}"
+    node = cast("Xor | And | Or", e)
+    sym = {Xor: "^", And: "&", Or: "|"}[type(node)]
+    return f"{_c_atom(node.a)} {sym} {_c_atom(node.b)}"
 
 
 # ---- sympy -------------------------------------------------------------------------------------
 
 
-def _sympy_bits(e: Expr, a, b):
+def _sympy_bits(e: Expr, a: Any, b: Any) -> Any:
     """Bitwise ``a op b`` in plain sympy arithmetic, bit by bit (as the islpy translation does):
     with ``a_k = floor(a / 2**k) mod 2``, xor is ``(a_k + b_k) mod 2``, and ``floor((a_k + b_k) / 2)``,
     or ``floor((a_k + b_k + 1) / 2)``."""
     import sympy
 
-    x, y = e.a, e.b  # type: ignore[attr-defined]
+    node = cast("Xor | And | Or", e)
+    x, y = node.a, node.b
     if x.lo < 0 or y.lo < 0 or math.isinf(x.hi) or math.isinf(y.hi):
         raise UnsupportedError(f"bitwise operands of {e} must be non-negative and bounded for sympy")
     bits = max(int(x.hi).bit_length(), int(y.hi).bit_length(), 1)
@@ -99,7 +102,7 @@ def _sympy_bits(e: Expr, a, b):
     return total
 
 
-def to_sympy(e: Expr):
+def to_sympy(e: Expr) -> Any:
     """sympy expression for ``e`` (integer, non-negative symbols; ``floor`` and ``Mod``; bitwise
     operators of bounded non-negative operands expanded bit by bit)."""
     import sympy
@@ -117,4 +120,5 @@ def to_sympy(e: Expr):
         return sympy.Mod(to_sympy(e.a), e.c)
     if isinstance(e, Mul):
         return to_sympy(e.a) * to_sympy(e.b)
-    return _sympy_bits(e, to_sympy(e.a), to_sympy(e.b))
+    node = cast("Xor | And | Or", e)
+    return _sympy_bits(e, to_sympy(node.a), to_sympy(node.b))

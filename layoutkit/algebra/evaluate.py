@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ExprError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
@@ -48,10 +50,10 @@ def _is_pow2(c: int) -> bool:
     return c > 0 and c & (c - 1) == 0
 
 
-def _sum_op(coeffs: tuple[int, ...], const: int) -> Callable:
-    def run(*xs, out=None, tmp=None):
+def _sum_op(coeffs: tuple[int, ...], const: int) -> Callable[..., Any]:
+    def run(*xs: Any, out: Any = None, tmp: Any = None) -> Any:
         if out is None:
-            acc = None
+            acc: Any = None
             for x, c in zip(xs, coeffs):
                 term = x if c == 1 else x * c
                 acc = term if acc is None else acc + term
@@ -69,7 +71,7 @@ def _needs_tmp(node: Expr) -> bool:
     return isinstance(node, Sum) and any(c != 1 for _, c in node.terms[1:])
 
 
-def _instruction(node: Expr) -> Callable:
+def _instruction(node: Expr) -> Callable[..., Any]:
     """``fn(*operands, out=None)`` computing ``node`` (a Sum also takes a scratch ``tmp``)."""
     if isinstance(node, Sum):
         return _sum_op(tuple(c for _, c in node.terms), node.const)
@@ -107,11 +109,11 @@ def _nodes(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> list[Expr]:
     return nodes
 
 
-def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> Callable[..., tuple]:
+def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> Callable[..., tuple[Any, ...]]:
     """Straight-line program over ``variables``; constants are ``dtype``, operands are used as given
     and every instruction allocates its result (operands may broadcast)."""
-    slot = {v: k for k, v in enumerate(variables)}
-    program: list[tuple[Callable, tuple[int, ...]]] = []
+    slot: dict[Expr, int] = {v: k for k, v in enumerate(variables)}
+    program: list[tuple[Callable[..., Any], tuple[int, ...]]] = []
     for node in _nodes(exprs, variables):
         slot[node] = len(variables) + len(program)
         if isinstance(node, Const):
@@ -121,8 +123,8 @@ def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -
         program.append((_instruction(node), tuple(slot[c] for c in node.children())))
     outputs = tuple(slot[e] for e in exprs)
 
-    def run(*arrays: np.ndarray) -> tuple:
-        regs: list = list(arrays)
+    def run(*arrays: NDArray[Any]) -> tuple[Any, ...]:
+        regs: list[Any] = list(arrays)
         for fn, args in program:
             regs.append(fn(*(regs[a] for a in args)))
         return tuple(regs[k] for k in outputs)
@@ -130,14 +132,16 @@ def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -
     return run
 
 
-def _buffered_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> tuple[int, Callable]:
+def _buffered_program(
+    exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type
+) -> tuple[int, Callable[..., Any]]:
     """``(buffers, run)``: ``run(arrays, scratch, out)`` evaluates 1-d operands of one length ``L``
     into the rows of ``scratch`` (``[buffers, L]``) and writes output ``k`` into ``out[:, k]`` as soon
     as it is computed.  A row is reused once its value is dead, so a chunked evaluation allocates
     nothing per chunk and little in all (fresh temporaries cost page faults, not arithmetic).  Row 0
     is the scratch of scaled Sum terms when some Sum needs one."""
     nodes = _nodes(exprs, variables)
-    slot = {v: k for k, v in enumerate(variables)}
+    slot: dict[Expr, int] = {v: k for k, v in enumerate(variables)}
     slot.update((node, len(variables) + k) for k, node in enumerate(nodes))
     emits: dict[int, list[int]] = {}
     for k, e in enumerate(exprs):
@@ -147,7 +151,7 @@ def _buffered_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype
     count = 0 if tmp is None else 1
     free: list[int] = []
     row: dict[int, int] = {}
-    program: list[tuple] = []
+    program: list[tuple[Any, ...]] = []
     for k, node in enumerate(nodes):
         own = slot[node]
         args = tuple(slot[c] for c in node.children())
@@ -165,8 +169,8 @@ def _buffered_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype
         free.extend(row[a] for a in {*args, own} if a in row and last.get(a, k) == k)
     from_inputs = tuple((s, k) for s, ks in emits.items() if s < len(variables) for k in ks)
 
-    def run(arrays: Sequence[np.ndarray], scratch: np.ndarray, out: np.ndarray) -> None:
-        regs: list = list(arrays)
+    def run(arrays: Sequence[NDArray[Any]], scratch: NDArray[Any], out: NDArray[np.int64]) -> None:
+        regs: list[Any] = list(arrays)
         for s, k in from_inputs:
             out[:, k] = regs[s]
         for fn, args, dst, value, needs_tmp, cols in program:
@@ -184,7 +188,7 @@ def _buffered_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype
 
 
 @functools.lru_cache(maxsize=4096)
-def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callable[..., tuple[np.ndarray, ...]]:
+def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callable[..., tuple[NDArray[Any], ...]]:
     """Compile ``exprs`` over ``variables`` into ``f(*arrays) -> tuple of int64 arrays``.
 
     Results broadcast against each other only as far as the inputs do: an output that does not
@@ -192,7 +196,7 @@ def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callab
     """
     program = _program(exprs, variables, np.int64)
 
-    def run(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    def run(*arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
         outs = program(*(np.asarray(a, dtype=np.int64) for a in arrays))
         return tuple(np.asarray(o, dtype=np.int64) for o in outs)
 
@@ -231,7 +235,7 @@ def fits_int32(exprs: tuple[Expr, ...]) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _column_program(
     exprs: tuple[Expr, ...], variables: tuple[Var, ...], in_range: bool
-) -> tuple[type, int, Callable]:
+) -> tuple[type, int, Callable[..., Any]]:
     dtype = np.int32 if in_range and fits_int32(exprs) else np.int64
     return (dtype, *_buffered_program(exprs, variables, dtype))
 
@@ -249,7 +253,7 @@ def evaluate(expr: Expr, env: dict[Var, int]) -> int:
     return int(out)
 
 
-def grid(shape: Sequence[int]) -> tuple[np.ndarray, ...]:
+def grid(shape: Sequence[int]) -> tuple[NDArray[np.int64], ...]:
     """Open-mesh coordinate arrays for a row-major domain (``np.ogrid`` as int64)."""
     n = len(shape)
     return tuple(
@@ -281,8 +285,8 @@ def _chunk(n: int, out_bytes: int, bytes_per_point: int) -> int:
 
 
 def evaluate_columns(
-    exprs: tuple[Expr, ...], variables: tuple[Var, ...], columns: Sequence[np.ndarray], *, in_range: bool = False
-) -> np.ndarray:
+    exprs: tuple[Expr, ...], variables: tuple[Var, ...], columns: Sequence[ArrayLike], *, in_range: bool = False
+) -> NDArray[np.int64]:
     """Evaluate ``exprs`` at N points given as one int column per variable -> int64 ``[N, len(exprs)]``.
 
     A 0-d column is one value shared by every point.  Works in chunks (:func:`_chunk`) through one
@@ -305,8 +309,8 @@ def evaluate_columns(
     convert = [k for k, c in enumerate(cols) if c.ndim and c.dtype != dtype]
     rows = buffers + len(convert)
     chunk = _chunk(n, out.nbytes, rows * np.dtype(dtype).itemsize)
-    scratch = np.empty((rows, chunk), dtype=dtype)
-    part: list = [c.astype(dtype) if not c.ndim else c for c in cols]
+    scratch: NDArray[Any] = np.empty((rows, chunk), dtype=dtype)
+    part: list[Any] = [c.astype(dtype) if not c.ndim else c for c in cols]
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         block = scratch[:, : stop - start]

@@ -25,6 +25,7 @@ on the whole domain, so a returned inverse is always exact.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from .nodes import Const, Expr, FloorMod, Sum, Var, Xor, walk
 from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view, substitute
@@ -121,7 +122,7 @@ class _Knowledge:
         new = [self.resolve(k) for k in kids]
         if any(n is None for n in new):
             return None
-        return rebuild(e, new)
+        return rebuild(e, cast("list[Expr]", new))
 
 
 def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Expr, Var]:
@@ -132,7 +133,7 @@ def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Ex
         if (isinstance(base, Sum) and (lower > 1 or upper is not None) and base not in found
                 and base.lo == 0 and base.hi != float("inf")):
             var = Var(f"_t{len(found)}", int(base.hi) + 1)
-            if _digits(base, var, var.extent) is not None:  # only sums that decompose again
+            if _digits(base, var, int(base.hi) + 1) is not None:  # only sums that decompose again
                 found[base] = var
     return found
 
@@ -164,7 +165,7 @@ def solve_inverse(
         for base, var in list(waiting.items()):
             value = know.digit(var, 1, _TOP)
             if value is not None:
-                parts = _digits(base, value, var.extent)
+                parts = _digits(base, value, cast(int, var.extent))
                 if parts is None:
                     return None
                 del waiting[base]

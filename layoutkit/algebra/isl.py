@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, cast
 
 from ..errors import UnsupportedError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Sum, Var, Xor
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 
 
 class _Writer:
@@ -52,7 +53,8 @@ class _Writer:
     def _bitwise(self, e: Expr) -> str:
         if e in self.bound:
             return self.bound[e]
-        a, b = e.a, e.b
+        node = cast("Xor | And | Or", e)
+        a, b = node.a, node.b
         if a.lo < 0 or b.lo < 0 or math.isinf(a.hi) or math.isinf(b.hi):
             raise UnsupportedError(f"bitwise operands of {e} must be non-negative and bounded for isl")
         ta, tb = self.text(a), self.text(b)
@@ -75,7 +77,7 @@ class _Writer:
         return name
 
 
-def isl_map_text(exprs: Sequence[Expr], variables: Sequence[Var], extents: Sequence[int] | None = None) -> str:
+def isl_map_text(exprs: Sequence[Expr], variables: Sequence[Var], extents: Sequence[int | None] | None = None) -> str:
     """ISL text of ``{ [x...] -> [o...] : o_k = expr_k and 0 <= x_d < extent_d }``."""
     names = {v: f"x{d}" for d, v in enumerate(variables)}
     w = _Writer(names)
@@ -91,14 +93,14 @@ def isl_map_text(exprs: Sequence[Expr], variables: Sequence[Var], extents: Seque
     return f"{{ [{ins}] -> [{outn}] : {' and '.join(dom + [body])} }}"
 
 
-def to_isl_map(exprs: Sequence[Expr], variables: Sequence[Var], extents: Sequence[int] | None = None):
+def to_isl_map(exprs: Sequence[Expr], variables: Sequence[Var], extents: Sequence[int | None] | None = None) -> Any:
     """The map as an ``islpy.Map`` (domain: the box ``0 <= x_d < extent_d``)."""
     import islpy as isl
 
     return isl.Map(isl_map_text(exprs, variables, extents))
 
 
-def box_set(shape: Sequence[int], prefix: str = "o"):
+def box_set(shape: Sequence[int], prefix: str = "o") -> Any:
     """``{ [o0, ...] : 0 <= o_k < shape_k }`` as an ``islpy.Set``."""
     import islpy as isl
 
@@ -107,7 +109,7 @@ def box_set(shape: Sequence[int], prefix: str = "o"):
     return isl.Set(f"{{ [{names}] : {cons} }}")
 
 
-def point_coords(point, n: int) -> tuple[int, ...]:
+def point_coords(point: Any, n: int) -> tuple[int, ...]:
     """Integer coordinates of an ``islpy.Point`` with ``n`` set dimensions."""
     import islpy as isl
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..errors import CoordinateError, ExprError, LayoutError, NotBijectiveError, ShapeError, UnsupportedError
 from .evaluate import compile_numpy, evaluate_columns, grid
@@ -54,7 +55,7 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
-        dims = tuple(shape)  # type: ignore[arg-type]
+        dims: tuple[object, ...] = tuple(shape)  # type: ignore[arg-type]
     except TypeError:
         raise ShapeError(f"{what} must be a sequence of positive integers; found {shape!r}") from None
     if not dims:
@@ -69,7 +70,13 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
     return tuple(out)
 
 
-def _arity(fn: Callable) -> tuple[int, int | None] | None:
+def positional_arity(fn: Callable[..., object]) -> tuple[int, int | None] | None:
+    """``(required, most)`` positional arguments ``fn`` takes (``most`` None for ``*args``), or None
+    when its signature cannot be read.
+
+    >>> positional_arity(lambda i, j=0: i), positional_arity(lambda *a: 0)
+    ((1, 2), (0, None))
+    """
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -85,9 +92,9 @@ def _arity(fn: Callable) -> tuple[int, int | None] | None:
     return lo, hi
 
 
-def call_index_fn(fn: Callable, args: Sequence[Expr], what: str) -> tuple[Expr, ...]:
+def call_index_fn(fn: Callable[..., object], args: Sequence[Expr], what: str) -> tuple[Expr, ...]:
     """Call a user index function with placeholder variables and normalise what it returns."""
-    arity = _arity(fn)
+    arity = positional_arity(fn)
     n = len(args)
     if arity is not None and not (arity[0] <= n and (arity[1] is None or n <= arity[1])):
         want = arity[0] if arity[0] == arity[1] else f"{arity[0]}..{arity[1]}"
@@ -119,8 +126,15 @@ class Layout:
     """
 
     __slots__ = ("_input_shape", "_forward", "_vars", "_cache", "_tag")
+    _input_shape: tuple[int, ...]
+    _forward: tuple[Expr, ...]
+    _vars: tuple[Var, ...]
+    _cache: dict[object, Any]  # derived data only (tables, proofs, inverse), shared by tagged copies
+    _tag: Hashable | None
 
-    def __init__(self, input_shape: Sequence[int] | int, forward_fn: Callable | Sequence | None = None):
+    def __init__(
+        self, input_shape: Sequence[int] | int, forward_fn: Callable[..., object] | Sequence[object] | None = None
+    ) -> None:
         shape = check_shape(input_shape)
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         if forward_fn is None:
@@ -154,7 +168,7 @@ class Layout:
         obj._init(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
         return obj
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Layout is immutable")
 
     # ---- basic properties -------------------------------------------------------------------
@@ -222,7 +236,7 @@ class Layout:
     @property
     def output_shape(self) -> tuple[int, ...]:
         """Bounding box of the image: ``max(out_d) + 1`` per output dim (TileLang's convention)."""
-        hit = self._cache.get("output_shape")
+        hit: tuple[int, ...] | None = self._cache.get("output_shape")
         if hit is None:
             lows, highs = self._output_range(grid(self._input_shape))
             for k, lo in enumerate(lows):
@@ -236,14 +250,14 @@ class Layout:
             self._cache["output_shape"] = hit
         return hit
 
-    def _evaluate(self, coords: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+    def _evaluate(self, coords: Sequence[NDArray[Any]]) -> tuple[NDArray[Any], ...]:
         return compile_numpy(self._forward, self._vars)(*coords)
 
-    def _output_range(self, coords) -> tuple[list[int], list[int]]:
+    def _output_range(self, coords: Sequence[NDArray[Any]]) -> tuple[list[int], list[int]]:
         outs = self._evaluate(coords)
         return [int(o.min()) for o in outs], [int(o.max()) for o in outs]
 
-    def _find(self, predicate: Callable) -> tuple[int, ...]:
+    def _find(self, predicate: Callable[..., Any]) -> tuple[int, ...]:
         table = self.table()
         hit = np.argwhere(predicate(np.moveaxis(table, -1, 0)))
         return tuple(int(v) for v in hit[0])
@@ -254,7 +268,7 @@ class Layout:
         return f"Layout{_tuple_text(self._input_shape)} {ins} -> {_tuple_text(self._forward)}"
 
     # ---- evaluation -------------------------------------------------------------------------
-    def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple:
+    def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple[Any, ...]:
         """Image of one coordinate: ints in, ints out; expressions in, expressions out.
 
         >>> import layoutkit as lk
@@ -271,10 +285,10 @@ class Layout:
         mapping = {v: as_expr(c) for v, c in zip(self._vars, coord)}
         return tuple(substitute(e, mapping) for e in self._forward)
 
-    def __call__(self, *coord):
+    def __call__(self, *coord: int | Expr) -> tuple[Any, ...]:
         return self.map_forward_index(coord)
 
-    def _check_coords(self, flat: np.ndarray) -> None:
+    def _check_coords(self, flat: NDArray[np.int64]) -> None:
         """Raise CoordinateError naming the first coordinate outside the input shape.
 
         ``flat`` is ``[N, n]`` int64.  Viewed as unsigned, a negative coordinate is huge, so one max
@@ -292,7 +306,7 @@ class Layout:
         first = tuple(int(v) for v in flat[bad])
         raise CoordinateError(f"coordinate {first} is outside the input shape {shape} of {self.describe()}")
 
-    def _flat_coords(self, coords) -> tuple[np.ndarray, tuple[int, ...]]:
+    def _flat_coords(self, coords: ArrayLike) -> tuple[NDArray[np.int64], tuple[int, ...]]:
         """Checked ``[N, n]`` int64 view (no copy for int64 input) of a coordinate array, and its
         leading shape."""
         arr = np.asarray(coords)
@@ -307,7 +321,7 @@ class Layout:
         self._check_coords(flat)
         return flat, arr.shape[:-1]
 
-    def apply(self, coords) -> np.ndarray:
+    def apply(self, coords: ArrayLike) -> NDArray[np.int64]:
         """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised).
 
         >>> import layoutkit as lk
@@ -319,9 +333,9 @@ class Layout:
         out = evaluate_columns(self._forward, self._vars, cols, in_range=True)
         return out.reshape(lead + (len(self._forward),))
 
-    def table(self) -> np.ndarray:
+    def table(self) -> NDArray[np.int64]:
         """All images as an int64 array of shape ``input_shape + (m,)``."""
-        hit = self._cache.get("table")
+        hit: NDArray[np.int64] | None = self._cache.get("table")
         if hit is None:
             outs = self._evaluate(grid(self._input_shape))
             hit = np.stack([np.broadcast_to(o, self._input_shape) for o in outs], axis=-1)
@@ -329,9 +343,10 @@ class Layout:
             self._cache["table"] = hit
         return hit
 
-    def linear_table(self) -> np.ndarray:
+    def linear_table(self) -> NDArray[np.intp]:
         """Row-major offsets over ``output_shape`` for every input coordinate (shape ``input_shape``)."""
-        return np.ravel_multi_index(tuple(np.moveaxis(self.table(), -1, 0)), self.output_shape)
+        out: NDArray[np.intp] = np.ravel_multi_index(tuple(np.moveaxis(self.table(), -1, 0)), self.output_shape)
+        return out
 
     # ---- derived layouts --------------------------------------------------------------------
     def linearized(self) -> Layout:
@@ -351,12 +366,14 @@ class Layout:
         Layout((4, 12) -> (3, 4, 4), (_i, _j) -> (_j // 4, _j % 4, _i))
         """
         dim = self._dim(dim)
-        factor = _positive(factor, "repeat factor")
+        factor = positive_int(factor, "repeat factor")
         e = self._input_shape[dim]
         shape = list(self._input_shape)
         shape[dim] = e * factor
         new = placeholder(dim, e * factor)
-        mapping = {v: (new if d == dim else placeholder(d, shape[d])) for d, v in enumerate(self._vars)}
+        mapping: dict[Var, Expr] = {
+            v: (new if d == dim else placeholder(d, shape[d])) for d, v in enumerate(self._vars)
+        }
         mapping[self._vars[dim]] = floormod(new, Const(e))
         exprs = (floordiv(new, Const(e)),) + tuple(substitute(x, mapping) for x in self._forward)
         return Layout.from_exprs(shape, exprs)
@@ -372,7 +389,7 @@ class Layout:
         shape = lead + self._input_shape
         new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
         mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self._vars)}
-        exprs = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
+        exprs: tuple[Expr, ...] = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
         out = Layout.from_exprs(shape, exprs)
         hook = getattr(self._tag, "expanded", None)
         tag = hook(shape) if callable(hook) else None
@@ -386,7 +403,7 @@ class Layout:
         merges ``f`` consecutive elements and requires them to be contiguous in the last output.
         """
         new_shape = check_shape(shape, "reshape shape")
-        num, den = _positive(rescale_num, "rescale_num"), _positive(rescale_den, "rescale_den")
+        num, den = positive_int(rescale_num, "rescale_num"), positive_int(rescale_den, "rescale_den")
         if self.size * num != math.prod(new_shape) * den:
             raise ShapeError(
                 f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
@@ -503,7 +520,7 @@ class Layout:
         if method == "auto":
             method = "enumerate" if self.size <= ENUMERATION_LIMIT else "isl"
         key = ("proof", method)
-        hit = self._cache.get(key)
+        hit: Proof | None = self._cache.get(key)
         if hit is None:
             if method == "enumerate":
                 hit = bijection_by_enumeration(self.table(), self.output_shape)
@@ -523,13 +540,14 @@ class Layout:
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
         when the layout is not a bijection onto its output box.
         """
-        hit = self._cache.get("inverse")
+        hit: Layout | None = self._cache.get("inverse")
         if hit is not None:
             return hit
         proof = self.prove_bijective()
         if not proof:
             raise NotBijectiveError(
-                f"{self} is not bijective onto its output box {self.output_shape}: {describe_witness(proof.witness)}",
+                f"{self} is not bijective onto its output box {self.output_shape}: "
+                f"{describe_witness(proof.witness or {})}",
                 proof.witness,
             )
         from .inverse import solve_inverse
@@ -603,14 +621,14 @@ class Layout:
     def __eq__(self, other: object) -> bool:
         return (
             type(other) is type(self)
-            and other._input_shape == self._input_shape  # type: ignore[attr-defined]
-            and other._forward == self._forward  # type: ignore[attr-defined]
+            and other._input_shape == self._input_shape
+            and other._forward == self._forward
         )
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._input_shape, self._forward))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         if self._tag is None:
             return (Layout.from_exprs, (self._input_shape, self._forward))
         return (tagged_layout, (self._input_shape, self._forward, self._tag))
@@ -631,7 +649,7 @@ def tagged_layout(input_shape: Sequence[int], exprs: Sequence[Expr], tag: Hashab
     return Layout.from_exprs(input_shape, exprs).with_tag(tag)
 
 
-def _tuple_text(items) -> str:
+def _tuple_text(items: Iterable[object]) -> str:
     """Python tuple syntax: ``(a, b)``, ``(a,)``."""
     parts = [str(x) for x in items]
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
@@ -663,7 +681,8 @@ def _strides(shape: Sequence[int]) -> list[int]:
     return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
 
 
-def _positive(value: object, what: str) -> int:
+def positive_int(value: object, what: str) -> int:
+    """``value`` as an int when it is a positive integer (not a bool), else a ShapeError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ShapeError(f"{what} must be a positive integer; found {value!r}")
     return int(value)

@@ -48,10 +48,10 @@ def expressions_from_bases(
                 b + length < len(bases[d]) for d, b in group
             ):
                 length += 1
-            value: Expr = Const(0)
+            atom: Expr = Const(0)
             for d, b in sorted(group):
-                value = bitxor(value, make_split(variables[d], 2**b, 2 ** (b + length)))
-            terms[value] = terms.get(value, 0) + 2**p
+                atom = bitxor(atom, make_split(variables[d], 2**b, 2 ** (b + length)))
+            terms[atom] = terms.get(atom, 0) + 2**p
             p += length
         outs.append(make_sum(terms))
     return tuple(outs)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, cast
 
 from ..errors import ExprError, UnsupportedError
 
@@ -55,14 +57,18 @@ class Expr:
     """Base class of all index expressions (immutable and hashable)."""
 
     __slots__ = ("_key", "_hash", "lo", "hi")
+    _key: tuple[Any, ...]
+    _hash: int
+    lo: float
+    hi: float
 
-    def _init(self, key: tuple, lo: float, hi: float) -> None:
+    def _init(self, key: tuple[Any, ...], lo: float, hi: float) -> None:
         object.__setattr__(self, "_key", key)
         object.__setattr__(self, "_hash", hash(key))
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __eq__(self, other: object) -> bool:
@@ -71,8 +77,8 @@ class Expr:
     def __hash__(self) -> int:
         return self._hash
 
-    def __reduce__(self):
-        return (type(self)._rebuild, self._key[1:])
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (getattr(type(self), "_rebuild"), self._key[1:])  # noqa: B009 - defined by each subclass
 
     @property
     def is_const(self) -> bool:
@@ -82,106 +88,108 @@ class Expr:
         return ()
 
     # ---- operators build simplified expressions -------------------------------------------
-    def __add__(self, other):
+    def __add__(self, other: object) -> Expr:
         from .simplify import add
 
         return add(self, as_expr(other))
 
-    def __radd__(self, other):
+    def __radd__(self, other: object) -> Expr:
         from .simplify import add
 
         return add(as_expr(other), self)
 
-    def __sub__(self, other):
+    def __sub__(self, other: object) -> Expr:
         from .simplify import add, mul
 
         return add(self, mul(as_expr(other), Const(-1)))
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: object) -> Expr:
         from .simplify import add, mul
 
         return add(as_expr(other), mul(self, Const(-1)))
 
-    def __neg__(self):
+    def __neg__(self) -> Expr:
         from .simplify import mul
 
         return mul(self, Const(-1))
 
-    def __pos__(self):
+    def __pos__(self) -> Expr:
         return self
 
-    def __mul__(self, other):
+    def __mul__(self, other: object) -> Expr:
         from .simplify import mul
 
         return mul(self, as_expr(other))
 
-    def __rmul__(self, other):
+    def __rmul__(self, other: object) -> Expr:
         from .simplify import mul
 
         return mul(as_expr(other), self)
 
-    def __floordiv__(self, other):
+    def __floordiv__(self, other: object) -> Expr:
         from .simplify import floordiv
 
         return floordiv(self, as_expr(other))
 
-    def __rfloordiv__(self, other):
+    def __rfloordiv__(self, other: object) -> Expr:
         from .simplify import floordiv
 
         return floordiv(as_expr(other), self)
 
-    def __mod__(self, other):
+    def __mod__(self, other: object) -> Expr:
         from .simplify import floormod
 
         return floormod(self, as_expr(other))
 
-    def __rmod__(self, other):
+    def __rmod__(self, other: object) -> Expr:
         from .simplify import floormod
 
         return floormod(as_expr(other), self)
 
-    def __xor__(self, other):
+    def __xor__(self, other: object) -> Expr:
         from .simplify import bitxor
 
         return bitxor(self, as_expr(other))
 
-    def __rxor__(self, other):
+    def __rxor__(self, other: object) -> Expr:
         from .simplify import bitxor
 
         return bitxor(as_expr(other), self)
 
-    def __and__(self, other):
+    def __and__(self, other: object) -> Expr:
         from .simplify import bitand
 
         return bitand(self, as_expr(other))
 
-    def __rand__(self, other):
+    def __rand__(self, other: object) -> Expr:
         from .simplify import bitand
 
         return bitand(as_expr(other), self)
 
-    def __or__(self, other):
+    def __or__(self, other: object) -> Expr:
         from .simplify import bitor
 
         return bitor(self, as_expr(other))
 
-    def __ror__(self, other):
+    def __ror__(self, other: object) -> Expr:
         from .simplify import bitor
 
         return bitor(as_expr(other), self)
 
-    def __lshift__(self, other):
-        return self * (2 ** _shift_amount(other))
+    def __lshift__(self, other: object) -> Expr:
+        factor: int = 2 ** _shift_amount(other)
+        return self * factor
 
-    def __rshift__(self, other):
-        return self // (2 ** _shift_amount(other))
+    def __rshift__(self, other: object) -> Expr:
+        factor: int = 2 ** _shift_amount(other)
+        return self // factor
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: object) -> Expr:
         raise ExprError(f"true division {self} / {other} is not an integer expression; use //")
 
     __rtruediv__ = __truediv__
 
-    def __pow__(self, other):
+    def __pow__(self, other: object) -> Expr:
         raise ExprError(f"{self} ** {other}: powers of index expressions are not supported")
 
     def __int__(self) -> int:
@@ -206,7 +214,7 @@ class Expr:
 
 def _shift_amount(value: object) -> int:
     if isinstance(value, Expr):
-        if value.is_const:
+        if isinstance(value, Const):
             return value.value
         raise UnsupportedError(f"shift by the non-constant expression {value}")
     amount = _as_int(value)
@@ -225,12 +233,12 @@ class Const(Expr):
         self._init(("const", value), value, value)
 
     @classmethod
-    def _rebuild(cls, value):
+    def _rebuild(cls, value: int) -> Const:
         return cls(value)
 
     @property
     def value(self) -> int:
-        return self._key[1]
+        return cast('int', self._key[1])
 
     @property
     def is_const(self) -> bool:
@@ -264,16 +272,16 @@ class Var(Expr):
         self._init(("var", name, extent), 0, INF if extent is None else extent - 1)
 
     @classmethod
-    def _rebuild(cls, name, extent):
+    def _rebuild(cls, name: str, extent: int | None) -> Var:
         return cls(name, extent)
 
     @property
     def name(self) -> str:
-        return self._key[1]
+        return cast('str', self._key[1])
 
     @property
     def extent(self) -> int | None:
-        return self._key[2]
+        return cast('int | None', self._key[2])
 
     def __repr__(self) -> str:
         return f"Var({self.name!r}, {self.extent})"
@@ -290,23 +298,24 @@ class Sum(Expr):
     __slots__ = ()
 
     def __init__(self, terms: tuple[tuple[Expr, int], ...], const: int = 0):
-        lo = hi = const
+        lo: float = const
+        hi: float = const
         for atom, c in terms:
             a, b = _scaled(atom.lo, atom.hi, c)
             lo, hi = lo + a, hi + b
         self._init(("sum", tuple(terms), const), lo, hi)
 
     @classmethod
-    def _rebuild(cls, terms, const):
+    def _rebuild(cls, terms: tuple[tuple[Expr, int], ...], const: int) -> Sum:
         return cls(terms, const)
 
     @property
     def terms(self) -> tuple[tuple[Expr, int], ...]:
-        return self._key[1]
+        return cast('tuple[tuple[Expr, int], ...]', self._key[1])
 
     @property
     def const(self) -> int:
-        return self._key[2]
+        return cast('int', self._key[2])
 
     def children(self) -> tuple[Expr, ...]:
         return tuple(a for a, _ in self.terms)
@@ -328,16 +337,16 @@ class Mul(Expr):
         self._init(("mul", a, b), lo, hi)
 
     @classmethod
-    def _rebuild(cls, a, b):
+    def _rebuild(cls, a: Expr, b: Expr) -> Expr:
         return cls(a, b)
 
     @property
     def a(self) -> Expr:
-        return self._key[1]
+        return cast('Expr', self._key[1])
 
     @property
     def b(self) -> Expr:
-        return self._key[2]
+        return cast('Expr', self._key[2])
 
     def children(self) -> tuple[Expr, ...]:
         return (self.a, self.b)
@@ -356,16 +365,16 @@ class FloorDiv(Expr):
         self._init(("floordiv", a, c), _fdiv(a.lo, c), _fdiv(a.hi, c))
 
     @classmethod
-    def _rebuild(cls, a, c):
+    def _rebuild(cls, a: Expr, c: int) -> Expr:
         return cls(a, c)
 
     @property
     def a(self) -> Expr:
-        return self._key[1]
+        return cast('Expr', self._key[1])
 
     @property
     def c(self) -> int:
-        return self._key[2]
+        return cast('int', self._key[2])
 
     def children(self) -> tuple[Expr, ...]:
         return (self.a,)
@@ -380,16 +389,16 @@ class FloorMod(Expr):
         self._init(("floormod", a, c), 0, c - 1)
 
     @classmethod
-    def _rebuild(cls, a, c):
+    def _rebuild(cls, a: Expr, c: int) -> Expr:
         return cls(a, c)
 
     @property
     def a(self) -> Expr:
-        return self._key[1]
+        return cast('Expr', self._key[1])
 
     @property
     def c(self) -> int:
-        return self._key[2]
+        return cast('int', self._key[2])
 
     def children(self) -> tuple[Expr, ...]:
         return (self.a,)
@@ -406,6 +415,10 @@ class _Bitwise(Expr):
     __slots__ = ()
     op = ""
 
+    @staticmethod
+    def _bounds(a: Expr, b: Expr) -> tuple[float, float]:
+        raise NotImplementedError
+
     def __init__(self, a: Expr, b: Expr):
         if a.lo >= 0 and b.lo >= 0:
             lo, hi = self._bounds(a, b)
@@ -414,16 +427,16 @@ class _Bitwise(Expr):
         self._init((self.op, a, b), lo, hi)
 
     @classmethod
-    def _rebuild(cls, a, b):
+    def _rebuild(cls, a: Expr, b: Expr) -> Expr:
         return cls(a, b)
 
     @property
     def a(self) -> Expr:
-        return self._key[1]
+        return cast('Expr', self._key[1])
 
     @property
     def b(self) -> Expr:
-        return self._key[2]
+        return cast('Expr', self._key[2])
 
     def children(self) -> tuple[Expr, ...]:
         return (self.a, self.b)
@@ -436,7 +449,7 @@ class Xor(_Bitwise):
     op = "xor"
 
     @staticmethod
-    def _bounds(a, b):
+    def _bounds(a: Expr, b: Expr) -> tuple[float, float]:
         return 0, _bit_hi(max(a.hi, b.hi))
 
 
@@ -447,7 +460,7 @@ class And(_Bitwise):
     op = "and"
 
     @staticmethod
-    def _bounds(a, b):
+    def _bounds(a: Expr, b: Expr) -> tuple[float, float]:
         return 0, min(a.hi, b.hi)
 
 
@@ -458,11 +471,11 @@ class Or(_Bitwise):
     op = "or"
 
     @staticmethod
-    def _bounds(a, b):
+    def _bounds(a: Expr, b: Expr) -> tuple[float, float]:
         return max(a.lo, b.lo), _bit_hi(max(a.hi, b.hi))
 
 
-def walk(roots, prune=None):
+def walk(roots: Expr | Sequence[Expr], prune: Callable[[Expr], bool] | None = None) -> Iterator[Expr]:
     """Every distinct sub-expression of ``roots`` once, depth first, left to right; ``prune(e)``
     returning True stops the descent below ``e`` (``e`` itself is still yielded).
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 import ast
 import inspect
 import operator
+from collections.abc import Callable, Mapping
 
 from ..errors import ExprError
-from .nodes import Const, Expr, Var
+from .nodes import Const, Expr
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -32,7 +33,7 @@ _BINOPS = {
 }
 
 
-def parse_expr(text: str, variables: dict[str, Var]) -> Expr:
+def parse_expr(text: str, variables: Mapping[str, Expr]) -> Expr:
     """Parse ``text`` into an expression over ``variables`` (name -> Var)."""
     if not isinstance(text, str):
         raise ExprError(f"expected expression text, found {type(text).__name__}")
@@ -43,7 +44,7 @@ def parse_expr(text: str, variables: dict[str, Var]) -> Expr:
     return _build(tree.body, variables, text)
 
 
-def _build(node: ast.AST, variables: dict[str, Var], text: str) -> Expr:
+def _build(node: ast.AST, variables: Mapping[str, Expr], text: str) -> Expr:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return Const(node.value)
     if isinstance(node, ast.Name):
@@ -56,11 +57,12 @@ def _build(node: ast.AST, variables: dict[str, Var], text: str) -> Expr:
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
         left = _build(node.left, variables, text)
         right = _build(node.right, variables, text)
-        return _BINOPS[type(node.op)](left, right)
+        out: Expr = _BINOPS[type(node.op)](left, right)
+        return out
     raise ExprError(f"unsupported syntax {ast.dump(node)[:60]} in index expression {text!r}")
 
 
-def parse_index_fn(text: str):
+def parse_index_fn(text: str) -> Callable[..., Expr | tuple[Expr, ...]]:
     """Turn ``"lambda i, j: (j, i)"`` into a function of expressions, safely (no ``eval``).
 
     >>> from layoutkit.algebra import Var
@@ -83,7 +85,7 @@ def parse_index_fn(text: str):
     names = [arg.arg for arg in a.args]
     body = lam.body.elts if isinstance(lam.body, (ast.Tuple, ast.List)) else [lam.body]
 
-    def fn(*args: Expr):
+    def fn(*args: Expr) -> Expr | tuple[Expr, ...]:
         if len(args) != len(names):
             raise ExprError(f"{text!r} takes {len(names)} arguments, called with {len(args)}")
         env = dict(zip(names, args))

@@ -13,11 +13,13 @@ The output is valid Python and reads back to the same expression through
 
 from __future__ import annotations
 
+from typing import cast
+
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 
 # Python operator precedence, loosest first.
 _OR, _XOR, _AND, _ADD, _MUL, _ATOM = 1, 2, 3, 5, 6, 9
-_BITWISE = {Xor: (_XOR, "^"), And: (_AND, "&"), Or: (_OR, "|")}
+_BITWISE: dict[type[Expr], tuple[int, str]] = {Xor: (_XOR, "^"), And: (_AND, "&"), Or: (_OR, "|")}
 
 
 def precedence(e: Expr) -> int:
@@ -74,4 +76,5 @@ def to_str(e: Expr) -> str:
     if isinstance(e, Mul):
         return f"{_wrap(e.a, _MUL)} * {_wrap(e.b, _MUL + 1)}"
     prec, sym = _BITWISE[type(e)]
-    return f"{_wrap(e.a, prec)} {sym} {_wrap(e.b, prec + 1)}"
+    bit = cast("Xor | And | Or", e)
+    return f"{_wrap(bit.a, prec)} {sym} {_wrap(bit.b, prec + 1)}"

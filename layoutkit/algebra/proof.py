@@ -15,8 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import ProofError, UnsupportedError
 from .nodes import Expr, Var
@@ -31,7 +33,7 @@ class Proof:
     claim: str
     verdict: bool
     method: str
-    witness: dict | None = None
+    witness: dict[str, Any] | None = None
     detail: str = field(default="", compare=False)
 
     def __bool__(self) -> bool:
@@ -44,7 +46,7 @@ class Proof:
         return head + (f" ({self.detail})" if self.detail else "")
 
 
-def describe_witness(witness: dict) -> str:
+def describe_witness(witness: dict[str, Any]) -> str:
     if "collision" in witness:
         x, y, image = witness["collision"]
         return f"{x} and {y} both map to {image}"
@@ -58,7 +60,7 @@ def describe_witness(witness: dict) -> str:
     return str(witness)
 
 
-def bijection_by_enumeration(table: np.ndarray, output_shape: Sequence[int]) -> Proof:
+def bijection_by_enumeration(table: NDArray[np.integer[Any]], output_shape: Sequence[int]) -> Proof:
     """Decide bijectivity from a full table ``input_shape + (m,)`` of images."""
     input_shape = table.shape[:-1]
     claim = "bijective onto the output box"
@@ -119,7 +121,8 @@ def bijection_by_isl(
     return Proof(claim, False, "isl", witness, detail=f"|domain| = {size_in} < |box| = {size_out}")
 
 
-def _hole(m, box, rng, exprs, variables, input_shape, output_shape) -> dict:
+def _hole(m: Any, box: Any, rng: Any, exprs: Sequence[Expr], variables: Sequence[Var], input_shape: Sequence[int],
+          output_shape: Sequence[int]) -> dict[str, Any]:
     from .isl import point_coords
 
     # islpy has already decided; naming a hole by subtraction can take islpy minutes, so small
@@ -138,7 +141,7 @@ def _hole(m, box, rng, exprs, variables, input_shape, output_shape) -> dict:
     return {"size_mismatch": (math.prod(input_shape), math.prod(output_shape))}
 
 
-def _point_set(x: Sequence[int]):
+def _point_set(x: Sequence[int]) -> Any:
     import islpy as isl
 
     names = ", ".join(f"x{d}" for d in range(len(x)))

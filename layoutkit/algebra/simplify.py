@@ -25,9 +25,13 @@ x | x % 8 // 4 | x % 8
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from ..errors import ExprError, UnsupportedError
 from .nodes import INF, And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Xor
+
+_E = TypeVar("_E", bound=Expr)
 
 # ---- linear forms ----------------------------------------------------------------------------
 
@@ -71,11 +75,11 @@ def make_split(base: Expr, lower: int, upper: int | None) -> Expr:
     return e if lower == 1 else floordiv(e, Const(lower))
 
 
-def _term_key(item: tuple[Expr, int]) -> tuple:
+def _term_key(item: tuple[Expr, int]) -> tuple[Any, ...]:
     return (*_rank_key(item), _order_name(item[0]))
 
 
-def _rank_key(item: tuple[Expr, int]) -> tuple:
+def _rank_key(item: tuple[Expr, int]) -> tuple[Any, ...]:
     atom, coeff = item
     _, lower, upper = split_view(atom)
     return (-coeff, -lower, -(INF if upper is None else upper))
@@ -354,7 +358,7 @@ def bitand(a: Expr, b: Expr) -> Expr:
     return And(a, b)
 
 
-_BITWISE = {Xor: bitxor, And: bitand, Or: bitor}
+_BITWISE: dict[type[Expr], Callable[[Expr, Expr], Expr]] = {Xor: bitxor, And: bitand, Or: bitor}
 
 
 def rebuild(e: Expr, children: list[Expr]) -> Expr:
@@ -373,7 +377,7 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
     return _BITWISE[type(e)](*children)
 
 
-def substitute(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
+def substitute(e: Expr, mapping: Mapping[_E, Expr]) -> Expr:
     """Replace variables (or any sub-expressions) by expressions and re-simplify.
 
     >>> from layoutkit.algebra import Var
@@ -382,13 +386,14 @@ def substitute(e: Expr, mapping: dict[Expr, Expr]) -> Expr:
     t
     """
     memo: dict[Expr, Expr] = {}
+    lookup = cast(Mapping[Expr, Expr], mapping)  # keys are Vars or other sub-expressions
 
     def go(x: Expr) -> Expr:
         hit = memo.get(x)
         if hit is not None:
             return hit
-        if x in mapping:
-            out = mapping[x]
+        if x in lookup:
+            out = lookup[x]
         else:
             kids = x.children()
             if not kids:

@@ -23,12 +23,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
-from ..algebra import arity_of, positive_int
 from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
-from ..algebra.layout import Layout, check_shape, normalize_outputs, placeholder, reshape_mapping
+from ..algebra.layout import (
+    Layout,
+    check_shape,
+    normalize_outputs,
+    placeholder,
+    positional_arity,
+    positive_int,
+    reshape_mapping,
+)
+from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
 from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
@@ -54,22 +64,25 @@ class Fragment(Layout):
     """
 
     __slots__ = ("_thread", "_replicate", "_thread_range")
+    _thread: Expr
+    _replicate: int
+    _thread_range: tuple[int, int] | None
 
     def __init__(
         self,
         input_shape: Sequence[int] | int,
-        forward_fn: Callable | None = None,
-        forward_thread_fn: Callable | Expr | None = None,
+        forward_fn: Callable[..., object] | None = None,
+        forward_thread_fn: Callable[..., object] | Expr | None = None,
         replicate: int = 1,
-        forward_index_fn: Callable | Sequence | None = None,
+        forward_index_fn: Callable[..., object] | Sequence[object] | None = None,
         *,
         thread_range: tuple[int, int] | None = None,
-    ):
+    ) -> None:
         shape = check_shape(input_shape, "Fragment input shape")
         replicate = positive_int(replicate, "replicate")
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
-        index = None
+        index: tuple[Expr, ...] | None = None
         if forward_fn is not None:
             result = _call(forward_fn, variables, rep, "Fragment forward_fn")
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
@@ -90,7 +103,8 @@ class Fragment(Layout):
                 index = normalize_outputs(forward_index_fn, "Fragment forward index")
         self._init_fragment(shape, thread, replicate, index, thread_range)
 
-    def _init_fragment(self, shape, thread: Expr, replicate: int, index, thread_range) -> None:
+    def _init_fragment(self, shape: tuple[int, ...], thread: Expr, replicate: int, index: Sequence[Expr] | None,
+                       thread_range: object) -> None:
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
         used = free_vars(thread)
@@ -114,7 +128,10 @@ class Fragment(Layout):
         object.__setattr__(self, "_thread_range", _check_range(thread_range))
 
     @classmethod
-    def from_exprs(cls, input_shape, index, thread=None, replicate=1, thread_range=None) -> Fragment:  # type: ignore[override]
+    def from_exprs(
+        cls, input_shape: Sequence[int], index: Sequence[Expr | int] | None, thread: Expr | int | None = None,
+        replicate: int = 1, thread_range: tuple[int, int] | None = None,
+    ) -> Fragment:
         """Build from expressions over the placeholders ``_i, _j, ...`` and ``_rep``."""
         if thread is None:
             raise ExprError("Fragment.from_exprs needs a thread expression")
@@ -123,8 +140,8 @@ class Fragment(Layout):
                            None if index is None else tuple(as_expr(e) for e in index), thread_range)
         return obj
 
-    def _rebuild(self, **changes) -> Fragment:
-        args = dict(input_shape=self.input_shape, index=self.forward_index, thread=self._thread,
+    def _rebuild(self, **changes: Any) -> Fragment:
+        args: dict[str, Any] = dict(input_shape=self.input_shape, index=self.forward_index, thread=self._thread,
                     replicate=self._replicate, thread_range=self._thread_range)
         args.update(changes)
         return Fragment.from_exprs(**args)
@@ -186,7 +203,7 @@ class Fragment(Layout):
         return obj
 
     # ---- evaluation ---------------------------------------------------------------------------
-    def map_forward_thread(self, coord: Sequence[int | Expr], rep: int | Expr = 0):
+    def map_forward_thread(self, coord: Sequence[int | Expr], rep: int | Expr = 0) -> int | Expr:
         """Thread of replica ``rep`` of ``coord`` (ints in, int out; expressions in, expression out)."""
         coord = tuple(coord)
         if len(coord) != len(self.input_shape):
@@ -197,7 +214,7 @@ class Fragment(Layout):
         mapping[self.rep_var] = as_expr(rep)
         return substitute(self._thread, mapping)
 
-    def apply_thread(self, coords, rep: int | None = 0) -> np.ndarray:
+    def apply_thread(self, coords: ArrayLike, rep: int | None = 0) -> NDArray[np.int64]:
         """Threads of an int array of coordinates ``[..., n]`` -> ``[...]`` for one replica, or
         ``[R, ...]`` for every replica when ``rep is None``.
 
@@ -222,7 +239,7 @@ class Fragment(Layout):
             raise ShapeError(f"replica {rep!r} is outside [0, {self._replicate}) of {self.describe()}")
         return int(rep)
 
-    def thread_table(self) -> np.ndarray:
+    def thread_table(self) -> NDArray[np.int64]:
         """Threads of every replica of every coordinate: shape ``(replicate,) + input_shape``."""
         hit = self._cache.get("thread_table")
         if hit is None:
@@ -235,12 +252,14 @@ class Fragment(Layout):
             self._cache["thread_table"] = hit
         return hit
 
-    def index_table(self) -> np.ndarray:
+    def index_table(self) -> NDArray[np.intp]:
         """Register index (row-major over ``output_shape``) of every coordinate."""
         return self.linear_table()
 
     # ---- algebra --------------------------------------------------------------------------------
-    def repeat(self, repeats: Sequence[int], repeat_on_thread: bool = False, lower_dim_first: bool = True):  # type: ignore[override]
+    def repeat(  # type: ignore[override]  # TileLang's Fragment.repeat takes per-dim repeats
+        self, repeats: Sequence[int], repeat_on_thread: bool = False, lower_dim_first: bool = True
+    ) -> Fragment:
         """Tile the fragment ``repeats[d]`` times along each dim.
 
         Each coordinate is taken modulo the old shape; the repeat number ``ri`` is the mixed-radix
@@ -338,7 +357,7 @@ class Fragment(Layout):
             return self
         return self._rebuild(thread=thread, replicate=new_r)
 
-    def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:  # type: ignore[override]
+    def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:
         """Reshape both the index and the thread map (row-major flattening on both sides)."""
         if rescale_num != rescale_den:
             raise ShapeError("Fragment.reshape does not change element widths; reshape a plain Layout for that")
@@ -350,7 +369,7 @@ class Fragment(Layout):
         return Fragment.from_exprs(new_shape, index, substitute(self._thread, mapping), self._replicate,
                                      self._thread_range)
 
-    def expand(self, leading_shape: Sequence[int]) -> Fragment:  # type: ignore[override]
+    def expand(self, leading_shape: Sequence[int]) -> Fragment:
         """Prepend dims that pass through as leading index outputs.  Unlike TileLang (whose
         ``Fragment.expand`` returns a plain Layout and drops the thread map), the thread map is
         kept: the new leading dims stay in the same thread."""
@@ -369,6 +388,23 @@ class Fragment(Layout):
         rep_dim = placeholder(n, self._replicate)
         thread = substitute(self._thread, {self.rep_var: rep_dim})
         return Layout.from_exprs(self.input_shape + (self._replicate,), self.forward_index + (thread,)).inverse()
+
+    def to_linear(self, lanes: int = 32) -> F2Linear | None:
+        """Triton's distributed view ``(register, lane, warp) -> (dim0, dim1, ...)`` (see
+        :mod:`layoutkit.fragment.linear`), or None when it does not exist.  The index map alone, as
+        for a plain Layout, is ``Layout.to_linear(F)``."""
+        from .linear import fragment_to_linear
+
+        return fragment_to_linear(self, lanes)
+
+    @classmethod
+    def from_linear(  # type: ignore[override]  # slot view in, Fragment out
+        cls, view: F2Linear, input_shape: Sequence[int] | None = None
+    ) -> Fragment:
+        """The fragment of a Triton distributed layout (in dims ``register``, ``lane``, ``warp``)."""
+        from .linear import fragment_from_linear
+
+        return fragment_from_linear(view, None if input_shape is None else tuple(input_shape))
 
     def is_fully_replicated(self) -> bool:
         """True when every thread in ``[0, thread_extent)`` holds every element."""
@@ -422,7 +458,7 @@ class Fragment(Layout):
         a, b = order[dup[0]], order[dup[0] + 1]
         n = threads.shape[1]
 
-        def where(k):
+        def where(k: int) -> tuple[tuple[int, ...], int]:
             r, x = divmod(int(k), n)
             return tuple(int(v) for v in np.unravel_index(x, self.input_shape)), r
 
@@ -431,7 +467,7 @@ class Fragment(Layout):
         return Proof(claim, False, "enumerate", {"collision": ((xa, ra), (xb, rb), slot)})
 
     # ---- registers ------------------------------------------------------------------------------
-    def distribute(self, tile: np.ndarray, fill=0) -> np.ndarray:
+    def distribute(self, tile: ArrayLike, fill: object = 0) -> NDArray[Any]:
         """Per-thread registers ``[thread_extent, local_size]`` holding ``tile`` (every replica)."""
         tile = np.asarray(tile)
         if tile.shape != self.input_shape:
@@ -441,14 +477,15 @@ class Fragment(Layout):
         regs[threads, self.index_table().reshape(1, -1)] = tile.reshape(1, -1)
         return regs
 
-    def collect(self, registers: np.ndarray, rep: int = 0) -> np.ndarray:
+    def collect(self, registers: ArrayLike, rep: int = 0) -> NDArray[Any]:
         """The tile read back from per-thread registers (replica ``rep``)."""
         regs = np.asarray(registers)
         threads = self.thread_table()[self._rep_index(rep)]
-        return regs[threads, self.index_table()]
+        out: NDArray[Any] = regs[threads, self.index_table()]
+        return out
 
     # ---- identity and text ------------------------------------------------------------------------
-    def is_equal(self, other: Layout) -> bool:  # type: ignore[override]
+    def is_equal(self, other: Layout) -> bool:
         """Semantic equality: same input shape, same register index everywhere, and the same set
         of threads for every element.  TileLang's ``Fragment.is_equal`` says True for different
         input shapes and compares text; layoutkit does not copy that."""
@@ -473,7 +510,7 @@ class Fragment(Layout):
     def __hash__(self) -> int:
         return hash((Layout.__hash__(self), self._thread, self._replicate, self._thread_range))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Fragment.from_exprs, (self.input_shape, self.forward_index, self._thread, self._replicate,
                                         self._thread_range))
 
@@ -506,10 +543,10 @@ class Fragment(Layout):
         ])
 
 
-def _call(fn: Callable, variables: tuple[Var, ...], rep: Var, what: str):
+def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what: str) -> object:
     """Call a thread function with the placeholders, plus ``_rep`` when it takes one more."""
     n = len(variables)
-    arity = arity_of(fn)
+    arity = positional_arity(fn)
     if arity is None:
         return fn(*variables)
     lo, hi = arity
@@ -524,13 +561,13 @@ def _call(fn: Callable, variables: tuple[Var, ...], rep: Var, what: str):
     raise ShapeError(f"{what} must take {n} arguments (one per input dim), or {n + 1} with _rep; it takes {lo}..{hi}")
 
 
-def _call_index(fn: Callable, variables: tuple[Var, ...]) -> tuple[Expr, ...]:
+def _call_index(fn: Callable[..., object], variables: tuple[Var, ...]) -> tuple[Expr, ...]:
     from ..algebra.layout import call_index_fn
 
     return call_index_fn(fn, variables, "Fragment forward_index_fn")
 
 
-def _check_range(thread_range) -> tuple[int, int] | None:
+def _check_range(thread_range: Any) -> tuple[int, int] | None:
     if thread_range is None:
         return None
     try:

@@ -18,9 +18,13 @@ first: ``_rep % combine_size`` enumerates the addend lanes a finishing collectiv
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Any
 
-from ..algebra.nodes import Var
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ..algebra.layout import Layout
+from ..algebra.nodes import Expr, Var
 from ..algebra.simplify import add, scale, split_view, substitute
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment
@@ -33,6 +37,7 @@ class PartialFragment(Fragment):
     """A Fragment whose low ``combine_size`` replicas are addends of a reduction."""
 
     __slots__ = ("_combine",)
+    _combine: int
 
     def __init__(self, fragment: Fragment, combine_size: int | None = None):
         if not isinstance(fragment, Fragment):
@@ -58,19 +63,19 @@ class PartialFragment(Fragment):
         return Fragment.from_exprs(self.input_shape, self.forward_index, self.forward_thread, self.replicate_size,
                                    self.thread_range)
 
-    def combine(self, registers: np.ndarray, op: str = "sum") -> np.ndarray:
+    def combine(self, registers: ArrayLike, op: str = "sum") -> NDArray[Any]:
         """The logical tile: reduce the addend lanes of copy group 0 (``op``: sum, max, min, prod)."""
         if op not in _REDUCE:
             raise LayoutError(f"unknown reduction {op!r}; expected one of {sorted(_REDUCE)}")
         regs = np.asarray(registers)
         threads = self.thread_table()
         index = self.index_table()
-        out = regs[threads[0], index]
+        out: NDArray[Any] = regs[threads[0], index]
         for lane in range(1, self._combine):
             out = _REDUCE[op](out, regs[threads[lane], index])
         return out
 
-    def scatter_partials(self, tile: np.ndarray, op: str = "sum") -> np.ndarray:
+    def scatter_partials(self, tile: ArrayLike, op: str = "sum") -> NDArray[Any]:
         """Registers whose combination is ``tile``: lane 0 of every copy group holds the value,
         the other lanes hold the identity of ``op``."""
         tile = np.asarray(tile)
@@ -103,7 +108,7 @@ class PartialFragment(Fragment):
             raise LayoutError(f"the addend lane is mixed with other terms in {self.forward_thread}")
         return sorted(steps, key=lambda s: s[1])
 
-    def is_equal(self, other) -> bool:
+    def is_equal(self, other: Layout) -> bool:
         """A partial never equals a plain Fragment; partials also compare their combine split."""
         return (isinstance(other, PartialFragment) and other.combine_size == self._combine
                 and Fragment.is_equal(self, other))
@@ -114,7 +119,7 @@ class PartialFragment(Fragment):
     def __hash__(self) -> int:
         return hash((Fragment.__hash__(self), self._combine))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (PartialFragment, (self.as_post_collective(), self._combine))
 
     def __str__(self) -> str:
@@ -125,7 +130,7 @@ class PartialFragment(Fragment):
     __repr__ = __str__
 
 
-def _vars(e):
+def _vars(e: Expr) -> tuple[Var, ...]:
     from ..algebra.nodes import free_vars
 
     return free_vars(e)

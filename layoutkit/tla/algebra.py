@@ -29,6 +29,9 @@ _12:_1
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
@@ -63,12 +66,13 @@ def as_layout(x: object, what: str = "layout") -> Layout:
     raise ShapeError(f"{what} must be a tla.Layout or an integer; found {type(x).__name__} {x!r}")
 
 
-def concat(modes: list | tuple) -> Layout:
-    """``make_layout(l0, l1, ...)``: layouts as the modes of one layout."""
+def concat(modes: Sequence[Any]) -> Layout:
+    """``make_layout(l0, l1, ...)``: layouts as the modes of one layout (mode-wise results of the
+    algebra, typed ``object`` where they may also be composed layouts)."""
     return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
-def _wrap(shapes: list, strides: list) -> tuple[object, object]:
+def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
     """One mode as integers, several as tuples (C++ ``unwrap``)."""
     if len(shapes) == 1:
         return shapes[0], strides[0]
@@ -83,7 +87,9 @@ def _min(a: int, b: int) -> int:
 # ---- coalesce and filter ------------------------------------------------------------------------
 
 
-def _bw_coalesce(shapes: tuple, strides: tuple, last_shape: int | None = None) -> tuple[object, object]:
+def _bw_coalesce(
+    shapes: tuple[Any, ...], strides: tuple[Any, ...], last_shape: int | None = None
+) -> tuple[object, object]:
     """C++ ``bw_coalesce`` over flat modes, from the last mode to the first: skip size-1 modes,
     replace a leading size-1, merge ``s:d`` into a front ``s':s*d``, else prepend."""
     out_s = [shapes[-1] if last_shape is None else last_shape]
@@ -135,7 +141,7 @@ def coalesced_shape(L: Layout) -> object:
     return _bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
 
 
-def _coalesce_x(L: Layout) -> tuple[tuple, tuple]:
+def _coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """C++ ``detail::coalesce_x``: like coalesce but a trailing size-1 mode keeps its stride (as a
     dummy size 2), so the function outside the domain -- the unbounded last mode -- is preserved."""
     shapes, strides = leaves(L.shape), leaves(L.stride)
@@ -155,9 +161,9 @@ def filter_zeros(layout: Layout) -> Layout:
     return Layout._make(shape, L.stride)
 
 
-def _map2(a: object, b: object, fn) -> object:
+def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
     if type(a) is tuple:
-        return tuple(_map2(x, y, fn) for x, y in zip(a, b))
+        return tuple(_map2(x, y, fn) for x, y in zip(a, cast("tuple[object, ...]", b)))
     return fn(a, b)
 
 
@@ -197,18 +203,18 @@ class _Composer:
     def __init__(self, A: Layout, B: Layout):
         self.A, self.B = A, B
         self.shapes, self.strides = _coalesce_x(A)
-        self.usage: dict[int, list[tuple[tuple, object, object, int]]] = {}
+        self.usage: dict[int, list[tuple[tuple[int, ...], object, object, int]]] = {}
 
     def flat_a(self) -> str:
         return f"{_wrap_str(self.shapes)}:{_wrap_str(self.strides)}"
 
-    def tree(self, s: object, d: object, path: tuple) -> tuple[object, object]:
+    def tree(self, s: object, d: object, path: tuple[int, ...]) -> tuple[object, object]:
         if type(s) is tuple:
-            parts = [self.tree(si, di, path + (k,)) for k, (si, di) in enumerate(zip(s, d))]
+            parts = [self.tree(si, di, path + (k,)) for k, (si, di) in enumerate(zip(s, cast("tuple[object, ...]", d)))]
             return tuple(p[0] for p in parts), tuple(p[1] for p in parts)
-        return self.leaf(s, d, path)
+        return self.leaf(cast(int, s), cast(int, d), path)
 
-    def leaf(self, s: int, d: int, path: tuple) -> tuple[object, object]:
+    def leaf(self, s: int, d: int, path: tuple[int, ...]) -> tuple[object, object]:
         if d == 0:
             return s, d
         if d < 0:
@@ -219,8 +225,8 @@ class _Composer:
         shapes, strides = self.shapes, self.strides
         if len(shapes) == 1:
             return s, d * strides[0]
-        out_s: list = []
-        out_d: list = []
+        out_s: list[Any] = []
+        out_d: list[Any] = []
         rest_s, rest_d = s, d
         for k in range(len(shapes) - 1):
             a, x = shapes[k], strides[k]
@@ -261,17 +267,17 @@ class _Composer:
             out_d.append(rest_d * strides[-1])
         return _wrap(out_s, out_d)
 
-    def use(self, k: int, path: tuple, s: object, d: object, top: int) -> None:
+    def use(self, k: int, path: tuple[int, ...], s: object, d: object, top: int) -> None:
         self.usage.setdefault(k, []).append((path, s, d, int(top)))
 
-    def straddle(self, path: tuple, s: object, d: object, k: int, why: str) -> None:
+    def straddle(self, path: tuple[int, ...], s: object, d: object, k: int, why: str) -> None:
         raise ShapeError(
             f"composition {self.A} o {self.B}: mode {path} = {to_str(s)}:{to_str(d)} of B steps across the boundary of "
             f"mode {k} ({to_str(self.shapes[k])}:{to_str(self.strides[k])}) of A coalesced to {self.flat_a()}: {why}. "
             "No layout of B's shape represents A(B(i)) (C++ CuTe refuses this or returns a layout that is not A o B)"
         )
 
-    def carries(self) -> list[tuple[int, list]]:
+    def carries(self) -> list[tuple[int, list[tuple[tuple[int, ...], object, object, int]]]]:
         """A-modes whose digits, summed over the B-leaves that use them, can overflow."""
         bad = []
         for k, uses in self.usage.items():
@@ -280,7 +286,7 @@ class _Composer:
         return bad
 
 
-def _wrap_str(items: tuple) -> str:
+def _wrap_str(items: tuple[object, ...]) -> str:
     return to_str(items[0]) if len(items) == 1 else to_str(items)
 
 
@@ -326,7 +332,10 @@ def composition(a: object, b: object) -> object:
     return result
 
 
-def _check_carries(A: Layout, B: Layout, R: Layout, bad: list, composer: _Composer) -> None:
+def _check_carries(
+    A: Layout, B: Layout, R: Layout, bad: list[tuple[int, list[tuple[tuple[int, ...], object, object, int]]]],
+    composer: _Composer,
+) -> None:
     k, uses = bad[0]
     modes = ", ".join(f"{u[0]} = {to_str(u[1])}:{to_str(u[2])} (digits up to {u[3]})" for u in uses)
     where = (
@@ -409,8 +418,8 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     if min(strides) < 0:
         raise UnsupportedError(f"complement of {L}: negative strides are not supported")
     order = sorted(range(len(strides)), key=strides.__getitem__)
-    res_s: list = []
-    res_d: list = [Int(1)]
+    res_s: list[Any] = []
+    res_d: list[Any] = [Int(1)]
     for n, i in enumerate(order):
         s, d = shapes[i], strides[i]
         covered = res_d[-1]
@@ -438,7 +447,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
 # ---- inverses ------------------------------------------------------------------------------------
 
 
-def _exchange_order(keys: tuple) -> list[int]:
+def _exchange_order(keys: tuple[Any, ...]) -> list[int]:
     """Indices ordered by key with C++ CuTe's ``detail::SortByKey`` (an exchange sort, which is
     not stable: among equal strides the tie order matters for non-injective layouts).
 
@@ -454,14 +463,14 @@ def _exchange_order(keys: tuple) -> list[int]:
     return [i for _, i in pairs]
 
 
-def _prefix(shapes: tuple) -> list:
+def _prefix(shapes: tuple[Any, ...]) -> list[Any]:
     out = [Int(1)]
     for s in shapes:
         out.append(out[-1] * s)
     return out
 
 
-def _invert_parts(layout, inverse):
+def _invert_parts(layout: Swizzle | ComposedLayout | None, inverse: Callable[[object], object]) -> object:
     """``inverse`` of the non-plain layouts both C++ inverses accept: ``None`` stays ``None``, a swizzle
     is its own inverse, a composed layout (offset 0) inverts each of its parts."""
     if layout is None or isinstance(layout, Swizzle):
@@ -485,11 +494,11 @@ def right_inverse(layout: object) -> object:
     if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
         return _invert_parts(layout, right_inverse)
     L = as_layout(layout, "right_inverse: layout")
-    c = coalesce(L)
-    shapes, strides = leaves(c.shape), leaves(c.stride)  # type: ignore[union-attr]
+    c = cast(Layout, coalesce(L))  # a plain layout coalesces to a plain layout
+    shapes, strides = leaves(c.shape), leaves(c.stride)
     pre = _prefix(shapes)
-    res_s: list = [Int(1)]
-    res_d: list = [Int(0)]
+    res_s: list[Any] = [Int(1)]
+    res_d: list[Any] = [Int(0)]
     curr: int = Int(1)
     for i in _exchange_order(strides):
         if strides[i] == curr:
@@ -514,14 +523,14 @@ def left_inverse(layout: object) -> object:
     if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
         return _invert_parts(layout, left_inverse)
     L = as_layout(layout, "left_inverse: layout")
-    c = coalesce(L)
-    shapes, strides = leaves(c.shape), leaves(c.stride)  # type: ignore[union-attr]
+    c = cast(Layout, coalesce(L))  # a plain layout coalesces to a plain layout
+    shapes, strides = leaves(c.shape), leaves(c.stride)
     if any(d < 0 for d in strides):
         raise UnsupportedError(f"left_inverse of {L}: negative strides are not supported")
     pre = _prefix(shapes)
     order = _exchange_order(strides)
-    res_s: list = []
-    res_d: list = [Int(0)]
+    res_s: list[Any] = []
+    res_d: list[Any] = [Int(0)]
     for i in order:
         d = strides[i]
         if d == 0:
@@ -541,7 +550,7 @@ def left_inverse(layout: object) -> object:
     return result
 
 
-def _disjoint_modes(shapes: tuple, strides: tuple, order: list) -> bool:
+def _disjoint_modes(shapes: tuple[Any, ...], strides: tuple[Any, ...], order: list[int]) -> bool:
     """Stride-sorted nonzero modes each start at or past the extent the smaller ones cover and
     at a multiple of it: the layout is injective on them and the left inverse is exact."""
     covered = 1
@@ -596,8 +605,8 @@ def max_common_vector(a: Layout, b: Layout) -> int:
     >>> max_common_vector(Layout((4, 8), (1, 4)), Layout((4, 8), (1, 8)))
     4
     """
-    common = coalesce(composition(as_layout(a), right_inverse(as_layout(b))))
-    shapes, strides = leaves(common.shape), leaves(common.stride)  # type: ignore[union-attr]
+    common = cast(Layout, coalesce(composition(as_layout(a), right_inverse(as_layout(b)))))
+    shapes, strides = leaves(common.shape), leaves(common.stride)
     return shapes[0] if strides[0] == 1 else Int(1)
 
 

@@ -15,12 +15,18 @@ layout accepts coordinates of its parent.  Leaves may be Python ints, numpy inte
 from __future__ import annotations
 
 import numbers
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
 from ..algebra.nodes import Expr
 from ..errors import CoordinateError, ShapeError
 from .int_tuple import Int, compact_col_major, congruent, leaves, to_str
+
+Coord: TypeAlias = Any
+"""A coordinate or index: an int, an integer numpy array or an index expression, or a nested tuple of
+them.  Its arithmetic is whatever the leaves' is (numpy broadcasting, expression building), so it is
+not narrowed further."""
 
 
 def _leaf_ok(c: object) -> bool:
@@ -33,17 +39,17 @@ def _leaf_ok(c: object) -> bool:
     return isinstance(c, Expr)
 
 
-def check_coord(coord: object, what: str = "coordinate") -> object:
+def check_coord(coord: object, what: str = "coordinate") -> Coord:
     """Normalise a coordinate (lists -> tuples, numpy scalars -> int) and reject negative or
     non-integer leaves with a :class:`CoordinateError` naming the leaf."""
     return _check(coord, coord, (), what)
 
 
-def _check(c: object, whole: object, path: tuple, what: str) -> object:
+def _check(c: Any, whole: object, path: tuple[int, ...], what: str) -> Coord:
     t = type(c)
     if t is int or t is Int:
-        if c < 0:  # type: ignore[operator]
-            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")  # type: ignore[call-overload]
+        if c < 0:
+            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
         return c
     if isinstance(c, (tuple, list)):
         return tuple(_check(v, whole, path + (k,), what) for k, v in enumerate(c))
@@ -57,7 +63,7 @@ def _check(c: object, whole: object, path: tuple, what: str) -> object:
     if isinstance(c, numbers.Integral):
         if c < 0:
             raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
-        return c if type(c) is Int else int(c)
+        return c if isinstance(c, Int) else int(c)
     if isinstance(c, np.ndarray) and c.size and int(c.min()) < 0:
         raise CoordinateError(f"{what} {_show(whole)}: leaf {path} holds a negative value ({int(c.min())})")
     return c
@@ -71,11 +77,12 @@ def _show(x: object) -> str:
     return str(x)
 
 
-def _iprod(x: object) -> int:
+def _iprod(x: Any) -> int:
     """Product of a mode, static when every leaf is (cheaper than ``product``'s Int arithmetic)."""
     if type(x) is not tuple:
-        return x  # type: ignore[return-value]
-    p, static = 1, True
+        return cast(int, x)
+    p: int = 1
+    static = True
     for v in leaves(x):
         p *= v
         static = static and type(v) is Int
@@ -83,12 +90,12 @@ def _iprod(x: object) -> int:
 
 
 class _Mismatch(Exception):
-    def __init__(self, path: tuple, message: str):
+    def __init__(self, path: tuple[int, ...], message: str):
         super().__init__(message)
         self.path = path
 
 
-def crd2idx(coord: object, shape: object, stride: object = None) -> object:
+def crd2idx(coord: object, shape: object, stride: object = None) -> Coord:
     """Index of ``coord`` in the layout ``shape:stride`` (``stride`` defaults to compact
     column-major, giving the colexicographic 1-D index).
 
@@ -112,7 +119,7 @@ def crd2idx(coord: object, shape: object, stride: object = None) -> object:
         ) from None
 
 
-def crd2offset(coord: object, shape: object, stride: object) -> object:
+def crd2offset(coord: object, shape: object, stride: object) -> Coord:
     """TLA ``crd2offset(coord, shape, stride)``: the memory offset of a logical coordinate.
 
     Same map as :func:`crd2idx` with an explicit stride.
@@ -123,14 +130,14 @@ def crd2offset(coord: object, shape: object, stride: object) -> object:
     return crd2idx(coord, shape, stride)
 
 
-def _crd2idx(c: object, s: object, d: object, path: tuple) -> object:
+def _crd2idx(c: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
     if type(c) is tuple:
         if type(s) is not tuple:
             raise _Mismatch(path, f"the coordinate is a tuple of rank {len(c)} but the shape is the integer "
                                   f"{to_str(s)}")
         if len(c) != len(s):
             raise _Mismatch(path, f"the coordinate has rank {len(c)} but the shape has rank {len(s)}")
-        total: object = Int(0)
+        total: Any = Int(0)
         for k, (ci, si, di) in enumerate(zip(c, s, d)):
             total = total + _crd2idx(ci, si, di, path + (k,))
         return total
@@ -139,13 +146,13 @@ def _crd2idx(c: object, s: object, d: object, path: tuple) -> object:
         last = len(s) - 1
         for k in range(last):
             p = _iprod(s[k])
-            total = total + _crd2idx(c % p, s[k], d[k], path + (k,))  # type: ignore[operator]
-            c = c // p  # type: ignore[operator]
+            total = total + _crd2idx(c % p, s[k], d[k], path + (k,))
+            c = c // p
         return total + _crd2idx(c, s[last], d[last], path + (last,))
-    return c * d  # type: ignore[operator]
+    return c * d
 
 
-def idx2crd(idx: object, shape: object, stride: object = None) -> object:
+def idx2crd(idx: object, shape: object, stride: object = None) -> Coord:
     """Split ``idx`` into a coordinate congruent to ``shape``.
 
     Without ``stride`` (C++ ``idx2crd(i, s)``): an integer is split colexicographically with the
@@ -169,7 +176,7 @@ def idx2crd(idx: object, shape: object, stride: object = None) -> object:
         ) from None
 
 
-def _idx2crd(i: object, s: object, path: tuple) -> object:
+def _idx2crd(i: Any, s: Any, path: tuple[int, ...]) -> Any:
     if type(i) is tuple:
         if type(s) is not tuple or len(i) != len(s):
             raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
@@ -180,14 +187,14 @@ def _idx2crd(i: object, s: object, path: tuple) -> object:
         last = len(s) - 1
         for k in range(last):
             p = _iprod(s[k])
-            out.append(_idx2crd(i % p, s[k], path + (k,)))  # type: ignore[operator]
-            i = i // p  # type: ignore[operator]
+            out.append(_idx2crd(i % p, s[k], path + (k,)))
+            i = i // p
         out.append(_idx2crd(i, s[last], path + (last,)))
         return tuple(out)
     return i
 
 
-def _idx2crd_strided(i: object, s: object, d: object, path: tuple) -> object:
+def _idx2crd_strided(i: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
     if type(i) is tuple:
         if type(s) is not tuple or len(i) != len(s):
             raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
@@ -197,10 +204,10 @@ def _idx2crd_strided(i: object, s: object, d: object, path: tuple) -> object:
         return tuple(_idx2crd_strided(i, sk, dk, path + (k,)) for k, (sk, dk) in enumerate(zip(s, d)))
     if s == 1:
         return Int(0)
-    return (i // d) % s  # type: ignore[operator]
+    return (i // d) % s
 
 
-def crd2crd(coord: object, src_shape: object, dst_shape: object) -> object:
+def crd2crd(coord: object, src_shape: object, dst_shape: object) -> Coord:
     """Re-express a coordinate of ``src_shape`` as a coordinate of ``dst_shape`` through the
     colexicographic 1-D index (mode by mode where all three are tuples of one rank).
 

@@ -20,14 +20,18 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from typing import Any, TypeAlias, TypeGuard, cast, overload
 
 from ..errors import ShapeError
 
+IntTuple: TypeAlias = "int | tuple[IntTuple, ...]"
+"""An integer or a (nested) tuple of IntTuples (leaves may be static :class:`Int`)."""
 
-def _static_binary(name: str) -> Callable:
+
+def _static_binary(name: str) -> Callable[..., Any]:
     base = getattr(int, name)
 
-    def op(self, other):
+    def op(self: int, other: object) -> object:
         result = base(self, other)
         if type(other) is Int and result is not NotImplemented:
             return int.__new__(Int, result)
@@ -38,10 +42,10 @@ def _static_binary(name: str) -> Callable:
     return op
 
 
-def _static_unary(name: str) -> Callable:
+def _static_unary(name: str) -> Callable[..., Any]:
     base = getattr(int, name)
 
-    def op(self):
+    def op(self: int) -> Int:
         return int.__new__(Int, base(self))
 
     op.__name__ = name
@@ -71,7 +75,7 @@ class Int(int):
 
     __str__ = __repr__
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Int, (int(self),))
 
     __add__ = _static_binary("__add__")
@@ -109,7 +113,7 @@ def static(value: int) -> Int:
 # ---- predicates --------------------------------------------------------------------------------
 
 
-def is_int(x: object) -> bool:
+def is_int(x: object) -> TypeGuard[int]:
     """An integer leaf (static or dynamic; not a bool).
 
     >>> is_int(3), is_int(Int(3)), is_int((3,)), is_int(True)
@@ -144,7 +148,7 @@ def is_static(x: object) -> bool:
 # ---- validation -----------------------------------------------------------------------------------
 
 
-def as_int_tuple(x: object, what: str = "IntTuple", minimum: int | None = None) -> int | tuple:
+def as_int_tuple(x: object, what: str = "IntTuple", minimum: int | None = None) -> IntTuple:
     """Validate and normalise an IntTuple: lists become tuples, numpy integers become ints
     (static :class:`Int` leaves stay static).  ``minimum`` bounds every leaf from below.
 
@@ -158,7 +162,7 @@ def as_int_tuple(x: object, what: str = "IntTuple", minimum: int | None = None) 
     return _normalise(x, what, minimum, x, ())
 
 
-def _normalise(x: object, what: str, minimum: int | None, whole: object, path: tuple) -> int | tuple:
+def _normalise(x: object, what: str, minimum: int | None, whole: object, path: tuple[int, ...]) -> IntTuple:
     t = type(x)
     if (t is int or t is Int) and (minimum is None or x >= minimum):  # type: ignore[operator]
         return x  # type: ignore[return-value]
@@ -169,7 +173,7 @@ def _normalise(x: object, what: str, minimum: int | None, whole: object, path: t
             f"{what} must be an integer or a tuple of IntTuples; found {_text(whole)} "
             f"(leaf {path} is {type(x).__name__} {x!r})"
         )
-    value = x if type(x) is Int else int(x)  # type: ignore[arg-type]
+    value = x if type(x) is Int else int(x)
     if minimum is not None and value < minimum:
         raise ShapeError(f"{what} must have integer leaves >= {minimum}; found {_text(whole)} (leaf {path} is {value})")
     return value
@@ -263,7 +267,7 @@ def product(x: object) -> int:
 size = product
 
 
-def product_each(x: object) -> tuple:
+def product_each(x: object) -> tuple[int, ...]:
     """The product of each top-level mode (an integer counts as one mode).
 
     >>> product_each(((16, 7), (16, 7))), product_each(8)
@@ -271,7 +275,7 @@ def product_each(x: object) -> tuple:
     """
     if type(x) is tuple:
         return tuple(product(v) for v in x)
-    return (x,)
+    return (cast(int, x),)
 
 
 def flatten(x: object) -> object:
@@ -285,14 +289,14 @@ def flatten(x: object) -> object:
     return x
 
 
-def leaves(x: object) -> tuple:
+def leaves(x: object) -> tuple[Any, ...]:
     """Leaves in order, always as a tuple.
 
     >>> leaves(6), leaves((1, (2, 3)))
     ((6,), (1, 2, 3))
     """
     if type(x) is tuple:
-        out: list = []
+        out: list[Any] = []  # the leaves of shapes are ints; of coordinates also arrays or Exprs
         for v in x:
             if type(v) is tuple:
                 out.extend(leaves(v))
@@ -302,7 +306,7 @@ def leaves(x: object) -> tuple:
     return (x,)
 
 
-def unflatten(flat: tuple, profile: object) -> object:
+def unflatten(flat: tuple[object, ...], profile: object) -> object:
     """Fold a flat tuple back into the nesting of ``profile`` (same number of leaves).
 
     >>> unflatten((1, 2, 3), ((0, 0), 0))
@@ -373,6 +377,10 @@ def compatible(a: object, b: object) -> bool:
 # ---- arithmetic on shapes --------------------------------------------------------------------------
 
 
+@overload
+def ceil_div(a: int, b: int) -> int: ...
+@overload
+def ceil_div(a: object, b: object) -> object: ...
 def ceil_div(a: object, b: object) -> object:
     """C++ ``ceil_div``: int/int rounds up; tuple/int folds ``b`` across the modes of ``a``;
     tuple/tuple works mode by mode (missing modes of ``b`` are 1); int/tuple divides by ``product(b)``.
@@ -392,7 +400,7 @@ def ceil_div(a: object, b: object) -> object:
         return tuple(out)
     if type(b) is tuple:
         return ceil_div(a, product(b))
-    return (a + b - Int(1)) // b  # type: ignore[operator]
+    return (cast(int, a) + cast(int, b) - Int(1)) // cast(int, b)
 
 
 def round_up(a: int, b: int) -> int:
@@ -401,7 +409,7 @@ def round_up(a: int, b: int) -> int:
     >>> round_up(100, 16)
     112
     """
-    return ceil_div(a, b) * b  # type: ignore[operator]
+    return ceil_div(a, b) * b
 
 
 def compact_col_major(shape: object, current: int = Int(1)) -> object:
@@ -443,11 +451,14 @@ def inner_product(a: object, b: object) -> int:
     32
     """
     if type(a) is tuple:
-        return sum((inner_product(x, y) for x, y in zip(a, b)), Int(0))  # type: ignore[arg-type]
-    return a * b  # type: ignore[operator]
+        total: int = Int(0)
+        for x, y in zip(a, cast("tuple[object, ...]", b)):
+            total = total + inner_product(x, y)
+        return total
+    return cast(int, a) * cast(int, b)
 
 
-def transform_leaf(x: object, fn: Callable) -> object:
+def transform_leaf(x: object, fn: Callable[[Any], object]) -> object:
     """Apply ``fn`` to every leaf, keeping the nesting.
 
     >>> transform_leaf((1, (2, 3)), lambda v: v * 10)
@@ -479,7 +490,7 @@ def make_dynamic(x: object) -> object:
 # ---- construction ---------------------------------------------------------------------------------
 
 
-def make_int_tuple(*items: object) -> tuple:
+def make_int_tuple(*items: object) -> tuple[IntTuple, ...]:
     """A tuple of the given IntTuples (validated; lists become tuples).
 
     >>> make_int_tuple(2, (3, 4))
@@ -488,7 +499,7 @@ def make_int_tuple(*items: object) -> tuple:
     return as_int_tuple(items, "IntTuple")  # type: ignore[return-value]
 
 
-def make_shape(*items: object) -> tuple:
+def make_shape(*items: object) -> tuple[IntTuple, ...]:
     """``MakeShape(...)``: a tuple shape (leaves >= 0: origin shapes of tiles past the end are 0).
 
     >>> make_shape(make_shape(16, 2), make_shape(16, 3))
@@ -497,7 +508,7 @@ def make_shape(*items: object) -> tuple:
     return as_int_tuple(items, "shape", minimum=0)  # type: ignore[return-value]
 
 
-def make_stride(*items: object) -> tuple:
+def make_stride(*items: object) -> tuple[IntTuple, ...]:
     """``MakeStride(...)``: a tuple stride (any integers).
 
     >>> make_stride(Int(12), Int(1))
@@ -506,7 +517,7 @@ def make_stride(*items: object) -> tuple:
     return as_int_tuple(items, "stride")  # type: ignore[return-value]
 
 
-def make_coord(*items: object) -> tuple:
+def make_coord(*items: object) -> tuple[IntTuple, ...]:
     """``MakeCoord(...)``: a tuple coordinate (leaves >= 0).
 
     >>> make_coord(1, 5)

@@ -22,8 +22,10 @@ Layout((8, 12) -> (96,), (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from numpy.typing import NDArray
 
 from ..errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
 from .coord import _crd2idx, _Mismatch, _show, check_coord
@@ -42,6 +44,9 @@ from .int_tuple import (
     to_str,
 )
 
+if TYPE_CHECKING:
+    from ..algebra.layout import Layout as LkLayout
+
 
 class Layout:
     """An immutable, hashable ``shape:stride`` layout with a CATLASS ``origin_shape``.
@@ -55,8 +60,12 @@ class Layout:
     """
 
     __slots__ = ("_tla_shape", "_stride", "_origin", "_hash")
+    _tla_shape: object  # an IntTuple
+    _stride: object  # an IntTuple congruent to the shape
+    _origin: tuple[int, ...] | None
+    _hash: int | None
 
-    def __init__(self, shape: object, stride: object = None, origin_shape: object = None):
+    def __init__(self, shape: object, stride: object = None, origin_shape: object = None) -> None:
         shape = as_int_tuple(shape, "Layout shape", minimum=1)
         if stride is None:
             stride = compact_col_major(shape)
@@ -73,7 +82,7 @@ class Layout:
         self._hash = None
 
     @classmethod
-    def _make(cls, shape: object, stride: object, origin: tuple | None = None) -> Layout:
+    def _make(cls, shape: object, stride: object, origin: tuple[int, ...] | None = None) -> Layout:
         """Trusted constructor for results of the algebra (no validation).
 
         Layouts are immutable: ``shape``, ``stride`` and ``origin_shape`` are read-only properties
@@ -95,7 +104,7 @@ class Layout:
         return self._stride
 
     @property
-    def origin_shape(self) -> tuple:
+    def origin_shape(self) -> tuple[int, ...]:
         """Logical extent of each top-level mode (CATLASS ``originShape``)."""
         if self._origin is None:
             return tuple(int(v) for v in product_each(self._tla_shape))
@@ -113,7 +122,7 @@ class Layout:
     @property
     def size(self) -> int:
         """Number of coordinates (``size(shape)``)."""
-        return product(self._tla_shape)  # type: ignore[return-value]
+        return product(self._tla_shape)
 
     @property
     def cosize(self) -> int:
@@ -131,7 +140,7 @@ class Layout:
         """
         s, d = self._tla_shape, self._stride
         if len(index) == 1 and type(s) is tuple and type(index[0]) is int and -len(s) <= index[0] < len(s):
-            return Layout._make(s[index[0]], d[index[0]])
+            return Layout._make(s[index[0]], cast("tuple[object, ...]", d)[index[0]])
         return Layout._make(get(s, *index), get(d, *index))
 
     def __getitem__(self, index: int) -> Layout:
@@ -164,12 +173,13 @@ class Layout:
             ) from None
         return int(value) if is_int(value) else value
 
-    def table(self) -> np.ndarray:
+    def table(self) -> NDArray[np.int64]:
         """``layout(i)`` for every colexicographic index ``i < size`` (int64 array)."""
         out = _crd2idx(np.arange(self.size, dtype=np.int64), self._tla_shape, self._stride, ())
-        return np.broadcast_to(np.asarray(out, dtype=np.int64), (self.size,)).copy()
+        flat: NDArray[np.int64] = np.broadcast_to(np.asarray(out, dtype=np.int64), (self.size,)).copy()
+        return flat
 
-    def offset_table(self) -> np.ndarray:
+    def offset_table(self) -> NDArray[np.int64]:
         """Offsets over the logical ``origin_shape``: ``out[i, j, ...] = layout((i, j, ...))``
         (one coordinate per top-level mode; numpy indexing)."""
         origin = self.origin_shape
@@ -179,13 +189,14 @@ class Layout:
             for d, e in enumerate(origin)
         )
         total = _crd2idx(coords, modes[0], modes[1], ())
-        return np.broadcast_to(np.asarray(total, dtype=np.int64), origin).copy()
+        table: NDArray[np.int64] = np.broadcast_to(np.asarray(total, dtype=np.int64), origin).copy()
+        return table
 
-    def _modes(self) -> tuple[tuple, tuple]:
+    def _modes(self) -> tuple[tuple[object, ...], tuple[object, ...]]:
         s, d = self._tla_shape, self._stride
-        return (s, d) if type(s) is tuple else ((s,), (d,))
+        return (s, cast("tuple[object, ...]", d)) if type(s) is tuple else ((s,), (d,))
 
-    def to_layout(self):
+    def to_layout(self) -> LkLayout:
         """An ``lk.Layout`` over the logical ``origin_shape`` with one output, the offset, built
         from index expressions (symbolic, printable, provable).
 
@@ -214,7 +225,7 @@ class Layout:
         return composition(self, other)
 
     # ---- identity, printing ---------------------------------------------------------------------
-    def _key(self) -> tuple:
+    def _key(self) -> tuple[object, ...]:
         return (self._tla_shape, self._stride, self.origin_shape)
 
     def __eq__(self, other: object) -> bool:
@@ -225,13 +236,13 @@ class Layout:
         )
 
     def __hash__(self) -> int:
-        h = self._hash
+        h: int | None = self._hash
         if h is None:
             h = hash(("tla.Layout",) + self._key())
             self._hash = h
         return h
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Layout._make, (self._tla_shape, self._stride, self._origin))
 
     def __str__(self) -> str:
@@ -243,7 +254,7 @@ class Layout:
         return f"{self} (origin {to_str(self._origin)})"
 
 
-def check_origin(origin: object, shape: object) -> tuple:
+def check_origin(origin: object, shape: object) -> tuple[int, ...]:
     """Validate an origin shape: a flat tuple (or an int for rank 1) of non-negative ints, one
     per top-level mode of ``shape``."""
     o = as_int_tuple(origin, "origin_shape", minimum=0)
@@ -255,7 +266,7 @@ def check_origin(origin: object, shape: object) -> tuple:
             f"origin_shape must be a flat tuple with one extent per top-level mode of {to_str(shape)} "
             f"(rank {r}); found {to_str(o)}"
         )
-    return tuple(int(v) for v in o)
+    return tuple(int(cast(int, v)) for v in o)
 
 
 def is_layout(x: object) -> bool:
@@ -278,7 +289,8 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
     if args and all(isinstance(a, Layout) for a in args):
         if origin_shape is not None:
             raise ShapeError("make_layout of layouts takes no origin_shape")
-        return Layout._make(tuple(a.shape for a in args), tuple(a.stride for a in args))
+        layouts = cast("tuple[Layout, ...]", args)
+        return Layout._make(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
     if len(args) == 1:
         shape = args[0]
         if is_int(shape):
@@ -321,7 +333,8 @@ def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout
             f"get_tile_layout: coord must be a flat tuple of rank {len(tile)} like tile_shape {to_str(tile)}; "
             f"found {to_str(crd)}"
         )
-    if any(c < 0 for c in crd):
+    flat_tile, flat_crd = cast("tuple[int, ...]", tile), cast("tuple[int, ...]", crd)  # depth 1, checked above
+    if any(c < 0 for c in flat_crd):
         raise CoordinateError(f"get_tile_layout: coord {to_str(crd)} has a negative element")
     if len(tile) != layout.rank:
         raise ShapeError(
@@ -329,20 +342,20 @@ def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout
             f"{layout.rank}"
         )
     parent = layout.origin_shape
-    origin = tuple(min(int(t), max(int(o) - int(c), 0)) for t, o, c in zip(tile, parent, crd))
+    origin = tuple(min(int(t), max(int(o) - int(c), 0)) for t, o, c in zip(flat_tile, parent, flat_crd))
     shape = layout.shape
     if type(shape) is not tuple:
         return Layout._make(tile[0], layout.stride, origin)
     if depth(shape) <= 1:
         return Layout._make(tile, layout.stride, origin)
-    return Layout._make(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, tile)), layout.stride, origin)
+    return Layout._make(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, flat_tile)), layout.stride, origin)
 
 
 def _tile_mode(mode: object, extent: int, layout: Layout) -> object:
     if type(mode) is not tuple:
         return int(extent)
     if len(mode) == 2 and all(type(v) is not tuple for v in mode):
-        inner = mode[0]
+        inner = cast(int, mode[0])
         return (inner, int(ceil_div(int(extent), int(inner))))
     raise UnsupportedError(
         f"get_tile_layout: mode {to_str(mode)} of {layout} is neither an integer nor an (inner, outer) pair; "
@@ -368,11 +381,11 @@ def size(x: object) -> int:
     (32, 24)
     """
     if isinstance(x, (tuple, int)):
-        return product(x)  # type: ignore[return-value]
+        return product(x)
     value = getattr(x, "size", None)
     if value is None:
         raise LayoutError(f"size needs a layout or a shape; found {type(x).__name__}")
-    return value
+    return cast(int, value)
 
 
 def cosize(x: object) -> int:
@@ -384,7 +397,7 @@ def cosize(x: object) -> int:
     value = getattr(x, "cosize", None)
     if value is None:
         raise LayoutError(f"cosize needs a layout; found {type(x).__name__}")
-    return value
+    return cast(int, value)
 
 
 def shape(x: Layout) -> object:
@@ -395,7 +408,7 @@ def stride(x: Layout) -> object:
     return x.stride
 
 
-def origin_shape(x: Layout) -> tuple:
+def origin_shape(x: Layout) -> tuple[int, ...]:
     return x.origin_shape
 
 

@@ -19,17 +19,23 @@ Layout((8, 64) -> (512,), (_i, _j) -> (_i * 64 + _j ^ (_i * 64 + _j & 448) // 8,
 from __future__ import annotations
 
 import numbers
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
+from ..algebra.nodes import Expr
 from ..errors import CoordinateError, ShapeError
-from .coord import _crd2idx, check_coord
+from .coord import Coord, _crd2idx, check_coord
 from .int_tuple import Int, to_str
 from .layout import Layout
 
+if TYPE_CHECKING:
+    from ..algebra.layout import Layout as LkLayout
 
-def _shiftr(x: object, s: int) -> object:
-    return x >> s if s >= 0 else x << -s  # type: ignore[operator]
+
+def _shiftr(x: Any, s: int) -> Any:
+    return x >> s if s >= 0 else x << -s
 
 
 class Swizzle:
@@ -45,6 +51,11 @@ class Swizzle:
     """
 
     __slots__ = ("_b", "_m", "_s", "_yyy", "_zzz")
+    _b: int
+    _m: int
+    _s: int
+    _yyy: int
+    _zzz: int
 
     def __init__(self, bits: int, base: int, shift: int):
         for name, v in (("bits", bits), ("base", base), ("shift", shift)):
@@ -64,14 +75,30 @@ class Swizzle:
         object.__setattr__(self, "_yyy", mask << (base + max(0, shift)))
         object.__setattr__(self, "_zzz", mask << (base - min(0, shift)))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Swizzle is immutable")
 
-    bits = property(lambda self: self._b)
-    base = property(lambda self: self._m)
-    shift = property(lambda self: self._s)
-    yyy_mask = property(lambda self: self._yyy, doc="The source bits.")
-    zzz_mask = property(lambda self: self._zzz, doc="The destination bits.")
+    @property
+    def bits(self) -> int:
+        return self._b
+
+    @property
+    def base(self) -> int:
+        return self._m
+
+    @property
+    def shift(self) -> int:
+        return self._s
+
+    @property
+    def yyy_mask(self) -> int:
+        """The source bits."""
+        return self._yyy
+
+    @property
+    def zzz_mask(self) -> int:
+        """The destination bits."""
+        return self._zzz
 
     @property
     def size(self) -> int:
@@ -80,13 +107,19 @@ class Swizzle:
 
     cosize = size
 
-    def __call__(self, offset: object) -> object:
+    @overload
+    def __call__(self, offset: int) -> int: ...
+    @overload
+    def __call__(self, offset: NDArray[np.integer[Any]]) -> NDArray[np.integer[Any]]: ...
+    @overload
+    def __call__(self, offset: Expr) -> Expr: ...
+    def __call__(self, offset: Any) -> Any:
         """Swizzle an int, a numpy integer array or an index expression."""
         if isinstance(offset, bool) or (isinstance(offset, numbers.Integral) and offset < 0):
             raise CoordinateError(f"{self}: offsets must be non-negative integers; found {offset!r}")
         if isinstance(offset, numbers.Integral):
             offset = int(offset)
-        return offset ^ _shiftr(offset & self._yyy, self._s)  # type: ignore[operator]
+        return offset ^ _shiftr(offset & self._yyy, self._s)
 
     def inverse(self) -> Swizzle:
         """A swizzle is an involution."""
@@ -98,7 +131,7 @@ class Swizzle:
     def __hash__(self) -> int:
         return hash(("Swizzle", self._b, self._m, self._s))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Swizzle, (self._b, self._m, self._s))
 
     def __str__(self) -> str:
@@ -116,8 +149,11 @@ class ComposedLayout:
     """
 
     __slots__ = ("_outer", "_offset", "_inner")
+    _outer: Swizzle | Layout
+    _offset: int
+    _inner: Swizzle | Layout
 
-    def __init__(self, outer: object, offset: int, inner: object):
+    def __init__(self, outer: object, offset: int, inner: object) -> None:
         if not isinstance(outer, (Swizzle, Layout)) or not isinstance(inner, (Swizzle, Layout)):
             raise ShapeError(
                 f"ComposedLayout needs a Swizzle or tla.Layout on both sides; found {type(outer).__name__} and "
@@ -129,12 +165,21 @@ class ComposedLayout:
         object.__setattr__(self, "_offset", offset if type(offset) is Int else int(offset))
         object.__setattr__(self, "_inner", inner)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("ComposedLayout is immutable")
 
-    outer = property(lambda self: self._outer)
-    offset = property(lambda self: self._offset)
-    inner = property(lambda self: self._inner)
+    @property
+    def outer(self) -> Swizzle | Layout:
+        return self._outer
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    @property
+    def inner(self) -> Swizzle | Layout:
+        return self._inner
+
     layout_a = outer
     layout_b = inner
 
@@ -153,10 +198,22 @@ class ComposedLayout:
         return self._domain().shape
 
     shape = _tla_shape
-    origin_shape = property(lambda self: self._domain().origin_shape)
-    rank = property(lambda self: self._domain().rank)
-    depth = property(lambda self: self._domain().depth)
-    size = property(lambda self: self._domain().size if isinstance(self._inner, Layout) else self._inner.size)
+
+    @property
+    def origin_shape(self) -> tuple[int, ...]:
+        return self._domain().origin_shape
+
+    @property
+    def rank(self) -> int:
+        return self._domain().rank
+
+    @property
+    def depth(self) -> int:
+        return self._domain().depth
+
+    @property
+    def size(self) -> int:
+        return self._domain().size if isinstance(self._inner, Layout) else self._inner.size
 
     @property
     def cosize(self) -> int:
@@ -173,14 +230,15 @@ class ComposedLayout:
     def __len__(self) -> int:
         return self.rank
 
-    def __call__(self, *coord: object) -> object:
+    def __call__(self, *coord: object) -> Coord:
         c = coord[0] if len(coord) == 1 else coord
-        inner = self._inner(c) if isinstance(self._inner, Layout) else self._inner(check_coord(c))
-        out = self._outer(self._offset + inner)  # type: ignore[operator]
+        inner: Coord = self._inner(c) if isinstance(self._inner, Layout) else self._inner(check_coord(c))
+        out = self._outer(self._offset + inner)
         return int(out) if isinstance(out, numbers.Integral) else out
 
-    def table(self) -> np.ndarray:
+    def table(self) -> NDArray[np.int64]:
         """``self(i)`` for every colexicographic index ``i < size``."""
+        base: NDArray[np.integer[Any]]
         if isinstance(self._inner, Layout):
             base = self._inner.table()
         else:
@@ -190,7 +248,7 @@ class ComposedLayout:
             return np.asarray(self._outer(y), dtype=np.int64)
         return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
 
-    def offset_table(self) -> np.ndarray:
+    def offset_table(self) -> NDArray[np.int64]:
         """Offsets over the inner layout's logical ``origin_shape`` (numpy indexing)."""
         if not isinstance(self._inner, Layout):
             return self.table()
@@ -199,7 +257,7 @@ class ComposedLayout:
             return np.asarray(self._outer(y), dtype=np.int64)
         return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
 
-    def to_layout(self):
+    def to_layout(self) -> LkLayout:
         """An ``lk.Layout`` over the inner layout's ``origin_shape``; xor swizzles stay symbolic."""
         from ..algebra.layout import Layout as LkLayout
 
@@ -228,7 +286,7 @@ class ComposedLayout:
     def __hash__(self) -> int:
         return hash(("ComposedLayout", self._outer, int(self._offset), self._inner))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (ComposedLayout, (self._outer, self._offset, self._inner))
 
     def __str__(self) -> str:

@@ -27,6 +27,9 @@ CATLASS nZ == TileLang MajorMN.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 from ..errors import ShapeError
 from .dtypes import c0 as c0_of
 from .int_tuple import Int, as_int_tuple, ceil_div, round_up
@@ -70,7 +73,7 @@ def make_layout_from_tag(tag: str, dtype: object, rows: int, cols: int) -> Layou
     c = as_int_tuple(cols, "cols", minimum=1)
     if type(r) is tuple or type(c) is tuple:
         raise ShapeError(f"make_layout_from_tag: rows and cols must be integers; found {rows!r}, {cols!r}")
-    r, c = int(r), int(c)
+    r, c = int(cast(int, r)), int(cast(int, c))
     one, f16 = Int(1), Int(FRACTAL_ROWS)
     frac = f16 * c0
     if name == "RowMajor":
@@ -105,7 +108,7 @@ MakeLayoutFromTag = make_layout_from_tag
 # ---- predicates ------------------------------------------------------------------------------------
 
 
-def _fractal_modes(layout: object) -> tuple | None:
+def _fractal_modes(layout: object) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     """``((s00, s01), (s10, s11)), ((d00, d01), (d10, d11))`` for a rank-2, depth-2 layout whose
     two modes are pairs of integers, else None."""
     if not isinstance(layout, Layout):
@@ -116,7 +119,7 @@ def _fractal_modes(layout: object) -> tuple | None:
     for m in s:
         if type(m) is not tuple or len(m) != 2 or any(type(v) is tuple for v in m):
             return None
-    return s, d
+    return s, cast("tuple[Any, ...]", d)
 
 
 def _c0_matches(value: int, dtype: object) -> bool:
@@ -134,7 +137,7 @@ def is_vector(layout: object) -> bool:
     if not isinstance(layout, Layout):
         return False
     s, d = layout.shape, layout.stride
-    return type(s) is tuple and len(s) == 1 and type(s[0]) is not tuple and d[0] == 1
+    return type(s) is tuple and len(s) == 1 and type(s[0]) is not tuple and cast("tuple[Any, ...]", d)[0] == 1
 
 
 def is_row_major(layout: object) -> bool:
@@ -143,7 +146,7 @@ def is_row_major(layout: object) -> bool:
     >>> is_row_major(make_layout_from_tag("RowMajor", "int8", 4, 8))
     True
     """
-    return _flat2(layout) and layout.stride[1] == 1  # type: ignore[union-attr]
+    return _flat2(layout) and cast("tuple[Any, ...]", cast(Layout, layout).stride)[1] == 1
 
 
 def is_column_major(layout: object) -> bool:
@@ -152,7 +155,7 @@ def is_column_major(layout: object) -> bool:
     >>> is_column_major(make_layout_from_tag("ColumnMajor", "int8", 4, 8))
     True
     """
-    return _flat2(layout) and layout.stride[0] == 1  # type: ignore[union-attr]
+    return _flat2(layout) and cast("tuple[Any, ...]", cast(Layout, layout).stride)[0] == 1
 
 
 def _flat2(layout: object) -> bool:
@@ -235,7 +238,7 @@ def is_L0C(layout: object) -> bool:  # noqa: N802 - CATLASS name
     if m is None:
         return False
     (s0, s1), (d0, d1) = m
-    return s0[0] == FRACTAL_ROWS and s1[0] == FRACTAL_ROWS and d0 == (16, 256) and d1[0] == 1
+    return bool(s0[0] == FRACTAL_ROWS and s1[0] == FRACTAL_ROWS and d0 == (16, 256) and d1[0] == 1)
 
 
 is_l0c = is_L0C
@@ -247,7 +250,7 @@ def layout_tags(layout: object, dtype: object = None) -> tuple[str, ...]:
     >>> layout_tags(make_layout_from_tag("zN", "float16", 16, 64))
     ('zN', 'zZ', 'L0C')
     """
-    tests = (
+    tests: tuple[tuple[str, Callable[[], bool]], ...] = (
         ("RowMajor", lambda: is_row_major(layout)),
         ("ColumnMajor", lambda: is_column_major(layout)),
         ("VectorLayout", lambda: is_vector(layout)),

@@ -14,6 +14,9 @@ applied mode by mode (modes of the layout past the tiler are kept).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 from ..errors import ShapeError
 from .algebra import as_layout, coalesced_shape, complement, composition, concat
 from .int_tuple import Int, to_str
@@ -21,7 +24,7 @@ from .layout import Layout
 from .swizzle import ComposedLayout
 
 
-def _by_mode(op, A: Layout, tiler: tuple, name: str) -> Layout:
+def _by_mode(op: Callable[[Layout, object], object], A: Layout, tiler: tuple[object, ...], name: str) -> Layout:
     if len(tiler) > A.rank:
         raise ShapeError(f"{name}: the tiler has {len(tiler)} modes but {A} has rank {A.rank}")
     modes = [op(A.mode(i), t) for i, t in enumerate(tiler)]
@@ -59,7 +62,7 @@ def zip2_by(t: object, guide: object) -> object:
     if type(guide) is tuple:
         if type(t) is not tuple or len(t) < len(guide):
             raise ShapeError(f"zip2_by: {to_str(t)} has fewer modes than the tiler ({len(guide)})")
-        split = [zip2_by(t[i], g) for i, g in enumerate(guide)]
+        split = [cast("tuple[Any, ...]", zip2_by(t[i], g)) for i, g in enumerate(guide)]
         return tuple(s[0] for s in split), tuple(s[1] for s in split) + tuple(t[len(guide):])
     if type(t) is not tuple or len(t) != 2:
         raise ShapeError(f"zip2_by: expected a rank-2 (tile, rest) mode at a terminal of the tiler; found {to_str(t)}")
@@ -86,8 +89,8 @@ def zipped_divide(layout: object, tiler: object) -> object:
 def _unpack(layout: Layout, first: bool, second: bool) -> Layout:
     """Splice the sub-modes of mode 0 and/or mode 1 of a rank-2 layout into the top level (C++
     slicing with ``repeat<R>(_)``: a mode of rank 1 -- an int or a 1-tuple -- stays as it is)."""
-    out_s: list = []
-    out_d: list = []
+    out_s: list[Any] = []
+    out_d: list[Any] = []
     for k, flat in ((0, first), (1, second)):
         s, d = layout.shape[k], layout.stride[k]  # type: ignore[index]
         if flat and type(s) is tuple and len(s) > 1:
@@ -140,7 +143,7 @@ def logical_product(block: object, tiler: object) -> object:
     if type(tiler) is tuple:
         return _by_mode(logical_product, A, tiler, "logical_product")
     B = as_layout(tiler, "logical_product: tiler")
-    return concat((A, composition(complement(A, A.size * B.cosize), B)))  # type: ignore[list-item]
+    return concat((A, composition(complement(A, A.size * B.cosize), B)))
 
 
 def zipped_product(block: object, tiler: object) -> object:
@@ -185,11 +188,13 @@ def _rank_product(block: object, tiler: object, name: str) -> tuple[Layout, Layo
     B = as_layout(tiler, f"{name}: tiler")
     r = max(A.rank, B.rank)
     result = logical_product(append_rank(A, r), append_rank(B, r))
-    return result.mode(0), result.mode(1)  # type: ignore[union-attr]
+    return cast(Layout, result).mode(0), cast(Layout, result).mode(1)
 
 
 def _zip_modes(first: Layout, second: Layout) -> Layout:
-    return Layout._make(tuple(zip(first.shape, second.shape)), tuple(zip(first.stride, second.stride)))  # type: ignore[arg-type]
+    fs, ss = cast("tuple[Any, ...]", first.shape), cast("tuple[Any, ...]", second.shape)
+    fd, sd = cast("tuple[Any, ...]", first.stride), cast("tuple[Any, ...]", second.stride)
+    return Layout._make(tuple(zip(fs, ss)), tuple(zip(fd, sd)))
 
 
 def blocked_product(block: object, tiler: object) -> object:
