@@ -68,6 +68,7 @@ from ...errors import UnsupportedError
 from ...infer.program import Op, Program
 from ...targets import ascend
 from ...targets.ascend import FractalInfo, FractalKind, Nd2NzParams
+from ..dispatch import OpTable
 from . import ir
 from .loops import roll_k_loops, roll_tiles
 from .passes import layouts_of, run_ascend_passes
@@ -270,7 +271,7 @@ class _Lowering:
             if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
                 raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
                                        f"{self.epilogue['op']}")
-            getattr(self, f"op_{op.kind}", self.unsupported)(op)
+            LOWERINGS.lookup(op.kind, _Lowering.unsupported)(self, op)
         if self.epilogue is not None:
             raise UnsupportedError(f"{self.epilogue['op']}: the L0C -> UB dual_copy has no UB -> GM dual_copy")
         if self.vbody and not self.handed:
@@ -601,6 +602,10 @@ class _Lowering:
         at = ir.offset(0, [("r", cols)])
         body = (ir.VecOp(op, dst, at, ((full[0], at), (rowvec[0], 0)), cols, value, inner.name),)
         return [ir.For("r", rows, body)]
+
+
+LOWERINGS = OpTable.of_methods(_Lowering, "Ascend lowering")
+"""Op kind -> the lowering's handler (ops without one are refused by ``_Lowering.unsupported``)."""
 
 
 class _Touch:
