@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from ..cost import register_cost_model
 from . import validate
 from .rules import Rule, register_merge, register_rule
 
@@ -73,6 +74,10 @@ class Target:
         """Extra :class:`~layoutkit.infer.Program` methods: name -> ``fn(program, *args, **kwargs)``."""
         return {}
 
+    def cost_models(self) -> Mapping[str, Callable]:
+        """Cost models the target adds, by name -> factory (``infer_layouts(p, cost_model=name)``)."""
+        return {}
+
 
 _TARGETS: dict[str, Target] = {}
 _BUILDERS: dict[str, Callable] = {}
@@ -80,13 +85,16 @@ _DEFAULT = Target()
 
 
 def register_target(target: Target) -> None:
-    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``."""
+    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``, and its
+    cost models selectable by name."""
     _TARGETS[target.family] = target
     for kind, fn in target.rules().items():
         register_rule(kind, target.family, fn)
     if target.has_merge():
         register_merge(target.family, target.merge)
     _BUILDERS.update(target.builders())
+    for name, factory in target.cost_models().items():
+        register_cost_model(name, factory)
 
 
 def get_target(target: str) -> Target:
