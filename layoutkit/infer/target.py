@@ -80,6 +80,7 @@ class Target:
 
 
 _TARGETS: dict[str, Target] = {}
+_RESOLVED: dict[str, Target] = {}  # target string -> its Target (Program asks on every op it builds)
 _BUILDERS: dict[str, Callable] = {}
 _DEFAULT = Target()
 
@@ -88,6 +89,7 @@ def register_target(target: Target) -> None:
     """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``, and its
     cost models selectable by name."""
     _TARGETS[target.family] = target
+    _RESOLVED.clear()
     for kind, fn in target.rules().items():
         register_rule(kind, target.family, fn)
     if target.has_merge():
@@ -100,8 +102,11 @@ def register_target(target: Target) -> None:
 def get_target(target: str) -> Target:
     """The registered target whose family matches ``target`` best (fewest wildcards, then longest), or the
     defaults."""
-    hits = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
-    return _TARGETS[min(hits)[2]] if hits else _DEFAULT
+    hit = _RESOLVED.get(target)
+    if hit is None:
+        pats = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
+        hit = _RESOLVED[target] = _TARGETS[min(pats)[2]] if pats else _DEFAULT
+    return hit
 
 
 def get_builder(name: str) -> Callable | None:
