@@ -5,7 +5,6 @@
 Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
 """
 
-from . import backends as _backends  # noqa: E402, F401, I001  (registers the built-in NVIDIA and Ascend targets)
 from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
 from .errors import (
     CodegenInputError,
@@ -20,6 +19,9 @@ from .errors import (
     UnsupportedError,
 )
 from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
+
+# isort: split
+from . import backends as _backends  # noqa: F401  (registers the built-in NVIDIA and Ascend targets)
 
 __version__ = "0.1.0"
 

@@ -76,3 +76,16 @@ def test_the_check_sees_a_violation(tmp_path):
     names = [(m, n) for m, n in _imports(path, tree)]
     assert names == [("layoutkit.algebra.layout", ["_arity"])]
     assert not "layoutkit.algebra.layout".startswith(_package(path))
+
+
+def test_readme_folder_table_names_every_package():
+    """README's "What is where" table lists every package of layoutkit (two levels deep) and nothing else."""
+    text = (ROOT.parent / "README.md").read_text()
+    table = text.split("## What is where", 1)[1].split("\n## ", 1)[0]
+    listed = {line.split("`")[1].rstrip("/") for line in table.splitlines() if line.startswith("| `")}
+    packages = {str(p.parent.relative_to(ROOT)) for p in ROOT.glob("*/__init__.py")}
+    packages |= {str(p.parent.relative_to(ROOT)) for p in ROOT.glob("*/*/__init__.py")}
+    # a package with listed sub-packages need not be listed itself
+    required = {p for p in packages if not any(q.startswith(p + "/") for q in packages)}
+    assert required <= listed, sorted(required - listed)
+    assert listed <= packages, sorted(listed - packages)

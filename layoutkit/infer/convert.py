@@ -29,7 +29,7 @@ from ..fragment.fragment import Fragment
 class LayoutConversion:
     """Fragment ``buffer`` laid out as ``src`` is read by ``op`` as ``dst`` (converted through shared
     memory); ``cost`` is the :class:`~layoutkit.cost.AttemptCost` added to the attempt, ``detail`` the
-    model's figures (e.g. :class:`~layoutkit.cost.smem_aware.Conversion` wavefronts) or None."""
+    model's figures (e.g. the wavefronts of the NVIDIA backend's ``smem-aware`` model) or None."""
 
     buffer: str
     op: str

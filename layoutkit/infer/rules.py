@@ -41,6 +41,9 @@ EMPTY = RuleResult()
 """The result of a rule that proposes nothing."""
 
 
+_MISSING = object()
+
+
 class RuleContext:
     """The solver state a rule sees, read-only: the program, target and thread range, the layouts and loop
     layouts so far, whether fills plan layouts (``fallback``), and :meth:`once`, a per-solve memo."""
@@ -68,10 +71,11 @@ class RuleContext:
     def once(self, rule: Callable, key, compute: Callable[[], Any]):
         """``compute()`` the first time ``rule`` asks for ``key`` in this solve, the same value after
         (for results of a whole program that no cache can key, e.g. a region's sub-solve)."""
-        full = (rule.__module__, rule.__qualname__, key)
-        if full not in self._memo:
-            self._memo[full] = compute()
-        return self._memo[full]
+        full = (rule, key)
+        hit = self._memo.get(full, _MISSING)
+        if hit is _MISSING:
+            hit = self._memo[full] = compute()
+        return hit
 
 
 Rule = Callable[..., RuleResult]

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from ..cost import register_cost_model
 from . import validate
 from .rules import Rule, register_merge, register_rule
 
@@ -73,27 +74,39 @@ class Target:
         """Extra :class:`~layoutkit.infer.Program` methods: name -> ``fn(program, *args, **kwargs)``."""
         return {}
 
+    def cost_models(self) -> Mapping[str, Callable]:
+        """Cost models the target adds, by name -> factory (``infer_layouts(p, cost_model=name)``)."""
+        return {}
+
 
 _TARGETS: dict[str, Target] = {}
+_RESOLVED: dict[str, Target] = {}  # target string -> its Target (Program asks on every op it builds)
 _BUILDERS: dict[str, Callable] = {}
 _DEFAULT = Target()
 
 
 def register_target(target: Target) -> None:
-    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``."""
+    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``, and its
+    cost models selectable by name."""
     _TARGETS[target.family] = target
+    _RESOLVED.clear()
     for kind, fn in target.rules().items():
         register_rule(kind, target.family, fn)
     if target.has_merge():
         register_merge(target.family, target.merge)
     _BUILDERS.update(target.builders())
+    for name, factory in target.cost_models().items():
+        register_cost_model(name, factory)
 
 
 def get_target(target: str) -> Target:
     """The registered target whose family matches ``target`` best (fewest wildcards, then longest), or the
     defaults."""
-    hits = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
-    return _TARGETS[min(hits)[2]] if hits else _DEFAULT
+    hit = _RESOLVED.get(target)
+    if hit is None:
+        pats = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
+        hit = _RESOLVED[target] = _TARGETS[min(pats)[2]] if pats else _DEFAULT
+    return hit
 
 
 def get_builder(name: str) -> Callable | None:

@@ -41,6 +41,7 @@ from ...errors import DtypeError
 from ...numerics import mad
 from ...targets import ascend
 from ..checks import check_names
+from ..dispatch import OpTable
 from . import ir
 from .reference import (
     AscendExecutionError,
@@ -347,7 +348,7 @@ def _steps(m: _Machine, core: str, body, env: dict[str, int], counter: list[int]
         counter[0] += 1
         if isinstance(stmt, ir.WORK):
             m.order(stmt, n)
-        getattr(m, f"op_{type(stmt).__name__}")(stmt, n)
+        STATEMENTS.lookup(type(stmt).__name__)(m, stmt, n)
 
 
 def _schedule(m: _Machine, kernel: ir.Kernel) -> None:
@@ -412,3 +413,7 @@ def run(kernel: ir.Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nda
         arr = m.mem[g.name].reshape(g.shape)
         out[g.name] = bf16_value(arr) if g.dtype == "bfloat16" else arr
     return out
+
+
+STATEMENTS = OpTable.of_methods(_Machine, "Ascend IR statements")
+"""IR statement class name -> the executor's handler."""

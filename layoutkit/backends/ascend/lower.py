@@ -63,12 +63,12 @@ the number of distinct tile shapes, not with the number of tiles.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 from ...errors import UnsupportedError
 from ...infer.program import Op, Program
 from ...targets import ascend
 from ...targets.ascend import FractalInfo, FractalKind, Nd2NzParams
+from ..dispatch import OpTable
 from . import ir
 from .epilogue import FREE, WORKSPACE, VectorEpilogue, check_u16
 from .loops import roll_k_loops, roll_tiles
@@ -262,7 +262,7 @@ class Lowering(VectorEpilogue):
             if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
                 raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
                                        f"{self.epilogue['op']}")
-            self.handlers().get(op.kind, self.unsupported)(op)
+            LOWERINGS.lookup(op.kind, Lowering.unsupported)(self, op)
         if self.epilogue is not None:
             raise UnsupportedError(f"{self.epilogue['op']}: the L0C -> UB dual_copy has no UB -> GM dual_copy")
         if self.vbody and not self.handed:
@@ -293,11 +293,6 @@ class Lowering(VectorEpilogue):
         for bname, (dt, size) in self.casts.items():
             buffers.append(ir.LocalBuffer(bname, dt, "VECCALC", size, None))
         return ir.Kernel(name, params, tuple(buffers), tuple(body), tuple(vector))
-
-    def handlers(self) -> dict[str, Callable[[Op], None]]:
-        """Each op kind this lowering handles with its handler; any other kind is refused by name."""
-        return {"set_atomic": self.op_set_atomic, "fill": self.op_fill, "gemm": self.op_gemm, "copy": self.op_copy,
-                "dual_copy": self.op_dual_copy, "vf": self.op_vf}
 
     def unsupported(self, op: Op) -> None:
         raise UnsupportedError(f"{op.name}: Ascend C lowering handles copy (GM -> L1, L1 -> L0A/L0B, L0C -> GM), "
@@ -409,3 +404,8 @@ class Lowering(VectorEpilogue):
                                       quant_pre=quant, relu_en=relu)
         check_u16(op, n_size=vn, m_size=vm, src_stride=params.src_stride)
         self.emit(ir.Fixpipe(dst, d0[0] * gm[1] + d0[1], src, 0, params, op.name))
+
+
+LOWERINGS = OpTable.of_methods(Lowering, "Ascend lowering")
+"""Op kind -> the lowering's handler, the vector epilogue's included (ops without one are refused by
+``Lowering.unsupported``)."""

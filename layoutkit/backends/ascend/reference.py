@@ -44,6 +44,7 @@ from ...infer.program import Op, Program
 from ...numerics import mad
 from ...targets import ascend
 from ...targets.ascend.layouts import FractalKind
+from ..dispatch import OpTable
 from .passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
 
 CORES = 2
@@ -182,10 +183,10 @@ class _Machine:
 
     # ---- ops ------------------------------------------------------------------------------------
     def run(self, op: Op) -> None:
-        fn = getattr(self, f"op_{op.kind}", None)
+        fn = OPS.lookup(op.kind)
         if fn is None:
             raise AscendExecutionError(f"{op.name}: run_ascend has no model for op kind {op.kind!r}", op.name)
-        fn(op)
+        fn(self, op)
 
     def op_set_atomic(self, op: Op) -> None:
         self.atomic = None if op.args["mode"] == "none" else op.args["mode"]
@@ -405,6 +406,10 @@ SCALAR = {"adds": np.add, "muls": np.multiply, "maxs": np.maximum}
 PARALLEL_OPS = tuple(UNARY) + tuple(BINARY) + tuple(f"{k}:C" for k in SCALAR)
 """``compute`` values of a ``parallel`` op that the executor (and the Ascend C lowering) model; ``C`` is a
 number (``"muls:0.5"``)."""
+
+
+OPS = OpTable.of_methods(_Machine, "run_ascend")
+"""Op kind -> the reference executor's model of it."""
 
 
 def parallel_compute(op: Op) -> tuple[str, object, float | None]:

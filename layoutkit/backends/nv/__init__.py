@@ -8,14 +8,12 @@ per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy execut
 128
 """
 
-from ...cost import register_cost_model
 from ..registry import register_backend
 from . import cuda, execute, ir, lower, lower_frag, rules, smem_cost
 from .backend import PRODUCER_THREADS, NvBackend, tma_capable
 from .smem_cost import Conversion, SharedMemoryAwareModel, conversion_cost, staged_conversion_cost, staging_layout
 
-register_backend(NvBackend())
-register_cost_model("smem-aware", SharedMemoryAwareModel)
+register_backend(NvBackend())  # with its rules, merge, hooks and the smem-aware cost model
 
 __all__ = [
     "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",

@@ -17,6 +17,7 @@ from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_inst
 from ..registry import Backend
 from . import cuda, lower, rules
 from .execute import np_dtype, run
+from .smem_cost import SharedMemoryAwareModel
 
 PRODUCER_THREADS = 128
 """Threads of the producer warp group TileLang's warp specialisation adds in front of the consumers
@@ -31,6 +32,9 @@ class NvBackend(Backend):
 
     def rules(self):
         return rules.RULES
+
+    def cost_models(self):
+        return {"smem-aware": SharedMemoryAwareModel}
 
     def merge(self, old, new, dtype):
         """Two bank swizzles keep the smaller granularity (:func:`layoutkit.targets.nv.merge_swizzles`)."""

@@ -35,6 +35,7 @@ from ...errors import CodegenInputError, CoordinateError, DtypeError, Unsupporte
 from ...numerics import mad
 from ...targets.nv.dtype import element_bits
 from ...targets.nv.mma import mma_atom
+from ..dispatch import OpTable
 from . import ir
 
 NV_DTYPES = ("float16", "float32", "int8", "int32", "uint8", "float64", "bfloat16")
@@ -162,45 +163,50 @@ def _block(s: _State, body) -> None:
         _stmt(s, st)
 
 
+STATEMENTS = OpTable("NVIDIA IR statements")
+"""IR statement class name -> its handler ``fn(state, statement)``."""
+
+
 def _stmt(s: _State, st) -> None:
-    if isinstance(st, ir.For):
-        if len(st.body) == 1 and type(st.body[0]) in _BATCHED and _batched(s, st):
-            return
-        for v in range(st.extent):
-            s.env[st.var.name] = np.asarray(v)
-            _block(s, st.body)
-        s.env.pop(st.var.name, None)
-    elif isinstance(st, ir.CommitGroup):
-        s.pending.append(s.group)
-        s.group = []
-    elif isinstance(st, ir.WaitGroup):
-        while len(s.pending) > st.n:
-            for dst, index, vals in s.pending.pop(0):
-                s.mem[dst][index] = vals
-    elif isinstance(st, ir.Barrier):
-        return  # every thread runs each statement before the next: a barrier is implicit
-    elif isinstance(st, ir.Fill):
-        dt = s.k.buffer(st.buffer).dtype
-        wide = np.float32 if dt in ("bfloat16", "float16", "float32", "float64") else np.int64
-        s.mem[st.buffer][...] = _narrow(np.asarray([st.value], wide), dt)
-    elif isinstance(st, ir.Copy):
-        _copy(s, st)
-    elif isinstance(st, ir.Store):
-        _store(s, st)
-    elif isinstance(st, ir.Load):
-        _load(s, st)
-    elif isinstance(st, ir.Move):
-        _move(s, st)
-    elif isinstance(st, ir.Ldmatrix):
-        _ldmatrix(s, st)
-    elif isinstance(st, ir.Mma):
-        _mma(s, st)
-    elif isinstance(st, ir.Compute):
-        _compute(s, st)
-    elif isinstance(st, ir.ShflXor):
-        _shfl_xor(s, st)
-    else:
+    fn = STATEMENTS.lookup(type(st).__name__)
+    if fn is None:
         raise UnsupportedError(f"executor: statement {type(st).__name__} is not executed")
+    fn(s, st)
+
+
+@STATEMENTS.register("For")
+def _for(s: _State, st: ir.For) -> None:
+    if len(st.body) == 1 and type(st.body[0]) in _BATCHED and _batched(s, st):
+        return
+    for v in range(st.extent):
+        s.env[st.var.name] = np.asarray(v)
+        _block(s, st.body)
+    s.env.pop(st.var.name, None)
+
+
+@STATEMENTS.register("CommitGroup")
+def _commit_group(s: _State, st: ir.CommitGroup) -> None:
+    s.pending.append(s.group)
+    s.group = []
+
+
+@STATEMENTS.register("WaitGroup")
+def _wait_group(s: _State, st: ir.WaitGroup) -> None:
+    while len(s.pending) > st.n:
+        for dst, index, vals in s.pending.pop(0):
+            s.mem[dst][index] = vals
+
+
+@STATEMENTS.register("Barrier")
+def _barrier(s: _State, st: ir.Barrier) -> None:
+    return  # every thread runs each statement before the next: a barrier is implicit
+
+
+@STATEMENTS.register("Fill")
+def _fill(s: _State, st: ir.Fill) -> None:
+    dt = s.k.buffer(st.buffer).dtype
+    wide = np.float32 if dt in ("bfloat16", "float16", "float32", "float64") else np.int64
+    s.mem[st.buffer][...] = _narrow(np.asarray([st.value], wide), dt)
 
 
 def _lanes(v: int) -> np.ndarray:
@@ -431,3 +437,8 @@ does not write (registers -> global / shared, global -> shared, mma operands -> 
 
 def _tf32(x: np.ndarray) -> np.ndarray:
     return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+for _name, _fn in (("Copy", _copy), ("Store", _store), ("Load", _load), ("Move", _move), ("Ldmatrix", _ldmatrix),
+                   ("Mma", _mma), ("Compute", _compute), ("ShflXor", _shfl_xor)):
+    STATEMENTS.register(_name)(_fn)

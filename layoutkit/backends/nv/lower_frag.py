@@ -36,7 +36,7 @@ thread without a conversion; copies between fragments and tensors of different r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from ...algebra.simplify import substitute
 from ...cost.access import shared_access
 from ...errors import UnsupportedError
 from ...targets.nv.dtype import element_bits
+from ..dispatch import OpTable
 from . import ir
 from .smem_cost import staging_layout
 
@@ -426,45 +427,79 @@ def lower_ops(ops, program, layouts: dict, tile: Tile, conversions=()) -> tuple[
     >>> [type(s).__name__ for s in body][:2], extra
     (['For', 'Fill'], [])
     """
-    body: list = []
-    bufs: list = []
     conv_names = conversion_registers(conversions)
     unknown = sorted({c.op for c in conversions} - {op.name for op in ops if op.kind == "parallel"})
     if unknown:
         raise UnsupportedError(f"lowering: conversions for ops {unknown}; expected them on parallel loops of "
                                f"{[op.name for op in ops]}")
+    out = _Lowered(program, layouts, tile, tuple(conversions), conv_names)
     for op in ops:
-        a = op.args
-        if op.kind == "copy":
-            src, dst = program.buffers[a["src"]], program.buffers[a["dst"]]
-            g, f = (src, dst) if dst.is_fragment else (dst, src)
-            if not f.is_fragment or g.scope != "global":
-                raise UnsupportedError(f"lowering: {op.name} copies {src.scope} -> {dst.scope}; only global <-> "
-                                       "fragment copies are lowered here")
-            region = a["src_region"] if g is src else a["dst_region"]
-            if any(region[0]):
-                raise UnsupportedError(f"lowering: {op.name} starts at {region[0]}; tiles start at the block origin")
-            if f.name not in tile.axes:
-                raise UnsupportedError(f"lowering: {op.name}: no tile axis is known for fragment {f.name} (use it in a "
-                                       "parallel loop or as a reduce output)")
-            body.append(fragment_copy(layouts[f.name], f.name, g.name, g.shape, tile.axes[f.name], tile,
-                                      load=g is src, max_vec=128 // element_bits(g.dtype)))
-        elif op.kind == "parallel":
-            views = {}
-            for conv in conversions:
-                if conv.op == op.name:
-                    reg = conv_names[(conv.op, conv.buffer)]
-                    stmts, extra = lower_conversion(conv, program, reg)
-                    body += stmts
-                    bufs += extra
-                    views[conv.buffer] = (reg, conv.dst)
-            body += lower_parallel(op, program, layouts, views)
-        elif op.kind == "reduce":
-            stmts, extra = lower_reduce(op, program, layouts, tile)
-            body += stmts
-            bufs += extra
-        elif op.kind == "fill" and program.buffers[a["dst"]].is_fragment:
-            body.append(ir.Fill(a["dst"], float(a["value"])))
-        else:
-            raise UnsupportedError(f"lowering: op {op.name} ({op.kind}) is not lowered after the main loop")
-    return body, bufs
+        FRAGMENT_OPS.lookup(op.kind, _not_lowered)(op, out)
+    return out.body, out.bufs
+
+
+@dataclass
+class _Lowered:
+    """What lowering fragment ops reads (the program, its layouts, the tile, the conversions) and appends to
+    (statements, extra buffers)."""
+
+    program: object
+    layouts: dict
+    tile: Tile
+    conversions: tuple
+    conv_names: dict
+    body: list = field(default_factory=list)
+    bufs: list = field(default_factory=list)
+
+
+FRAGMENT_OPS = OpTable("NVIDIA fragment-op lowering")
+"""Op kind -> ``fn(op, lowered)`` appending the op's statements (ops without one are refused)."""
+
+
+def _not_lowered(op, out: _Lowered) -> None:
+    raise UnsupportedError(f"lowering: op {op.name} ({op.kind}) is not lowered after the main loop")
+
+
+@FRAGMENT_OPS.register("copy")
+def _lower_copy(op, out: _Lowered) -> None:
+    a, program, tile = op.args, out.program, out.tile
+    src, dst = program.buffers[a["src"]], program.buffers[a["dst"]]
+    g, f = (src, dst) if dst.is_fragment else (dst, src)
+    if not f.is_fragment or g.scope != "global":
+        raise UnsupportedError(f"lowering: {op.name} copies {src.scope} -> {dst.scope}; only global <-> "
+                               "fragment copies are lowered here")
+    region = a["src_region"] if g is src else a["dst_region"]
+    if any(region[0]):
+        raise UnsupportedError(f"lowering: {op.name} starts at {region[0]}; tiles start at the block origin")
+    if f.name not in tile.axes:
+        raise UnsupportedError(f"lowering: {op.name}: no tile axis is known for fragment {f.name} (use it in a "
+                               "parallel loop or as a reduce output)")
+    out.body.append(fragment_copy(out.layouts[f.name], f.name, g.name, g.shape, tile.axes[f.name], tile,
+                                  load=g is src, max_vec=128 // element_bits(g.dtype)))
+
+
+@FRAGMENT_OPS.register("parallel")
+def _lower_parallel_op(op, out: _Lowered) -> None:
+    views = {}
+    for conv in out.conversions:
+        if conv.op == op.name:
+            reg = out.conv_names[(conv.op, conv.buffer)]
+            stmts, extra = lower_conversion(conv, out.program, reg)
+            out.body += stmts
+            out.bufs += extra
+            views[conv.buffer] = (reg, conv.dst)
+    out.body += lower_parallel(op, out.program, out.layouts, views)
+
+
+@FRAGMENT_OPS.register("reduce")
+def _lower_reduce_op(op, out: _Lowered) -> None:
+    stmts, extra = lower_reduce(op, out.program, out.layouts, out.tile)
+    out.body += stmts
+    out.bufs += extra
+
+
+@FRAGMENT_OPS.register("fill")
+def _lower_fill(op, out: _Lowered) -> None:
+    if not out.program.buffers[op.args["dst"]].is_fragment:
+        _not_lowered(op, out)
+    out.body.append(ir.Fill(op.args["dst"], float(op.args["value"])))

@@ -21,7 +21,11 @@ from ...targets.nv.copy import tma_inferred_layout
 
 def gemm_rule(op, ctx, level) -> RuleResult:
     """Definite at every level: A/B swizzles (stage dims pass through), C store fragment, register
-    operands load fragments, bound to the consumer thread range."""
+    operands load fragments, bound to the consumer thread range (worked out once per solve)."""
+    return ctx.once(gemm_rule, (op.uid, ctx.rng), lambda: _gemm_result(op, ctx))
+
+
+def _gemm_result(op, ctx) -> RuleResult:
     a = op.args
     operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype) for k in ("A", "B", "C"))
     r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng)
@@ -51,7 +55,11 @@ def copy_rule(op, ctx, level) -> RuleResult:
 
 
 def _copy_instruction(op, ctx):
-    """``(instruction, the shared side)`` of a copy."""
+    """``(instruction, the shared side)`` of a copy (worked out once per solve)."""
+    return ctx.once(_copy_instruction, (op.uid, ctx.rng), lambda: _select(op, ctx))
+
+
+def _select(op, ctx):
     a = op.args
     sides = []
     for name, (starts, extents) in ((a["src"], a["src_region"]), (a["dst"], a["dst_region"])):
