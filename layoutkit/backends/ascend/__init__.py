@@ -9,8 +9,10 @@ printer (:mod:`.ascend_c`) and the executor of the lowered kernel (:mod:`.execut
 3
 """
 
+import importlib
+
 from ..registry import register_backend
-from . import ascend_c, execute, ir, loops, lower, passes, program, reference, rules
+from . import passes, program, reference, rules
 from .backend import AscendBackend
 from .passes import PassReport, insert_nd2nz, insert_oob_padding, normalize_fractal_storage, run_ascend_passes
 from .reference import AscendExecutionError, UninitialisedReadError, bf16_bits, bf16_value, run_ascend
@@ -22,3 +24,12 @@ __all__ = [
     "bf16_value", "execute", "insert_nd2nz", "insert_oob_padding", "ir", "loops", "lower", "normalize_fractal_storage",
     "passes", "program", "reference", "rules", "run_ascend", "run_ascend_passes",
 ]
+
+_LAZY = ("ascend_c", "execute", "ir", "loops", "lower")
+
+
+def __getattr__(name: str):
+    """The code generation modules (ascend_c, execute, ir, loops, lower), imported on first use."""
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from ...errors import UnsupportedError
 from ...infer.program import FRAGMENT, Program, Region
 from ..registry import Backend
-from . import ascend_c, execute, lower, rules
 from . import program as builders
+from . import rules
 
 
 class AscendBackend(Backend):
@@ -46,7 +46,7 @@ class AscendBackend(Backend):
         return {name: getattr(builders, name) for name in ("mad", "dual_copy", "set_atomic", "set_atomic_none",
                                                            "check_end", "simt_vf", "simd_vf")}
 
-    # ---- code generation ------------------------------------------------------------------------
+    # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
     def check_lowerable(self, result, where: str) -> None:
         for conv in getattr(result, "conversions", ()):
             raise UnsupportedError(f"{where}: {conv.op} reads fragment {conv.buffer} through a layout conversion "
@@ -54,10 +54,16 @@ class AscendBackend(Backend):
                                    "convert layouts: solve with a cost model that does not convert")
 
     def lower(self, program, result):
+        from . import lower
+
         return lower.lower(program, result)
 
     def print_source(self, kernel) -> str:
+        from . import ascend_c
+
         return ascend_c.print_kernel(kernel)
 
     def execute(self, program, result, arrays: dict) -> dict:
+        from . import execute, lower
+
         return execute.run(lower.lower(program, result), arrays)

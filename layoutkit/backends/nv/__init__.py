@@ -8,8 +8,10 @@ per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy execut
 128
 """
 
+import importlib
+
 from ..registry import register_backend
-from . import cuda, execute, ir, lower, lower_frag, rules, smem_cost
+from . import rules, smem_cost
 from .backend import PRODUCER_THREADS, NvBackend, tma_capable
 from .smem_cost import Conversion, SharedMemoryAwareModel, conversion_cost, staged_conversion_cost, staging_layout
 
@@ -19,3 +21,12 @@ __all__ = [
     "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",
     "ir", "lower", "lower_frag", "rules", "smem_cost", "staged_conversion_cost", "staging_layout", "tma_capable",
 ]
+
+_LAZY = ("cuda", "execute", "ir", "lower", "lower_frag")
+
+
+def __getattr__(name: str):
+    """The code generation modules (cuda, execute, ir, lower, lower_frag), imported on first use."""
+    if name in _LAZY:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

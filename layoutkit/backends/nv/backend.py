@@ -15,8 +15,7 @@ import numpy as np
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
 from ..registry import Backend
-from . import cuda, lower, rules
-from .execute import np_dtype, run
+from . import rules
 from .smem_cost import SharedMemoryAwareModel
 
 PRODUCER_THREADS = 128
@@ -58,21 +57,32 @@ class NvBackend(Backend):
                     return (t, t)
         return (0, t)
 
-    # ---- code generation ------------------------------------------------------------------------
+    # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
     def check_target(self, program) -> None:
+        from . import lower
+
         lower.check_target(program)  # before the layouts: inference may leave some out for such a target
 
     def lower(self, program, result):
+        from . import lower
+
         return lower.lower(program, result)
 
     def print_source(self, kernel) -> str:
+        from . import cuda
+
         return cuda.print_module([kernel])
 
     def storage_dtype(self, dtype: str):
+        from .execute import np_dtype
+
         return np_dtype(dtype)
 
     def execute(self, program, result, arrays: dict) -> dict:
         """Global tensors not given start at zero; arrays come back shaped as declared."""
+        from . import lower
+        from .execute import np_dtype, run
+
         kernel = lower.lower(program, result)
         full = {}
         for b in kernel.scoped("global"):
