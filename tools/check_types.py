@@ -27,13 +27,14 @@ BASELINE = ROOT / "tools" / "mypy-baseline.txt"
 
 
 def strict_packages(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, ...]:
-    """Folders of the modules ``[[tool.mypy.overrides]]`` makes strict (``layoutkit.tla.*`` -> ``layoutkit/tla/``)."""
+    """Folders of the modules ``[[tool.mypy.overrides]]`` makes strict, by ``strict`` or by the flags it stands for
+    (``disallow_untyped_defs`` marks them): ``layoutkit.tla.*`` -> ``layoutkit/tla/``."""
     import tomllib  # Python 3.11+: the type check runs on the CI Python
 
     conf = tomllib.loads(pyproject.read_text()).get("tool", {}).get("mypy", {})
     out: list[str] = []
     for override in conf.get("overrides", []):
-        if override.get("strict"):
+        if override.get("strict") or override.get("disallow_untyped_defs"):
             mods = override["module"] if isinstance(override["module"], list) else [override["module"]]
             out += [m.removesuffix(".*").replace(".", "/") + "/" for m in mods]
     return tuple(out)
