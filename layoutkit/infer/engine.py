@@ -37,6 +37,8 @@ from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from .convert import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
+from .guards import Predicate
+from .guards import texts as guard_texts
 from .loops import RuleConflict
 from .program import op_dict
 from .result import Derivation, InferenceResult, NameKeyed
@@ -65,7 +67,7 @@ class Context:
         self.layouts: dict[str, Layout] = {}
         self.strict: set[str] = set()
         self.loops: dict[str, Fragment] = {}
-        self.predicates: dict[str, str] = {}
+        self.predicates: dict[str, Predicate] = {}
         self.derivations: dict[str, list[Derivation]] = {}
         self.setter: dict[str, str] = {}
         self.memo: dict = {}                    # RuleContext.once, per solve
@@ -477,5 +479,5 @@ def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bo
         from .conflicts import explain
 
         raise explain(program, err, cost_model) from None
-    return InferenceResult(NameKeyed(ctx.layouts), NameKeyed(ctx.loops), NameKeyed(ctx.predicates),
-                           dict(ctx.derivations), tuple(ctx.conversions))
+    return InferenceResult(NameKeyed(ctx.layouts), NameKeyed(ctx.loops), NameKeyed(guard_texts(ctx.predicates)),
+                           dict(ctx.derivations), tuple(ctx.conversions), NameKeyed(ctx.predicates))

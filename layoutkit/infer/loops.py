@@ -21,12 +21,14 @@ import numpy as np
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import add, floordiv, floormod, linear, make_split, make_sum, scale, substitute
+from ..algebra.simplify import floordiv, linear, make_split, substitute
 from ..caches import memoized
 from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
+from .guards import THREAD, Guard, Predicate
+from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
 from .vectorize import VectorAccess, loop_vector_width
 
@@ -144,157 +146,6 @@ def _bijective_completion(loop_layout: Fragment, indices, shape, loop) -> Fragme
     if loop_layout.replicate_size > 1:
         thread = substitute(thread, {loop_layout.rep_var: rep_var(loop_layout.replicate_size)})
     return Fragment.from_exprs(tuple(shape), None, thread, loop_layout.replicate_size).condense_rep_var()
-
-
-@memoized(maxsize=4096)
-def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
-                   whole_rows: bool = False) -> tuple[Fragment, str | None]:
-    """Free mode (TileLang's ``PlanLoopPartition``): fuse the loop row-major, cut it into vectors of
-    ``vec`` and deal them round-robin to the threads; a loop over fragments with fewer vectors than
-    threads is replicated ``threads // used`` times (every thread gets work).  Returns the layout and
-    a guard predicate over ``_thread`` / ``_index`` when the domain does not fill every slot.
-
-    Beyond TileLang: a fragment loop whose size exceeds the thread count without being a multiple of
-    it (TileLang finds no layout: the fused split is not exact) deals whole rows (the last dim stays
-    in one thread) to the most threads that divide the row count and guards the idle threads;
-    ``whole_rows`` (fills nothing else lays out, which TileLang cannot infer at all) also deals whole
-    rows when rows would straddle thread vectors.
-
-    >>> f, guard = plan_partition((8, 8), 1, 128, True, (0, 128))
-    >>> print(f.forward_thread, f.replicate_size, guard, sep=" | ")
-    _rep * 64 + _i * 8 + _j | 2 | None
-    >>> f, guard = plan_partition((100, 7), 1, 128, True, (0, 128))
-    >>> print(f.forward_thread, f.forward_index[0], guard, sep=" | ")
-    _i | _j | _thread < 100
-    >>> f, guard = plan_partition((200, 7), 1, 128, True, (0, 128))
-    >>> print(f.forward_thread, f.forward_index[0], guard, sep=" | ")
-    _i % 100 | _i // 100 * 7 + _j | _thread < 100
-    """
-    total = math.prod(loop)
-    variables = [placeholder(d, n) for d, n in enumerate(loop)]
-    used = _row_threads(loop, vec, threads, has_fragment, whole_rows)
-    if used is not None:
-        inner = loop[-1] if len(loop) > 1 else 1
-        o_flat = _flat(variables[:-1], loop[:-1]) if len(loop) > 1 else variables[0]
-        i_flat = variables[-1] if len(loop) > 1 else Const(0)
-        thread = floormod(o_flat, Const(used))
-        index = floordiv(o_flat, Const(used)) * inner + i_flat
-        guard = None if used == threads else f"_thread < {used}"
-        return Fragment.from_exprs(loop, (index,), thread, 1, rng), guard
-    flat = _flat(variables, loop)
-    thread = floormod(floordiv(flat, Const(vec)), Const(threads))
-    index = floordiv(flat, Const(vec * threads)) * vec + floormod(flat, Const(vec))
-    extent = _plan_thread_extent(total, vec, threads)
-    replicas = threads // extent if has_fragment else 1
-    if replicas > 1:
-        # ``Fragment.replicate``'s thread map, built directly (the extent is known, no table needed)
-        thread = add(thread, scale(floordiv(rep_var(replicas), Const(1)), extent))
-    guard = None
-    if not has_fragment and total % (threads * vec):
-        guard = f"_index // {vec} * {vec * threads} + _thread * {vec} + _index % {vec} < {total}"
-    return Fragment.from_exprs(loop, (index,), thread, replicas, rng), guard
-
-
-def _row_threads(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool) -> int | None:
-    """The threads :func:`plan_partition` deals whole rows to, or None for the round-robin plan."""
-    total = math.prod(loop)
-    span = vec * threads
-    straddles = whole_rows and len(loop) > 1 and loop[-1] % span and span % loop[-1]
-    ragged = total > threads and total % threads
-    if not (has_fragment and (ragged or straddles or (whole_rows and total % threads))):
-        return None
-    outer = total // (loop[-1] if len(loop) > 1 else 1)
-    # the most threads that split the rows evenly: every used thread holds the same rows, so no
-    # register slot stays empty and the layout lowers as an ordinary (exact) partition
-    return max(d for d in range(1, min(outer, threads) + 1) if outer % d == 0)
-
-
-def _plan_thread_extent(total: int, vec: int, threads: int) -> int:
-    """``thread_extent`` of the round-robin plan (thread ``flat // vec % threads``) of ``total`` points.
-
-    >>> _plan_thread_extent(4096, 8, 128), _plan_thread_extent(64, 1, 128), _plan_thread_extent(60, 8, 128)
-    (128, 64, 8)
-    """
-    return threads if total >= vec * threads else (total - 1) // vec + 1
-
-
-def plan_slot_guard(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool = False) -> str | None:
-    """:func:`slot_guard` of :func:`plan_partition`'s layout, from the plan's arithmetic (no tables):
-    the plan deals vectors round-robin, so only its extent and its last, possibly short, round
-    decide whether slots stay empty.
-
-    >>> plan_slot_guard((8, 8), 1, 128, True), plan_slot_guard((8, 12), 8, 128, True)
-    (None, '_thread < 120')
-    >>> plan_slot_guard((100,), 8, 4, True)
-    'slot (_thread, _index) holds an element of [100]'
-
-    It agrees with tabulating the planned layout:
-
-    >>> cases = [(loop, v, t, h, w) for loop in ((8, 8), (100, 7), (96, 8), (3, 5), (130,), (24, 40))
-    ...          for v in (1, 2, 8) for t in (32, 128) for h in (False, True) for w in (False, True)]
-    >>> all(plan_slot_guard(*c) == slot_guard(plan_partition(*c[:4], (0, c[2]), c[4])[0], c[2]) for c in cases)
-    True
-    """
-    total = math.prod(loop)
-    used = _row_threads(loop, vec, threads, has_fragment, whole_rows)
-    if used is not None:  # whole rows: every used thread holds the same rows, no register slot empty
-        return None if used == threads else f"_thread < {used}"
-    extent = _plan_thread_extent(total, vec, threads)
-    replicas = threads // extent if has_fragment else 1
-    if extent * replicas < threads:
-        return f"_thread < {extent * replicas}"
-    # registers: the bounding box of ``flat // (vec * threads) * vec + flat % vec``
-    last = (total - 1) // (vec * threads)
-    local = last * vec + min(vec, total - last * vec * threads)
-    if extent * replicas * local > total * replicas:
-        return f"slot (_thread, _index) holds an element of {[int(n) for n in loop]}"
-    return None
-
-
-def partition_width(loop, width: int, threads: int, has_fragment: bool) -> int:
-    """The vector width the partition uses (``ComputePlanCandidate``): with fragments, halve
-    ``width`` until the loop is a whole number of ``threads * width`` rounds; without, the width of
-    the least padding (ties: the widest).
-
-    >>> partition_width((64, 64), 8, 128, True), partition_width((8, 8), 8, 128, True)
-    (8, 1)
-    >>> partition_width((100, 7), 1, 128, False), partition_width((96, 8), 8, 128, False)
-    (1, 2)
-    """
-    total = math.prod(loop)
-    if has_fragment:
-        while width > 1 and total % (threads * width):
-            width //= 2
-        return width
-    best, best_pad = width, None
-    w = width
-    while w >= 1:
-        pad = -(-total // (threads * w)) * threads * w - total
-        if best_pad is None or pad < best_pad:
-            best, best_pad = w, pad
-        w //= 2
-    return best
-
-
-def slot_guard(layout: Fragment, threads: int) -> str | None:
-    """A guard when the layout leaves (thread, register) slots empty: idle threads or a ragged last
-    register round."""
-    if layout.thread_extent < threads:
-        return f"_thread < {layout.thread_extent}"
-    if layout.thread_extent * layout.local_size > layout.size * layout.replicate_size:
-        return f"slot (_thread, _index) holds an element of {list(layout.input_shape)}"
-    return None
-
-
-def _flat(variables, shape) -> Expr:
-    """The row-major flattening ``sum(v_d * stride_d)``, canonicalised once (one ``make_sum`` of all
-    terms, not one per addition).
-
-    >>> from layoutkit.algebra.layout import placeholder
-    >>> print(_flat([placeholder(0, 4), placeholder(1, 1), placeholder(2, 8)], (4, 1, 8)))
-    _i * 8 + _k
-    """
-    return make_sum({v: math.prod(shape[d + 1:]) for d, v in enumerate(variables)})
 
 
 # ---- containment checks (numpy) -----------------------------------------------------------------
@@ -454,11 +305,11 @@ def loop_rule(op, ctx, level) -> RuleResult:
     for name, (ix, _r, w) in acc.items():
         if name not in ctx.layouts:
             res[name] = complete_buffer(layout, ix, ctx.shape(name), loop, w, ctx.rng)
-    guards = [g for g in (guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout)) if g]
-    return RuleResult(res, loop=layout, predicate=" and ".join(guards) if guards else None)
+    predicate = Predicate.of(guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout))
+    return RuleResult(res, loop=layout, predicate=predicate)
 
 
-def replica_guard(op, ctx, layout: Fragment) -> str | None:
+def replica_guard(op, ctx, layout: Fragment) -> Guard | None:
     """``BuildReplicationGuardsIfNeeded``: a replicated loop that touches shared or global memory and
     stores to no fragment runs its memory accesses on replica 0 only (one store per element).
 
@@ -470,6 +321,8 @@ def replica_guard(op, ctx, layout: Fragment) -> str | None:
     >>> store = p.parallel((64,), writes=[(O, lambda i: (i,))], reads=[(r, lambda i: (i,))])
     >>> infer_layouts(p).predicates[store.name]
     '_thread % 32 == 0'
+    >>> infer_layouts(p).guards[store.name].holds(_thread=np.arange(4) * 16).tolist()
+    [True, False, True, False]
     """
     if layout.replicate_size == 1 or not op.accesses:
         return None
@@ -482,16 +335,16 @@ def replica_guard(op, ctx, layout: Fragment) -> str | None:
 
 
 @memoized(maxsize=1024)
-def _replica_zero(layout: Fragment) -> str:
+def _replica_zero(layout: Fragment) -> Guard:
     """``rep(_thread) == 0`` from the inverse layout (the replica a thread holds)."""
     try:
         inv = layout.inverse()
     except LayoutError:
-        return "replica 0 of the loop layout only"
+        return Guard.note("replica 0 of the loop layout only")
     *index_vars, thread_var = inv.forward_vars
     mapping = {v: Const(0) for v in index_vars}
-    mapping[thread_var] = Var("_thread", thread_var.hi + 1)
-    return f"{substitute(inv.forward_index[-1], mapping)} == 0"
+    mapping[thread_var] = Var(THREAD, thread_var.hi + 1)
+    return Guard.equals(substitute(inv.forward_index[-1], mapping), 0)
 
 
 def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:
@@ -561,67 +414,8 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
     return True
 
 
-# ---- reductions ---------------------------------------------------------------------------------
-
-@memoized(maxsize=4096)
-def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
-    """``ComputeReducerLayout``: the reduced axis becomes replication, condensed."""
-    ext = src.input_shape[dim]
-    R = ext * src.replicate_size
-    rep = rep_var(R)
-    keep = len(dst_shape) == len(src.input_shape)
-    mapping: dict[Expr, Expr] = {}
-    k = 0
-    for d, v in enumerate(src.forward_vars):
-        if d == dim:
-            mapping[v] = floormod(rep, Const(ext)) if src.replicate_size > 1 else rep
-            if keep:
-                k += 1
-        else:
-            mapping[v] = placeholder(k, dst_shape[k])
-            k += 1
-    if src.replicate_size > 1:
-        mapping[src.rep_var] = floordiv(rep, Const(ext))
-    thread = substitute(src.forward_thread, mapping)
-    frag = Fragment.from_exprs(tuple(dst_shape), None, thread, R).condense_rep_var()
-    return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
-
-
-def reduce_rule(op, ctx, level) -> RuleResult:
-    """A reduction: the destination's layout from the source's (or checked against it), with a note when
-    some threads contribute the identity."""
-    if level == STRICT:
-        return EMPTY
-    src, dst = op.args["src"], op.args["dst"]
-    if not (ctx.is_fragment(src) and ctx.is_fragment(dst) and src in ctx.layouts):
-        return EMPTY
-    red = reducer_layout(ctx.layouts[src], op.args["dim"], ctx.shape(dst))
-    width = ctx.shape(src)[op.args["dim"]]
-    groups = _reduce_group(red)
-    note = None
-    if groups & (groups - 1):
-        note = (f"all-reduce over {groups} threads (not a power of two): lanes padded to "
-                f"{1 << groups.bit_length()} with the identity of {op.args['kind']}")
-    elif math.prod(ctx.shape(src)) % ctx.rng[1] or width % groups:
-        note = f"threads holding no element of a row contribute the identity ({width} wide)"
-    if dst not in ctx.layouts:
-        return RuleResult({dst: red}, predicate=note)
-    old = ctx.layouts[dst]
-    require_inverse(red, op.name, dst, f"reduction layout of {dst}")
-    # TileLang's ProveFragmentContains(orig_dst, reducer): every thread the existing layout says holds an
-    # element must be one the reduction leaves it in, or that thread would read a value nobody wrote.
-    if not (isinstance(old, Fragment) and red.contains(old)):
-        raise RuleConflict(f"{op.name}: {dst}'s layout {old.describe()} puts elements in threads the reduction "
-                           f"layout {red.describe()} does not fill", op.name, dst)
-    return RuleResult(predicate=note)
-
-
-def _reduce_group(red: Fragment) -> int:
-    """Largest number of distinct threads sharing one output element."""
-    t = red.thread_table().reshape(red.replicate_size, -1)
-    return int(max(len(set(col.tolist())) for col in t.T[: min(t.shape[1], 64)]))
-
-
 for _kind in ("parallel", "copy", "fill", "transpose", "atomic_add"):
     register_rule(_kind, "*", loop_rule)
-register_rule("reduce", "*", reduce_rule)
+
+# the reduction rule registers itself on import; its names stay reachable here
+from .reduce import reduce_rule, reducer_layout  # noqa: E402, F401

@@ -31,15 +31,18 @@ class Derivation:
 @dataclass(frozen=True)
 class InferenceResult:
     """``layout_map``: buffer name -> Layout/Fragment; ``loop_layouts``: loop op name -> Fragment;
-    ``predicates``: op name -> guard text (partial tiles); ``derivations``: buffer -> steps;
-    ``conversions``: the :class:`~layoutkit.infer.convert.LayoutConversion` s free mode inserted (a
-    fragment read by one op through another layout, converted through shared memory)."""
+    ``predicates``: op name -> guard text (partial tiles, as TileLang prints it); ``guards``: the same guards as
+    :class:`~layoutkit.infer.guards.Predicate` values (expressions over ``_thread`` / ``_index`` one can
+    evaluate, and notes); ``derivations``: buffer -> steps; ``conversions``: the
+    :class:`~layoutkit.infer.convert.LayoutConversion` s free mode inserted (a fragment read by one op through
+    another layout, converted through shared memory)."""
 
     layout_map: dict
     loop_layouts: dict
     predicates: dict
     derivations: dict = field(default_factory=dict)
     conversions: tuple = ()
+    guards: dict = field(default_factory=dict)
 
     def __getitem__(self, buf) -> Layout:
         return self.layout_map[_name(buf)]

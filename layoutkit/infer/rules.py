@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import UnsupportedError
+from .guards import Predicate
 
 STRICT, COMMON, FREE = 2, 1, 0
 LEVEL_NAMES = {STRICT: "strict", COMMON: "common", FREE: "free"}
@@ -29,12 +30,13 @@ LEVEL_NAMES = {STRICT: "strict", COMMON: "common", FREE: "free"}
 class RuleResult:
     """What a rule proposes for one op: ``layouts`` (buffer -> Layout), the op's ``loop`` layout (loop ops),
     ``loops`` of other ops it solved (a region's inner ops), and ``predicate``: the guard the loop runs under
-    (partial tiles, replicas) or a note on the op (reductions over idle threads)."""
+    (partial tiles, replicas) or a note on the op (reductions over idle threads), a
+    :class:`~layoutkit.infer.guards.Predicate`."""
 
     layouts: Mapping[str, Any] = field(default_factory=dict)
     loop: Any = None
     loops: Mapping[str, Any] = field(default_factory=dict)
-    predicate: str | None = None
+    predicate: Predicate | None = None
 
 
 EMPTY = RuleResult()

@@ -1,0 +1,79 @@
+"""The reduction rule (TileLang's ``ReduceOp``): a destination fragment laid out from its source's layout with the
+reduced dimension folded into the threads that share a row.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..algebra.layout import placeholder
+from ..algebra.nodes import Const, Expr
+from ..algebra.simplify import floordiv, floormod, substitute
+from ..caches import memoized
+from ..fragment.fragment import Fragment, rep_var
+from .guards import Guard, Predicate
+from .loops import RuleConflict, require_inverse
+from .rules import EMPTY, STRICT, RuleResult, register_rule
+
+# ---- reductions ---------------------------------------------------------------------------------
+
+@memoized(maxsize=4096)
+def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
+    """``ComputeReducerLayout``: the reduced axis becomes replication, condensed."""
+    ext = src.input_shape[dim]
+    R = ext * src.replicate_size
+    rep = rep_var(R)
+    keep = len(dst_shape) == len(src.input_shape)
+    mapping: dict[Expr, Expr] = {}
+    k = 0
+    for d, v in enumerate(src.forward_vars):
+        if d == dim:
+            mapping[v] = floormod(rep, Const(ext)) if src.replicate_size > 1 else rep
+            if keep:
+                k += 1
+        else:
+            mapping[v] = placeholder(k, dst_shape[k])
+            k += 1
+    if src.replicate_size > 1:
+        mapping[src.rep_var] = floordiv(rep, Const(ext))
+    thread = substitute(src.forward_thread, mapping)
+    frag = Fragment.from_exprs(tuple(dst_shape), None, thread, R).condense_rep_var()
+    return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
+
+
+def reduce_rule(op, ctx, level) -> RuleResult:
+    """A reduction: the destination's layout from the source's (or checked against it), with a note when
+    some threads contribute the identity."""
+    if level == STRICT:
+        return EMPTY
+    src, dst = op.args["src"], op.args["dst"]
+    if not (ctx.is_fragment(src) and ctx.is_fragment(dst) and src in ctx.layouts):
+        return EMPTY
+    red = reducer_layout(ctx.layouts[src], op.args["dim"], ctx.shape(dst))
+    width = ctx.shape(src)[op.args["dim"]]
+    groups = _reduce_group(red)
+    note = None
+    if groups & (groups - 1):
+        note = Predicate.of(Guard.note(f"all-reduce over {groups} threads (not a power of two): lanes padded to "
+                                       f"{1 << groups.bit_length()} with the identity of {op.args['kind']}"))
+    elif math.prod(ctx.shape(src)) % ctx.rng[1] or width % groups:
+        note = Predicate.of(Guard.note(f"threads holding no element of a row contribute the identity ({width} wide)"))
+    if dst not in ctx.layouts:
+        return RuleResult({dst: red}, predicate=note)
+    old = ctx.layouts[dst]
+    require_inverse(red, op.name, dst, f"reduction layout of {dst}")
+    # TileLang's ProveFragmentContains(orig_dst, reducer): every thread the existing layout says holds an
+    # element must be one the reduction leaves it in, or that thread would read a value nobody wrote.
+    if not (isinstance(old, Fragment) and red.contains(old)):
+        raise RuleConflict(f"{op.name}: {dst}'s layout {old.describe()} puts elements in threads the reduction "
+                           f"layout {red.describe()} does not fill", op.name, dst)
+    return RuleResult(predicate=note)
+
+
+def _reduce_group(red: Fragment) -> int:
+    """Largest number of distinct threads sharing one output element."""
+    t = red.thread_table().reshape(red.replicate_size, -1)
+    return int(max(len(set(col.tolist())) for col in t.T[: min(t.shape[1], 64)]))
+
+
+register_rule("reduce", "*", reduce_rule)
