@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re as _re
 
-from .algebra import (
+from .composition import (
     coalesce,
     coalesce_shape,
     complement,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..errors import ShapeError
-from .algebra import as_layout, coalesced_shape, complement, composition, concat
+from .composition import as_layout, coalesced_shape, complement, composition, concat
 from .int_tuple import Int, to_str
 from .layout import Layout
 from .swizzle import ComposedLayout
