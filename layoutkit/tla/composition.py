@@ -1,5 +1,6 @@
-"""The CuTe layout algebra with C++ CuTe semantics: coalesce, filter, composition, complement,
-right and left inverses.  Divides and products live in :mod:`layoutkit.tla.tiling`.
+"""CuTe composition and complement with C++ CuTe semantics.  Coalesce and filter live in
+:mod:`layoutkit.tla.coalesce`, right and left inverses in :mod:`layoutkit.tla.inverses`, divides and
+products in :mod:`layoutkit.tla.tiling`.
 
 Semantics follow C++ CuTe (CUTLASS ``include/cute/layout.hpp``) on layouts of static integers;
 dynamic (plain) ints are treated by value the same way, so results never depend on whether an
@@ -29,12 +30,12 @@ _12:_1
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
+from .coalesce import _bw_coalesce, _coalesce_x, _filtered, _wrap, as_layout, coalesce_shape, concat
 from .coord import _crd2idx, idx2crd
 from .int_tuple import (
     Int,
@@ -42,9 +43,7 @@ from .int_tuple import (
     ceil_div,
     compact_col_major,
     is_int,
-    is_static,
     leaves,
-    product,
     to_str,
 )
 from .layout import Layout
@@ -55,142 +54,9 @@ NUMERIC_CHECK_LIMIT = 1 << 22
 left-hand mode (beyond it such a composition raises)."""
 
 
-def as_layout(x: object, what: str = "layout") -> Layout:
-    """A :class:`Layout` as is; an integer ``n`` as ``n:_1`` (CuTe's integral tiler)."""
-    if isinstance(x, Layout):
-        return x
-    if is_int(x):
-        if x < 1:
-            raise ShapeError(f"{what}: an integer tiler must be positive; found {x}")
-        return Layout._make(x if type(x) is Int else int(x), Int(1))
-    raise ShapeError(f"{what} must be a tla.Layout or an integer; found {type(x).__name__} {x!r}")
-
-
-def concat(modes: Sequence[Any]) -> Layout:
-    """``make_layout(l0, l1, ...)``: layouts as the modes of one layout (mode-wise results of the
-    algebra, typed ``object`` where they may also be composed layouts)."""
-    return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
-
-
-def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
-    """One mode as integers, several as tuples (C++ ``unwrap``)."""
-    if len(shapes) == 1:
-        return shapes[0], strides[0]
-    return tuple(shapes), tuple(strides)
-
-
 def _min(a: int, b: int) -> int:
     m = a if a <= b else b
     return m if type(a) is Int and type(b) is Int else int(m)
-
-
-# ---- coalesce and filter ------------------------------------------------------------------------
-
-
-def _bw_coalesce(
-    shapes: tuple[Any, ...], strides: tuple[Any, ...], last_shape: int | None = None
-) -> tuple[object, object]:
-    """C++ ``bw_coalesce`` over flat modes, from the last mode to the first: skip size-1 modes,
-    replace a leading size-1, merge ``s:d`` into a front ``s':s*d``, else prepend."""
-    out_s = [shapes[-1] if last_shape is None else last_shape]
-    out_d = [strides[-1]]
-    for i in range(len(shapes) - 2, -1, -1):
-        s, d = shapes[i], strides[i]
-        if s == 1:
-            continue
-        if len(out_s) == 1 and out_s[0] == 1:
-            out_s[0], out_d[0] = s, d
-        elif s * d == out_d[-1]:
-            out_s[-1] = s * out_s[-1]
-            out_d[-1] = d
-        else:
-            out_s.append(s)
-            out_d.append(d)
-    if len(out_s) == 1 and out_s[0] == 1:
-        return Int(1), Int(0)
-    out_s.reverse()
-    out_d.reverse()
-    return _wrap(out_s, out_d)
-
-
-def coalesce(layout: object, profile: object = None) -> object:
-    """Flatten and merge modes without changing ``layout(i)`` for ``i < size`` (C++ ``coalesce``).
-
-    ``profile`` (a tuple) coalesces mode by mode at its terminals instead.
-
-    >>> from layoutkit import tla
-    >>> print(tla.coalesce(tla.make_layout((2, 1, 3), (1, 5, 2))), tla.coalesce(tla.make_layout((4, 1), (1, 0))))
-    6:1 4:1
-    >>> print(tla.coalesce(tla.make_layout(((2, 2), (2, 2)), ((1, 4), (2, 8))), (1, 1)))
-    ((2,2),(2,2)):((1,4),(2,8))
-    """
-    if isinstance(layout, ComposedLayout):
-        return layout.with_inner(coalesce(layout.inner, profile))
-    L = as_layout(layout, "coalesce: layout")
-    if type(profile) is tuple:
-        if len(profile) > L.rank:
-            raise ShapeError(f"coalesce: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
-        modes = [coalesce(L.mode(i), p) for i, p in enumerate(profile)]
-        return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    shape, stride = _bw_coalesce(leaves(L.shape), leaves(L.stride))
-    return Layout._make(shape, stride)
-
-
-def coalesced_shape(L: Layout) -> object:
-    """``shape(coalesce(L))``."""
-    return _bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
-
-
-def _coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """C++ ``detail::coalesce_x``: like coalesce but a trailing size-1 mode keeps its stride (as a
-    dummy size 2), so the function outside the domain -- the unbounded last mode -- is preserved."""
-    shapes, strides = leaves(L.shape), leaves(L.stride)
-    last = Int(2) if shapes[-1] == 1 else None
-    shape, stride = _bw_coalesce(shapes, strides, last)
-    return leaves(shape), leaves(stride)
-
-
-def filter_zeros(layout: Layout) -> Layout:
-    """Replace the size of every stride-0 mode by ``_1``.
-
-    >>> print(filter_zeros(Layout((4, 2), (0, 3))))
-    (_1,2):(0,3)
-    """
-    L = as_layout(layout, "filter_zeros: layout")
-    shape = _map2(L.shape, L.stride, lambda s, d: Int(1) if d == 0 else s)
-    return Layout._make(shape, L.stride)
-
-
-def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
-    if type(a) is tuple:
-        return tuple(_map2(x, y, fn) for x, y in zip(a, cast("tuple[object, ...]", b)))
-    return fn(a, b)
-
-
-def _filtered(L: Layout) -> Layout:
-    """``filter(L)`` without the dispatch: zero-stride modes dropped, then coalesced."""
-    strides = leaves(L.stride)
-    shapes = tuple(Int(1) if d == 0 else s for s, d in zip(leaves(L.shape), strides))
-    shape, stride = _bw_coalesce(shapes, strides)
-    return Layout._make(shape, stride)
-
-
-def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - CuTe name
-    """Drop stride-0 and size-1 modes, then coalesce (``1:0`` when nothing is left).
-
-    >>> from layoutkit import tla
-    >>> print(tla.filter(tla.make_layout((4, 2, 3), (0, 1, 2))))
-    6:1
-    """
-    if isinstance(layout, ComposedLayout):
-        return layout.with_inner(filter(layout.inner, profile))
-    L = as_layout(layout, "filter: layout")
-    if type(profile) is tuple:
-        if len(profile) > L.rank:
-            raise ShapeError(f"filter: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
-        modes = [filter(L.mode(i), p) for i, p in enumerate(profile)]
-        return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    return _filtered(L)
 
 
 # ---- composition -------------------------------------------------------------------------------
@@ -367,22 +233,6 @@ def _tiler_str(t: object) -> str:
 # ---- complement ----------------------------------------------------------------------------------
 
 
-def coalesce_shape(shape: object) -> object:
-    """C++ ``coalesce(Shape)``: flatten and multiply neighbouring modes of equal staticness.
-
-    >>> print(to_str(coalesce_shape(((Int(2), Int(4)), 3, 5))))
-    (_8,15)
-    """
-    flat = leaves(shape)
-    out = [flat[0]]
-    for v in flat[1:]:
-        if (type(v) is Int) == (type(out[-1]) is Int):
-            out[-1] = out[-1] * v
-        else:
-            out.append(v)
-    return out[0] if len(out) == 1 else tuple(out)
-
-
 def complement(layout: object, cotarget: object = None) -> Layout:
     """The layout of the offsets ``layout`` misses, ordered, up to ``cotarget`` (C++ ``complement``).
 
@@ -442,192 +292,3 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     rest_stride = compact_col_major(rest_shape, new_stride)
     shape, stride = _bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
     return Layout._make(shape, stride)
-
-
-# ---- inverses ------------------------------------------------------------------------------------
-
-
-def _exchange_order(keys: tuple[Any, ...]) -> list[int]:
-    """Indices ordered by key with C++ CuTe's ``detail::SortByKey`` (an exchange sort, which is
-    not stable: among equal strides the tie order matters for non-injective layouts).
-
-    >>> _exchange_order((4, 4, 1))
-    [2, 1, 0]
-    """
-    pairs = [(k, i) for i, k in enumerate(keys)]
-    n = len(pairs)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if pairs[j][0] < pairs[i][0]:
-                pairs[i], pairs[j] = pairs[j], pairs[i]
-    return [i for _, i in pairs]
-
-
-def _prefix(shapes: tuple[Any, ...]) -> list[Any]:
-    out = [Int(1)]
-    for s in shapes:
-        out.append(out[-1] * s)
-    return out
-
-
-def _invert_parts(layout: Swizzle | ComposedLayout | None, inverse: Callable[[object], object]) -> object:
-    """``inverse`` of the non-plain layouts both C++ inverses accept: ``None`` stays ``None``, a swizzle
-    is its own inverse, a composed layout (offset 0) inverts each of its parts."""
-    if layout is None or isinstance(layout, Swizzle):
-        return layout
-    if layout.offset != 0:
-        raise UnsupportedError(f"{inverse.__name__} of {layout}: needs offset 0")
-    return ComposedLayout(inverse(layout.inner), Int(0), inverse(layout.outer))
-
-
-def right_inverse(layout: object) -> object:
-    """``R`` with ``layout(R(i)) == i`` for every ``i < size(R)`` (C++ ``right_inverse``).
-
-    Modes are followed from stride 1 upwards, skipping any that do not continue the chain -- so a
-    stride-0 mode does not hide the others (pycute stops at the first mismatch and returns
-    ``1:0`` for ``(2,4,4,6):(4,1,0,8)``; C++ returns ``(4,2,6):(2,1,32)``).
-
-    >>> from layoutkit import tla
-    >>> print(tla.right_inverse(tla.make_layout((4, 8), (8, 1))), tla.right_inverse(tla.make_layout(4, 2)))
-    (8,4):(4,_1) _1:_0
-    """
-    if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
-        return _invert_parts(layout, right_inverse)
-    L = as_layout(layout, "right_inverse: layout")
-    c = cast(Layout, coalesce(L))  # a plain layout coalesces to a plain layout
-    shapes, strides = leaves(c.shape), leaves(c.stride)
-    pre = _prefix(shapes)
-    res_s: list[Any] = [Int(1)]
-    res_d: list[Any] = [Int(0)]
-    curr: int = Int(1)
-    for i in _exchange_order(strides):
-        if strides[i] == curr:
-            res_s.append(shapes[i])
-            res_d.append(pre[i])
-            curr = shapes[i] * strides[i]
-    return coalesce(Layout._make(tuple(res_s), tuple(res_d)))
-
-
-def left_inverse(layout: object) -> object:
-    """``R`` with ``R(layout(i)) == i`` for every ``i < size`` when ``layout`` is injective, and
-    ``layout(R(layout(i))) == layout(i)`` always (C++ ``left_inverse``, a quasi-inverse).
-
-    C++ requires each sorted stride to be a multiple of the previous one (else: ShapeError).  For
-    layouts whose modes overlap, C++'s construction is not always a quasi-inverse (``(2,2):(1,1)``
-    gives ``2:2``); layoutkit verifies it and raises with a witness when it fails.
-
-    >>> from layoutkit import tla
-    >>> print(tla.left_inverse(tla.make_layout((4, 2), (2, 1))), tla.left_inverse(tla.make_layout(4, 2)))
-    (2,4):(4,_1) (2,4):(_0,_1)
-    """
-    if layout is None or isinstance(layout, (Swizzle, ComposedLayout)):
-        return _invert_parts(layout, left_inverse)
-    L = as_layout(layout, "left_inverse: layout")
-    c = cast(Layout, coalesce(L))  # a plain layout coalesces to a plain layout
-    shapes, strides = leaves(c.shape), leaves(c.stride)
-    if any(d < 0 for d in strides):
-        raise UnsupportedError(f"left_inverse of {L}: negative strides are not supported")
-    pre = _prefix(shapes)
-    order = _exchange_order(strides)
-    res_s: list[Any] = []
-    res_d: list[Any] = [Int(0)]
-    for i in order:
-        d = strides[i]
-        if d == 0:
-            continue
-        covered = product(tuple(res_s))
-        if d % covered:
-            raise ShapeError(
-                f"left_inverse of {L}: mode {to_str(shapes[i])}:{to_str(d)} of the coalesced layout {c} has stride "
-                f"{d}, not a multiple of {covered} (the extent below it); no layout inverts it"
-            )
-        res_s.append(d // covered)
-        res_d.append(pre[i])
-    res_s.append(shapes[order[-1]])
-    result = coalesce(Layout._make(tuple(res_s), tuple(res_d)))
-    if not _disjoint_modes(shapes, strides, order):
-        _check_quasi_inverse(L, result)  # type: ignore[arg-type]
-    return result
-
-
-def _disjoint_modes(shapes: tuple[Any, ...], strides: tuple[Any, ...], order: list[int]) -> bool:
-    """Stride-sorted nonzero modes each start at or past the extent the smaller ones cover and
-    at a multiple of it: the layout is injective on them and the left inverse is exact."""
-    covered = 1
-    for i in order:
-        d = strides[i]
-        if d == 0:
-            continue
-        if d < covered or d % covered:
-            return False
-        covered = d * shapes[i]
-    return True
-
-
-def _check_quasi_inverse(L: Layout, R: Layout) -> None:
-    """C++ promises ``L(R(L(i))) == L(i)`` for every layout; for overlapping modes it does not
-    hold in general, so check it and refuse with a witness instead of returning a wrong layout."""
-    if L.size > NUMERIC_CHECK_LIMIT:
-        raise ShapeError(f"left_inverse of {L}: its modes overlap and it is too large ({L.size}) to verify")
-    t = L.table()
-    idx = np.asarray(_crd2idx(t, R.shape, R.stride, ()))
-    back = np.asarray(_crd2idx(idx, L.shape, L.stride, ()))
-    bad = np.flatnonzero((back != t) | (idx >= L.size))
-    if bad.size:
-        i = int(bad[0])
-        raise ShapeError(
-            f"left_inverse of {L}: its modes overlap (it is not injective) and C++'s construction {R} is no "
-            f"quasi-inverse: at index {i}, L(i) = {int(t[i])} goes back to index {int(idx[i])} "
-            f"(of {L.size}), where L is {int(back[i])}"
-        )
-
-
-def nullspace(layout: Layout) -> Layout:
-    """The coordinates a layout sends to 0 (its stride-0 modes), C++ ``nullspace``.
-
-    >>> print(nullspace(Layout((2, 4, 3), (1, 0, 2))))
-    4:2
-    """
-    L = as_layout(layout, "nullspace: layout")
-    shapes, strides = leaves(L.shape), leaves(L.stride)
-    pre = _prefix(shapes)
-    idx = [i for i, d in enumerate(strides) if d == 0]
-    if not idx:
-        return Layout._make(Int(1), Int(0))
-    s, d = _wrap([shapes[i] for i in idx], [pre[i] for i in idx])
-    return Layout._make(s, d)
-
-
-def max_common_vector(a: Layout, b: Layout) -> int:
-    """Largest ``N`` such that ``a`` and ``b`` agree on a contiguous run of ``N`` elements
-    (C++ ``max_common_vector``).
-
-    >>> max_common_vector(Layout((4, 8), (1, 4)), Layout((4, 8), (1, 8)))
-    4
-    """
-    common = cast(Layout, coalesce(composition(as_layout(a), right_inverse(as_layout(b)))))
-    shapes, strides = leaves(common.shape), leaves(common.stride)
-    return shapes[0] if strides[0] == 1 else Int(1)
-
-
-def is_static_layout(layout: Layout) -> bool:
-    """Shape and stride are all static ints."""
-    return is_static(layout.shape) and is_static(layout.stride)
-
-
-__all__ = [
-    "NUMERIC_CHECK_LIMIT",
-    "as_layout",
-    "concat",
-    "coalesce",
-    "coalesce_shape",
-    "filter_zeros",
-    "filter",
-    "composition",
-    "complement",
-    "right_inverse",
-    "left_inverse",
-    "nullspace",
-    "max_common_vector",
-    "is_static_layout",
-]
