@@ -1,4 +1,4 @@
-"""Conversions of index expressions to sympy and to C.
+"""Translations of index expressions to sympy and to C.
 
 >>> from layoutkit.algebra import Var
 >>> i, j = Var("_i", 16), Var("_j", 16)
