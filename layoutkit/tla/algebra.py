@@ -13,7 +13,7 @@ True
 
 from __future__ import annotations
 
-from .coalesce import as_layout, coalesce, coalesce_shape, concat, filter, filter_zeros
+from .coalesce import as_layout, coalesce, coalesce_shape, coalesced_shape, concat, filter, filter_zeros
 from .composition import NUMERIC_CHECK_LIMIT, complement, composition
 from .inverses import is_static_layout, left_inverse, max_common_vector, nullspace, right_inverse
 
@@ -23,6 +23,7 @@ __all__ = [
     "concat",
     "coalesce",
     "coalesce_shape",
+    "coalesced_shape",
     "filter_zeros",
     "filter",
     "composition",
