@@ -11,8 +11,8 @@ import pytest
 
 import layoutkit as lk
 from layoutkit.algebra import Var, compile_numpy, evaluate, parse_expr, simplify
-from layoutkit.algebra.convert import C_PRELUDE, to_c, to_sympy
 from layoutkit.algebra.isl import isl_map_text, point_coords, to_isl_map
+from layoutkit.algebra.translate import C_PRELUDE, to_c, to_sympy
 
 i, j = Var("_i", 16), Var("_j", 16)
 

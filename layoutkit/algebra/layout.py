@@ -18,7 +18,6 @@ Layout((64,) -> (64,), (_i,) -> (_i,))
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,11 +25,22 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, NotBijectiveError, ShapeError, UnsupportedError
+from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
 from .evaluate import compile_numpy, evaluate_columns, grid
-from .nodes import Const, Expr, Var, as_expr, free_vars
-from .proof import Proof, bijection_by_enumeration, bijection_by_isl, describe_witness
-from .simplify import add, floordiv, floormod, scale, substitute
+from .nodes import Expr, Var, as_expr, free_vars
+from .proof import Proof, bijection_by_enumeration, bijection_by_isl
+from .shapes import (
+    call_index_fn,
+    check_shape,
+    normalize_outputs,
+    placeholder,
+    positional_arity,
+    positive_int,
+    reshape_mapping,
+    row_major_flat,
+    unflatten_mapping,
+)
+from .simplify import substitute
 
 if TYPE_CHECKING:
     from .linear import F2Linear
@@ -38,84 +48,10 @@ if TYPE_CHECKING:
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
-_NAMES = "ijklmnopqrstuvwxyzabcdefgh"
-
-
-def placeholder(dim: int, extent: int | None) -> Var:
-    """The TileLang placeholder of input dim ``dim``: ``_i, _j, _k, _l, ...``.
-
-    >>> placeholder(2, 8)
-    Var('_k', 8)
-    """
-    return Var("_" + _NAMES[dim % len(_NAMES)] + ("" if dim < len(_NAMES) else str(dim // len(_NAMES))), extent)
-
-
-def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, ...]:
-    """Validate a shape: a non-empty sequence of positive integers."""
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        dims: tuple[object, ...] = tuple(shape)  # type: ignore[arg-type]
-    except TypeError:
-        raise ShapeError(f"{what} must be a sequence of positive integers; found {shape!r}") from None
-    if not dims:
-        raise ShapeError(f"{what} must have at least one dimension; found ()")
-    out = []
-    for d, e in enumerate(dims):
-        if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
-            raise ShapeError(f"{what} must be positive integers; found {dims!r} (dim {d} is {e!r})")
-        if e <= 0:
-            raise ShapeError(f"{what} must be positive integers; found {dims!r} (dim {d} is {e})")
-        out.append(int(e))
-    return tuple(out)
-
-
-def positional_arity(fn: Callable[..., object]) -> tuple[int, int | None] | None:
-    """``(required, most)`` positional arguments ``fn`` takes (``most`` None for ``*args``), or None
-    when its signature cannot be read.
-
-    >>> positional_arity(lambda i, j=0: i), positional_arity(lambda *a: 0)
-    ((1, 2), (0, None))
-    """
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    lo, hi = 0, 0
-    for p in sig.parameters.values():
-        if p.kind == p.VAR_POSITIONAL:
-            return lo, None
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            hi += 1
-            if p.default is p.empty:
-                lo += 1
-    return lo, hi
-
-
-def call_index_fn(fn: Callable[..., object], args: Sequence[Expr], what: str) -> tuple[Expr, ...]:
-    """Call a user index function with placeholder variables and normalise what it returns."""
-    arity = positional_arity(fn)
-    n = len(args)
-    if arity is not None and not (arity[0] <= n and (arity[1] is None or n <= arity[1])):
-        want = arity[0] if arity[0] == arity[1] else f"{arity[0]}..{arity[1]}"
-        raise ShapeError(f"{what} must take {n} arguments (one per input dim); the function takes {want}")
-    result = fn(*args)
-    return normalize_outputs(result, what)
-
-
-def normalize_outputs(result: object, what: str) -> tuple[Expr, ...]:
-    items = result if isinstance(result, (tuple, list)) else (result,)
-    if not items:
-        raise ShapeError(f"{what} returned no output expressions")
-    out = []
-    for k, item in enumerate(items):
-        if isinstance(item, (np.ndarray,)) or item is None:
-            raise ExprError(f"{what}: output {k} is {item!r}, expected an integer index expression")
-        try:
-            out.append(as_expr(item))
-        except ExprError as err:
-            raise ExprError(f"{what}: output {k}: {err}") from None
-    return tuple(out)
+__all__ = [  # the helpers moved to .shapes stay importable from here
+    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "check_shape", "normalize_outputs", "placeholder",
+    "positional_arity", "positive_int", "reshape_mapping", "row_major_flat", "unflatten_mapping",
+]
 
 
 class Layout:
@@ -352,11 +288,9 @@ class Layout:
     def linearized(self) -> Layout:
         """One output: ``sum_d out_d * prod(output_shape[d+1:])`` (TileLang's
         ``get_linearized_forward_index``)."""
-        shape = self.output_shape
-        total: Expr = Const(0)
-        for k, e in enumerate(self._forward):
-            total = add(total, scale(e, math.prod(shape[k + 1 :])))
-        return Layout.from_exprs(self._input_shape, (total,))
+        from . import transforms
+
+        return transforms.linearized(self)
 
     def repeat(self, dim: int, factor: int) -> Layout:
         """Grow input dim ``dim`` by ``factor``; the repeat number becomes a new first output.
@@ -365,18 +299,9 @@ class Layout:
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).repeat(1, 3))
         Layout((4, 12) -> (3, 4, 4), (_i, _j) -> (_j // 4, _j % 4, _i))
         """
-        dim = self._dim(dim)
-        factor = positive_int(factor, "repeat factor")
-        e = self._input_shape[dim]
-        shape = list(self._input_shape)
-        shape[dim] = e * factor
-        new = placeholder(dim, e * factor)
-        mapping: dict[Var, Expr] = {
-            v: (new if d == dim else placeholder(d, shape[d])) for d, v in enumerate(self._vars)
-        }
-        mapping[self._vars[dim]] = floormod(new, Const(e))
-        exprs = (floordiv(new, Const(e)),) + tuple(substitute(x, mapping) for x in self._forward)
-        return Layout.from_exprs(shape, exprs)
+        from . import transforms
+
+        return transforms.repeat(self, dim, factor)
 
     def expand(self, leading_shape: Sequence[int]) -> Layout:
         """Prepend input dims that pass through as leading outputs (e.g. pipeline stages).
@@ -385,15 +310,9 @@ class Layout:
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).expand([2]))
         Layout((2, 4, 4) -> (2, 4, 4), (_i, _j, _k) -> (_i, _k, _j))
         """
-        lead = check_shape(leading_shape, "expand leading shape")
-        shape = lead + self._input_shape
-        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
-        mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self._vars)}
-        exprs: tuple[Expr, ...] = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
-        out = Layout.from_exprs(shape, exprs)
-        hook = getattr(self._tag, "expanded", None)
-        tag = hook(shape) if callable(hook) else None
-        return out if tag is None else out.with_tag(tag)
+        from . import transforms
+
+        return transforms.expand(self, leading_shape)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Layout:
         """View the same storage with a new input shape (row-major flattening on both sides).
@@ -402,49 +321,9 @@ class Layout:
         new bits): narrowing splits each element into lanes (``last*f + flat % f``), widening
         merges ``f`` consecutive elements and requires them to be contiguous in the last output.
         """
-        new_shape = check_shape(shape, "reshape shape")
-        num, den = positive_int(rescale_num, "rescale_num"), positive_int(rescale_den, "rescale_den")
-        if self.size * num != math.prod(new_shape) * den:
-            raise ShapeError(
-                f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
-                f"{self.size} * {num} != {math.prod(new_shape)} * {den}"
-            )
-        flat = row_major_flat(new_shape)
-        g = math.gcd(num, den)
-        num, den = num // g, den // g
-        if den == 1 and num > 1:
-            old_flat = floordiv(flat, Const(num))
-        elif num == 1 and den > 1:
-            self._check_groups_contiguous(den)
-            old_flat = scale(flat, den)
-        elif num == 1 and den == 1:
-            old_flat = flat
-        else:
-            raise UnsupportedError(f"reshape rescale {rescale_num}/{rescale_den} is neither a narrowing nor a widening")
-        mapping = unflatten_mapping(self._input_shape, old_flat)
-        exprs = [substitute(x, mapping) for x in self._forward]
-        if num > 1:
-            exprs[-1] = add(scale(exprs[-1], num), floormod(flat, Const(num)))
-        elif den > 1:
-            exprs[-1] = floordiv(exprs[-1], Const(den))
-        return Layout.from_exprs(new_shape, exprs)
+        from . import transforms
 
-    def _check_groups_contiguous(self, f: int) -> None:
-        table = self.table().reshape(-1, len(self._forward))
-        if table.shape[0] % f:
-            raise ShapeError(f"widening by {f} needs the element count {table.shape[0]} to be a multiple of {f}")
-        groups = table.reshape(-1, f, table.shape[1])
-        first = groups[:, :1, :]
-        lane = np.arange(f)
-        ok_rest = np.all(groups[:, :, :-1] == first[:, :, :-1], axis=(1, 2))
-        ok_last = np.all(groups[:, :, -1] == first[:, :, -1] + lane, axis=1) & (first[:, 0, -1] % f == 0)
-        bad = np.flatnonzero(~(ok_rest & ok_last))
-        if bad.size:
-            start = tuple(int(v) for v in np.unravel_index(int(bad[0]) * f, self._input_shape))
-            raise ShapeError(
-                f"widening reshape by {f}: the {f} elements starting at {start} are not contiguous and aligned "
-                f"in the last output of {self}"
-            )
+        return transforms.reshape(self, shape, rescale_num, rescale_den)
 
     def compose(self, inner: Layout) -> Layout:
         """``self.compose(M)(x) == self(M(x))``; M's image must lie inside self's input shape.
@@ -454,24 +333,9 @@ class Layout:
         >>> print(T.compose(T))
         Layout((4, 4) -> (4, 4), (_i, _j) -> (_i, _j))
         """
-        if not isinstance(inner, Layout):
-            raise LayoutError(f"compose expects a Layout, found {type(inner).__name__}")
-        if len(inner.forward_index) != len(self._input_shape):
-            raise ShapeError(
-                f"compose: {inner} has {len(inner.forward_index)} outputs but {self} takes "
-                f"{len(self._input_shape)} inputs"
-            )
-        lows, highs = inner._output_range(grid(inner.input_shape))
-        for k, (lo, hi) in enumerate(zip(lows, highs)):
-            if lo < 0 or hi >= self._input_shape[k]:
-                bad = lo if lo < 0 else hi
-                witness = inner._find(lambda outs, k=k, bad=bad: outs[k] == bad)
-                raise CoordinateError(
-                    f"compose: {inner} maps {witness} to output {k} = {bad}, outside the input shape "
-                    f"{self._input_shape} of {self}"
-                )
-        mapping = dict(zip(self._vars, inner.forward_index))
-        return Layout.from_exprs(inner.input_shape, tuple(substitute(e, mapping) for e in self._forward))
+        from . import transforms
+
+        return transforms.compose(self, inner)
 
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
@@ -540,45 +404,9 @@ class Layout:
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
         when the layout is not a bijection onto its output box.
         """
-        hit: Layout | None = self._cache.get("inverse")
-        if hit is not None:
-            return hit
-        proof = self.prove_bijective()
-        if not proof:
-            raise NotBijectiveError(
-                f"{self} is not bijective onto its output box {self.output_shape}: "
-                f"{describe_witness(proof.witness or {})}",
-                proof.witness,
-            )
-        from .inverse import solve_inverse
+        from . import transforms
 
-        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
-        sol = solve_inverse(self._forward, self._vars, outs)
-        inv = None if sol is None else Layout.from_exprs(self.output_shape, sol)
-        if inv is None or not self._round_trips(inv):
-            inv = self._f2_inverse()
-            if inv is not None and not self._round_trips(inv):
-                inv = None
-        if inv is None:
-            raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
-        self._cache["inverse"] = inv
-        return inv
-
-    def _round_trips(self, inv: Layout) -> bool:
-        coords = np.moveaxis(np.indices(self._input_shape), 0, -1)
-        return bool(np.array_equal(inv.apply(self.table()), coords))
-
-    def _f2_inverse(self) -> Layout | None:
-        from .linear import expressions_from_bases, inverse_bases
-
-        view = self.to_linear()
-        if view is None:
-            return None
-        bases = inverse_bases(view, self.output_shape)
-        if bases is None:
-            return None
-        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
-        return Layout.from_exprs(self.output_shape, expressions_from_bases(bases, outs, len(self._input_shape)))
+        return transforms.inverse(self)
 
     # ---- F2 view ------------------------------------------------------------------------------
     def to_linear(self) -> F2Linear | None:
@@ -655,34 +483,3 @@ def _tuple_text(items: Iterable[object]) -> str:
     return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
-def row_major_flat(shape: Sequence[int]) -> Expr:
-    """``sum_d x_d * stride_d`` over the placeholders of ``shape`` (row-major)."""
-    flat: Expr = Const(0)
-    for d, (e, stride) in enumerate(zip(shape, _strides(shape))):
-        flat = add(flat, scale(placeholder(d, e), stride))
-    return flat
-
-
-def unflatten_mapping(shape: Sequence[int], flat: Expr) -> dict[Var, Expr]:
-    """Placeholders of ``shape`` as digits of a row-major flat index expression."""
-    return {
-        placeholder(d, e): floormod(floordiv(flat, Const(stride)), Const(e))
-        for d, (e, stride) in enumerate(zip(shape, _strides(shape)))
-    }
-
-
-def reshape_mapping(old_shape: Sequence[int], new_shape: Sequence[int]) -> dict[Var, Expr]:
-    """Substitution that re-expresses the placeholders of ``old_shape`` through those of
-    ``new_shape`` (same element count, row-major on both sides)."""
-    return unflatten_mapping(old_shape, row_major_flat(new_shape))
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-
-
-def positive_int(value: object, what: str) -> int:
-    """``value`` as an int when it is a positive integer (not a bool), else a ShapeError naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ShapeError(f"{what} must be a positive integer; found {value!r}")
-    return int(value)

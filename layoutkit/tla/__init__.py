@@ -28,18 +28,8 @@ from __future__ import annotations
 
 import re as _re
 
-from .algebra import (
-    coalesce,
-    coalesce_shape,
-    complement,
-    composition,
-    filter,
-    filter_zeros,
-    left_inverse,
-    max_common_vector,
-    nullspace,
-    right_inverse,
-)
+from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
+from .composition import complement, composition
 from .coord import crd2crd, crd2idx, idx2crd
 from .dtypes import c0, element_bits
 from .int_tuple import (
@@ -70,6 +60,7 @@ from .int_tuple import (
     unflatten,
     weakly_congruent,
 )
+from .inverses import left_inverse, max_common_vector, nullspace, right_inverse
 from .layout import Layout, cosize, crd2offset, get_tile_layout, is_layout, make_layout, origin_shape, shape, stride
 from .layout import size as size
 from .swizzle import ComposedLayout, Swizzle, make_composed_layout

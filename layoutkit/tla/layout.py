@@ -220,7 +220,7 @@ class Layout:
 
     def compose(self, other: object) -> object:
         """``composition(self, other)``."""
-        from .algebra import composition
+        from .composition import composition
 
         return composition(self, other)
 

@@ -272,7 +272,7 @@ class ComposedLayout:
         return LkLayout.from_exprs(base.input_shape, (expr,))
 
     def compose(self, other: object) -> object:
-        from .algebra import composition
+        from .composition import composition
 
         return composition(self, other)
 

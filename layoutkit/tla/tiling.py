@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..errors import ShapeError
-from .algebra import as_layout, coalesced_shape, complement, composition, concat
+from .coalesce import as_layout, coalesced_shape, concat
+from .composition import complement, composition
 from .int_tuple import Int, to_str
 from .layout import Layout
 from .swizzle import ComposedLayout
