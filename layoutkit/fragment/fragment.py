@@ -36,12 +36,11 @@ from ..algebra.layout import (
     placeholder,
     positional_arity,
     positive_int,
-    reshape_mapping,
 )
 from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
-from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
+from ..algebra.simplify import add, scale, substitute
 from ..errors import ExprError, LayoutError, ShapeError
 from .splits import flatten_digits, unused_digits
 
@@ -266,37 +265,15 @@ class Fragment(Layout):
         number of ``x_d // shape_d`` (``lower_dim_first``: the last dim is fastest).  On threads:
         ``thread += thread_extent * ri``; otherwise ``index[0] += output_shape[0] * ri`` (1-D index).
         """
-        reps = tuple(repeats) if not isinstance(repeats, int) else (repeats,)
-        if len(reps) != len(self.input_shape):
-            raise ShapeError(f"repeat needs one factor per input dim ({len(self.input_shape)}); found {reps}")
-        reps = tuple(positive_int(r, "repeat factor") for r in reps)
-        shape = tuple(e * r for e, r in zip(self.input_shape, reps))
-        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
-        mapping = {v: floormod(nv, Const(e)) for v, nv, e in zip(self.forward_vars, new_vars, self.input_shape)}
-        order = range(len(shape) - 1, -1, -1) if lower_dim_first else range(len(shape))
-        ri: Expr = Const(0)
-        stride = 1
-        for d in order:
-            ri = add(ri, scale(floordiv(new_vars[d], Const(self.input_shape[d])), stride))
-            stride *= reps[d]
-        index = [substitute(e, mapping) for e in self.forward_index]
-        thread = substitute(self._thread, mapping)
-        if repeat_on_thread:
-            thread = add(thread, scale(ri, self.thread_extent))
-        else:
-            if len(index) != 1:
-                raise ShapeError(f"repeat on the index needs a 1-D index; {self.describe()} has {len(index)} dims")
-            index[0] = add(index[0], scale(ri, self.output_shape[0]))
-        return Fragment.from_exprs(shape, index, thread, self._replicate)
+        from . import transforms
+
+        return transforms.repeat(self, repeats, repeat_on_thread, lower_dim_first)
 
     def replicate(self, k: int) -> Fragment:
         """``k`` times more replicas: ``thread'(rep) = thread(rep % R) + thread_extent * (rep // R)``."""
-        k = positive_int(k, "replicate factor")
-        r = self._replicate
-        new_rep = rep_var(r * k)
-        thread = substitute(self._thread, {self.rep_var: floormod(new_rep, Const(r))})
-        thread = add(thread, scale(floordiv(new_rep, Const(r)), self.thread_extent))
-        return Fragment.from_exprs(self.input_shape, self.forward_index, thread, r * k)
+        from . import transforms
+
+        return transforms.replicate(self, k)
 
     def condense_rep_var(self) -> Fragment:
         """Keep only the digits of ``_rep`` the thread map reads: ``_rep % 2 * 32`` with R=4
@@ -314,72 +291,23 @@ class Fragment(Layout):
         >>> print(g.condense_rep_var().forward_thread)
         _rep % 2 * 64 + _i * 8 + _rep // 2
         """
-        from .splits import digit_extent, used_digits
+        from . import transforms
 
-        rep = self.rep_var
-        if rep not in free_vars(self._thread):
-            return self._rebuild(thread=self._thread, replicate=1)
-        terms, _ = linear(self._thread)
-        rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
-        pure_digits = all(split_view(atom)[0] == rep for atom, _ in rep_terms)
-        if pure_digits:
-            # TileLang order: larger thread stride -> lower digit of the new _rep
-            digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
-            atoms = [d[3] for d in digits]
-            extents = [digit_extent((rep, lo, up if up is not None else self._replicate)) for _, lo, up, _ in digits]
-        else:
-            used = sorted(set(used_digits(self._thread, (rep,))[rep]))
-            merged: list[tuple[int, int]] = []
-            for lo, up in used:
-                if merged and lo < merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(up, merged[-1][1]))
-                else:
-                    merged.append((lo, up))
-            atoms = [make_split(rep, lo, None if up >= self._replicate else up) for lo, up in merged]
-            extents = [digit_extent((rep, lo, up)) for lo, up in merged]
-        new_r = math.prod(extents)
-        if new_r > self._replicate or (new_r == self._replicate and not pure_digits):
-            # nothing to drop, and no digits to re-order
-            return self
-        # a stand-in for the new _rep, which may equal the old one (same extent)
-        fresh = Var("_rep_condensed", new_r)
-        mapping: dict[Expr, Expr] = {}
-        stride = 1
-        for atom, ext in zip(atoms, extents):
-            digit = floordiv(fresh, Const(stride))
-            mapping[atom] = digit if stride * ext >= new_r else floormod(digit, Const(ext))
-            stride *= ext
-        thread = substitute(self._thread, mapping)
-        if rep in free_vars(thread):
-            raise LayoutError(f"cannot condense _rep in {self._thread}: it is read other than through digits")
-        thread = substitute(thread, {fresh: rep_var(new_r)})
-        if new_r == self._replicate and thread == self._thread:
-            return self
-        return self._rebuild(thread=thread, replicate=new_r)
+        return transforms.condense_rep_var(self)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:
         """Reshape both the index and the thread map (row-major flattening on both sides)."""
-        if rescale_num != rescale_den:
-            raise ShapeError("Fragment.reshape does not change element widths; reshape a plain Layout for that")
-        new_shape = check_shape(shape, "reshape shape")
-        if math.prod(new_shape) != self.size:
-            raise ShapeError(f"reshape of {self.input_shape} to {new_shape}: {self.size} != {math.prod(new_shape)}")
-        mapping = reshape_mapping(self.input_shape, new_shape)
-        index = tuple(substitute(e, mapping) for e in self.forward_index)
-        return Fragment.from_exprs(new_shape, index, substitute(self._thread, mapping), self._replicate,
-                                     self._thread_range)
+        from . import transforms
+
+        return transforms.reshape(self, shape, rescale_num, rescale_den)
 
     def expand(self, leading_shape: Sequence[int]) -> Fragment:
         """Prepend dims that pass through as leading index outputs.  Unlike TileLang (whose
         ``Fragment.expand`` returns a plain Layout and drops the thread map), the thread map is
         kept: the new leading dims stay in the same thread."""
-        lead = check_shape(leading_shape, "expand leading shape")
-        shape = lead + self.input_shape
-        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
-        mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self.forward_vars)}
-        index = tuple(new_vars[: len(lead)]) + tuple(substitute(e, mapping) for e in self.forward_index)
-        return Fragment.from_exprs(shape, index, substitute(self._thread, mapping), self._replicate,
-                                     self._thread_range)
+        from . import transforms
+
+        return transforms.expand(self, leading_shape)
 
     def inverse(self) -> Layout:
         """Inverse of ``[coords..., rep] -> [index..., thread]``: a Layout from
@@ -417,54 +345,15 @@ class Fragment(Layout):
         """Prove that every replica of every element of ``other`` lives in a thread that also
         holds that element here (so ``self`` can replace ``other``).  A fully replicated ``self``
         contains everything, as in TileLang.  Decided by exhaustive enumeration."""
-        claim = "contains"
-        if not isinstance(other, Fragment):
-            raise LayoutError(f"contains expects a Fragment, found {type(other).__name__}")
-        if other.input_shape != self.input_shape:
-            return Proof(claim, False, "enumerate", {"shape": (self.input_shape, other.input_shape)},
-                         detail="different input shapes")
-        if self.is_fully_replicated():
-            return Proof(claim, True, "enumerate", detail="the containing fragment is fully replicated")
-        big = self.thread_table().reshape(self._replicate, -1)
-        small = other.thread_table().reshape(other.replicate_size, -1)
-        if big.shape[0] * small.shape[0] <= 256:
-            # few replicas: compare each small replica with every large one, element-wise
-            ok = np.zeros(small.shape, dtype=bool)
-            for row in big:
-                ok |= small == row
-        else:
-            width = int(max(big.max(), small.max())) + 1
-            x = np.arange(big.shape[1], dtype=np.int64)
-            ok = np.isin(small + x * width, np.unique((big + x * width).ravel()))
-        if ok.all():
-            return Proof(claim, True, "enumerate", detail=f"{small.size} (element, thread) pairs")
-        r, flat = np.argwhere(~ok)[0]
-        coord = tuple(int(v) for v in np.unravel_index(int(flat), self.input_shape))
-        return Proof(claim, False, "enumerate",
-                     {"missing": (coord, int(r), int(small[r, flat]), sorted(set(big[:, flat].tolist())))},
-                     detail="element (coord) of replica r is on a thread that does not hold it here")
+        from . import proofs
+
+        return proofs.contains(self, other)
 
     def prove_injective(self) -> Proof:
         """Every (thread, register) slot holds at most one element (replicas included)."""
-        claim = "injective (one element per thread register)"
-        threads = self.thread_table().reshape(self._replicate, -1)
-        index = self.index_table().reshape(1, -1)
-        keys = threads * self.local_size + index
-        flat = keys.ravel()
-        order = np.argsort(flat, kind="stable")
-        dup = np.flatnonzero(flat[order][1:] == flat[order][:-1])
-        if dup.size == 0:
-            return Proof(claim, True, "enumerate", detail=f"{flat.size} slots")
-        a, b = order[dup[0]], order[dup[0] + 1]
-        n = threads.shape[1]
+        from . import proofs
 
-        def where(k: int) -> tuple[tuple[int, ...], int]:
-            r, x = divmod(int(k), n)
-            return tuple(int(v) for v in np.unravel_index(x, self.input_shape)), r
-
-        (xa, ra), (xb, rb) = where(a), where(b)
-        slot = (int(threads.ravel()[a]), int(index.ravel()[a % n]))
-        return Proof(claim, False, "enumerate", {"collision": ((xa, ra), (xb, rb), slot)})
+        return proofs.prove_injective(self)
 
     # ---- registers ------------------------------------------------------------------------------
     def distribute(self, tile: ArrayLike, fill: object = 0) -> NDArray[Any]:
