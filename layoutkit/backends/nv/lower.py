@@ -1,5 +1,5 @@
-"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.kernels.gemm`, with any epilogue of
-fragment ops such as :func:`~layoutkit.infer.kernels.gemm_rowmax_bias`) to the :mod:`.ir`.
+"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.programs.gemm`, with any epilogue of
+fragment ops such as :func:`~layoutkit.infer.programs.gemm_rowmax_bias`) to the :mod:`.ir`.
 
 Operands: fp16 / bf16 (``m16n8k16``), int8 / uint8 (``m16n8k32``) and fp32 as tf32 (``m16n8k8``).  Operand
 tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``); an 8- or
@@ -19,8 +19,8 @@ sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and ea
 (:class:`WarpGrid`): the sm_90 accumulator, shaped for ``wgmma`` (warps stacked along M, 64 rows apart),
 runs on ``mma.sync`` atoms as well.
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
 >>> k = lower(p, infer_layouts(p))
 >>> k.grid, k.threads, [b.name for b in k.scoped("global")]
 ((2, 2), 128, ['A', 'B', 'C'])
@@ -188,8 +188,8 @@ def lower(program, result) -> ir.Kernel:
     :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
     :func:`layoutkit.codegen.lower` checks it against the program first.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> lower(p, infer_layouts(p)).name
     'elementwise_64x64_32x32_t128'
     """
@@ -211,9 +211,9 @@ def check_target(program) -> None:
     arch this lowering has no ``mma.sync`` for: sm_80+ with :data:`OPERAND_DTYPES`, sm_75 with float16 only.
     Checked before the layouts, which inference may leave out for such a target.
 
-    >>> from layoutkit.infer import kernels
+    >>> from layoutkit.infer import programs
     >>> try:
-    ...     check_target(kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
+    ...     check_target(programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
     ... except UnsupportedError as e:
     ...     print(str(e)[:48])
     gemm lowering: gemm#3 on sm_70 with float16 x fl
@@ -232,8 +232,8 @@ def check_target(program) -> None:
 def lower_gemm(program, result) -> ir.Kernel:
     """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered).
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
     >>> lower_gemm(p, infer_layouts(p)).name
     'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
     """
@@ -384,8 +384,8 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     whose shapes must agree (one 2-D fragment tile shape too); other programs raise
     :class:`~layoutkit.errors.UnsupportedError` with the shapes found.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=100, N=72, bM=64, bN=64)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=100, N=72, bM=64, bN=64)
     >>> lower_fragment_program(p, infer_layouts(p)).grid
     (2, 2)
     """
