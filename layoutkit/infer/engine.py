@@ -38,9 +38,9 @@ from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from .conversions import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
 from .loops import RuleConflict
-from .program import op_dict
 from .result import Derivation, InferenceResult, NameKeyed
 from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, RuleContext, RuleResult, get_merge, get_rule
+from .serialize import op_dict
 from .target import get_target
 
 
