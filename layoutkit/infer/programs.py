@@ -1,5 +1,7 @@
-"""Builders for the TileLang kernels whose inferred layouts are on record (``kernels.py`` of the
-conformance data): the docs GEMM, the elementwise kernel and GEMM + bias + row max.
+"""Builders of the reference tile programs, shared by ``examples/``, the tests and the benchmarks: the
+TileLang kernels whose inferred layouts are on record (``kernels.py`` of the conformance data: the docs
+GEMM, the elementwise kernel and GEMM + bias + row max, and their variants), the examples' elementwise
+multiply and the Ascend GEMM.  (The old module name ``layoutkit.infer.kernels`` re-exports them.)
 
 >>> p = gemm(bM=32, bN=32, bK=32)
 >>> [op.kind for op in p.ops]
@@ -46,12 +48,36 @@ def elementwise(M=1024, N=1024, bM=64, bN=64, threads=128, dtype="float16", targ
     return p
 
 
+def elementwise_binary(M=1024, N=1024, bM=64, bN=64, threads=128, dtype="float16", compute="mul",
+                       target="sm_80") -> Program:
+    """``C = A <compute> B`` through two fragments (the result written over ``A_frag``):
+    ``examples/elementwise.py``.
+
+    >>> [op.kind for op in elementwise_binary(bM=32, bN=32).ops]
+    ['copy', 'copy', 'parallel', 'copy']
+    """
+    p = Program(threads=threads, target=target)
+    A = p.tensor("A", (M, N), dtype)
+    B = p.tensor("B", (M, N), dtype)
+    C = p.tensor("C", (M, N), dtype)
+    A_f = p.alloc_fragment("A_frag", (bM, bN), dtype)
+    B_f = p.alloc_fragment("B_frag", (bM, bN), dtype)
+    p.copy(A[0, 0], A_f)
+    p.copy(B[0, 0], B_f)
+    p.parallel((bM, bN), writes=[(A_f, lambda i, j: (i, j))], reads=[(A_f, lambda i, j: (i, j)),
+                                                                      (B_f, lambda i, j: (i, j))], compute=compute)
+    p.copy(A_f, C[0, 0])
+    return p
+
+
 def gemm_rowmax_bias(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, dtype="float16",
-                     accum_dtype="float32", target="sm_80") -> Program:
+                     accum_dtype="float32", target="sm_80", bias_name="Bias") -> Program:
+    """The GEMM, then ``C += bias[j]`` and ``row_max = max_j C``, both stored (``bias_name``: the global bias
+    tensor's name; ``examples/gemm_bias_rowmax.py`` calls it ``bias``)."""
     p = Program(threads=threads, target=target)
     A = p.tensor("A", (M, K), dtype)
     B = p.tensor("B", (K, N), dtype)
-    Bias = p.tensor("Bias", (N,), accum_dtype)
+    Bias = p.tensor(bias_name, (N,), accum_dtype)
     C = p.tensor("C", (M, N), dtype)
     RowMax = p.tensor("RowMax", (M,), accum_dtype)
     A_s = p.alloc_shared("A_shared", (bM, bK), dtype)
