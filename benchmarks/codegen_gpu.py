@@ -22,7 +22,7 @@ for _p in (Path(__file__).resolve().parent, Path(__file__).resolve().parent.pare
 
 from layoutkit.codegen import lower  # noqa: E402
 from layoutkit.codegen.cuda import print_module, smem_bytes  # noqa: E402
-from layoutkit.infer import infer_layouts, kernels  # noqa: E402
+from layoutkit.infer import infer_layouts, programs  # noqa: E402
 
 LAUNCHER = """
 #include <cuda_runtime.h>
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         print("no GPU: skipped (needs nvcc, torch with CUDA and an NVIDIA GPU)")
         return 0
     n, t = args.size, args.tile
-    p = kernels.gemm(M=n, N=n, K=n, bM=t, bN=t, bK=32, num_stages=args.stages)
+    p = programs.gemm(M=n, N=n, K=n, bM=t, bN=t, bK=32, num_stages=args.stages)
     k = lower(p, infer_layouts(p))
     major, minor = torch.cuda.get_device_capability()
     src = print_module([k]) + LAUNCHER.format(name=k.name, smem=smem_bytes(k), gx=k.grid[0], gy=k.grid[1],

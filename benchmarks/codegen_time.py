@@ -35,11 +35,11 @@ from harness import (  # noqa: E402
 
 from layoutkit import codegen, infer  # noqa: E402
 from layoutkit.codegen.cuda import print_module  # noqa: E402
-from layoutkit.infer import kernels  # noqa: E402
+from layoutkit.infer import programs  # noqa: E402
 
 KERNELS = (
-    ("GEMM 128x128x32, 128 threads, 2 stages", lambda: kernels.gemm(bM=128, bN=128, bK=32), 1),
-    ("elementwise 64x64, 128 threads", lambda: kernels.elementwise(bM=64, bN=64, threads=128), 6),
+    ("GEMM 128x128x32, 128 threads, 2 stages", lambda: programs.gemm(bM=128, bN=128, bK=32), 1),
+    ("elementwise 64x64, 128 threads", lambda: programs.elementwise(bM=64, bN=64, threads=128), 6),
 )
 """(name, layoutkit program, index of the same kernel in ``tilelang_pass.CASES`` with 128 threads or None)."""
 
@@ -107,7 +107,7 @@ def bench_codegen(budget: Budget, slow: Budget, quick: bool = False) -> list[str
                      f"TileLang lower() to CUDA source {fmt_time(theirs.median)}", theirs.median / t_all.median)
 
     # The executor on one 128x128x32 block: check the numbers, then time it.
-    program = kernels.gemm(M=128, N=128, K=32, bM=128, bN=128, bK=32)
+    program = programs.gemm(M=128, N=128, K=32, bM=128, bN=128, bK=32)
     result = infer.infer_layouts(program)
     rng = np.random.default_rng(0)
     a = rng.integers(-3, 4, (128, 32)).astype(np.float16)

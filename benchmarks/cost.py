@@ -21,7 +21,7 @@ for _p in (_HERE.parent, _HERE):  # this checkout's layoutkit, and the harness n
 from harness import Budget, fmt_ratio, measure, print_table, section, span, standalone  # noqa: E402
 
 from layoutkit import cost, infer  # noqa: E402
-from layoutkit.infer import kernels  # noqa: E402
+from layoutkit.infer import programs  # noqa: E402
 from layoutkit.infer.engine import solve, statements  # noqa: E402
 
 MODELS = ("register-count", "io-aware", "smem-aware")
@@ -56,7 +56,7 @@ def bench_cost(budget: Budget) -> list[str]:
     section("Cost models: scoring one attempt, and the free-mode search of GEMM + bias + row max")
     failures: list[str] = []
     rows = []
-    for label, build in (("gemm+bias+rowmax", kernels.gemm_rowmax_bias), ("64x64 transposed store", transposed_store)):
+    for label, build in (("gemm+bias+rowmax", programs.gemm_rowmax_bias), ("64x64 transposed store", transposed_store)):
         p = build()
         ctx = solve(p)
         layouts = dict(ctx.layouts)
@@ -80,7 +80,7 @@ def bench_cost(budget: Budget) -> list[str]:
     base = None
     for name in MODELS:
         counter = Counting(cost.get_cost_model(name))
-        r = infer.infer_layouts(kernels.gemm_rowmax_bias(), cost_model=counter)
+        r = infer.infer_layouts(programs.gemm_rowmax_bias(), cost_model=counter)
         if base is None:
             base = r
         elif any(not lay.is_equal(r.layout_map[k]) for k, lay in base.layout_map.items()):
@@ -88,10 +88,10 @@ def bench_cost(budget: Budget) -> list[str]:
 
         def cold(name=name):
             infer.clear_caches()
-            infer.infer_layouts(kernels.gemm_rowmax_bias(), cost_model=name)
+            infer.infer_layouts(programs.gemm_rowmax_bias(), cost_model=name)
 
         t_cold = measure(cold, budget=budget)
-        t_warm = measure(lambda name=name: infer.infer_layouts(kernels.gemm_rowmax_bias(), cost_model=name),
+        t_warm = measure(lambda name=name: infer.infer_layouts(programs.gemm_rowmax_bias(), cost_model=name),
                          budget=budget)
         rows.append([name, counter.calls, span(t_cold), span(t_warm), fmt_ratio(t_cold.median / t_warm.median)])
     print_table(["model", "attempts scored", "infer_layouts (caches cleared): median (min - max)",

@@ -34,7 +34,7 @@ from harness import (  # noqa: E402
 )
 
 from layoutkit import infer  # noqa: E402
-from layoutkit.infer import kernels  # noqa: E402
+from layoutkit.infer import programs  # noqa: E402
 
 GEMM_TARGET_S = 10e-3
 THOUSAND_TARGET_S = 1.0
@@ -84,7 +84,7 @@ def bench_infer(budget: Budget, quick: bool = False) -> list[str]:
     for tile, threads in ((32, 128), (128, 256)):
         def fresh(tile=tile, threads=threads) -> infer.Program:
             infer.clear_caches()
-            return kernels.gemm(bM=tile, bN=tile, bK=32, threads=threads)
+            return programs.gemm(bM=tile, bN=tile, bK=32, threads=threads)
 
         r = infer.infer_layouts(fresh())
         if r.layout_map["C_local"].thread_extent != threads:

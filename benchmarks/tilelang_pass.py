@@ -30,7 +30,7 @@ for _p in (_HERE.parent, _HERE):  # this checkout's layoutkit, and the harness n
 import harness as h  # noqa: E402
 
 from layoutkit import infer  # noqa: E402
-from layoutkit.infer import kernels  # noqa: E402
+from layoutkit.infer import programs  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def _gemm(name: str, bM: int, bK: int, threads: int, policy: str = "Square", tra
                   dtype=dtype, accum_dtype=accum)
 
     def program() -> infer.Program:
-        return kernels.gemm(bM=bM, bN=bM, bK=bK, threads=threads, policy=policy.lower(), transpose_B=trans_b,
-                            dtype=dtype, accum_dtype=accum)
+        return programs.gemm(bM=bM, bN=bM, bK=bK, threads=threads, policy=policy.lower(), transpose_B=trans_b,
+                             dtype=dtype, accum_dtype=accum)
 
     return Case(name, "gemm", params, program)
 
@@ -64,9 +64,9 @@ CASES = (
     _gemm("GEMM int8 128x128x64, 256 threads, transpose_B", 128, 64, 256, trans_b=True, dtype="int8",
           accum="int32"),
     Case("elementwise 64x64, 128 threads", "elementwise", dict(M=1024, N=1024, bM=64, bN=64, threads=128),
-         lambda: kernels.elementwise(bM=64, bN=64, threads=128)),
+         lambda: programs.elementwise(bM=64, bN=64, threads=128)),
     Case("GEMM + bias + row max 64x64x32, 128 threads", "gemm_rowmax_bias",
-         dict(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128), kernels.gemm_rowmax_bias),
+         dict(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128), programs.gemm_rowmax_bias),
 )
 
 

@@ -6,8 +6,8 @@ fractal layouts (A MajorK = CATLASS zN, B MajorMN = CATLASS nZ, C the L0C layout
 the Ascend C kernel, with repeated K steps and tiles folded back into loops.
 """
 
-from layoutkit.infer import Program, kernels
+from layoutkit.infer import Program, programs
 
 
 def program(M: int = 250, N: int = 250, K: int = 250, tile: int = 128) -> Program:
-    return kernels.ascend_gemm(M, N, K, tile, tile, tile)
+    return programs.ascend_gemm(M, N, K, tile, tile, tile)

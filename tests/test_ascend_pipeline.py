@@ -27,7 +27,7 @@ from layoutkit.backends.ascend.reference import (
 from layoutkit.dtypes import DtypeError
 from layoutkit.errors import ShapeError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts
-from layoutkit.infer.kernels import ascend_gemm as gemm_program
+from layoutkit.infer.programs import ascend_gemm as gemm_program
 from layoutkit.infer.validate import OpValidationError
 from layoutkit.targets import ascend
 

@@ -7,7 +7,7 @@ import pytest
 from layoutkit import codegen, infer
 from layoutkit.backends import get_backend
 from layoutkit.errors import UnsupportedError
-from layoutkit.infer import kernels
+from layoutkit.infer import programs
 
 from .backends_cpu import CpuBackend, register
 
@@ -17,7 +17,7 @@ def cpu():
     return register()
 
 
-@pytest.mark.parametrize("build", [kernels.elementwise, kernels.gemm_rowmax_bias, kernels.tile_reduce])
+@pytest.mark.parametrize("build", [programs.elementwise, programs.gemm_rowmax_bias, programs.tile_reduce])
 def test_every_fragment_and_loop_on_one_thread(cpu, build):
     p = build(target="cpu")
     r = infer.infer_layouts(p)
@@ -31,13 +31,13 @@ def test_every_fragment_and_loop_on_one_thread(cpu, build):
 
 
 def test_other_targets_are_untouched(cpu):
-    p = kernels.gemm_rowmax_bias()
+    p = programs.gemm_rowmax_bias()
     frag = infer.infer_layouts(p).layout_map["C_local"]
     assert frag.thread_extent == 128 and frag.thread_range == (0, 128)
 
 
 def test_the_facade_dispatches_to_it(cpu):
     assert isinstance(get_backend("cpu"), CpuBackend)
-    p = kernels.elementwise(target="cpu")
+    p = programs.elementwise(target="cpu")
     with pytest.raises(UnsupportedError, match="no code generation for target 'cpu'"):
         codegen.lower(p, infer.infer_layouts(p))

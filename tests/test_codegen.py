@@ -13,7 +13,7 @@ from layoutkit.codegen import emit, emit_cuda, execute, ir, lower
 from layoutkit.codegen.cuda import print_module
 from layoutkit.codegen.execute import run
 from layoutkit.errors import UnsupportedError
-from layoutkit.infer import infer_layouts, kernels
+from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program
 
 FP16 = [  # M, N, K, bM, bN, bK, transpose_B
@@ -30,8 +30,8 @@ INT8 = [(64, 64, 128, 32, 32, 64, True), (100, 72, 96, 64, 64, 32, True), (128, 
 
 def _solve(M, N, K, bM, bN, bK, tb, dtype="float16", num_stages=2):
     accum = "int32" if dtype == "int8" else "float32"
-    p = kernels.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, dtype=dtype, accum_dtype=accum, transpose_B=tb,
-                     num_stages=num_stages)
+    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, dtype=dtype, accum_dtype=accum, transpose_B=tb,
+                      num_stages=num_stages)
     return p, infer_layouts(p)
 
 
@@ -75,8 +75,8 @@ def _ldmatrix_counts(body):
 def test_x2_ldmatrix_for_n8_warp_tiles(dtype, tb):
     """``fullcol`` gives each warp an 8-wide N tile: B is read with ldmatrix.x2; small integers make it exact."""
     M, N, K, bK = 64, 40, 64, 32 if dtype == "float16" else 64
-    p = kernels.gemm(M=M, N=N, K=K, bM=64, bN=32, bK=bK, policy="fullcol", transpose_B=tb, dtype=dtype,
-                     accum_dtype="int32" if dtype == "int8" else "float32")
+    p = programs.gemm(M=M, N=N, K=K, bM=64, bN=32, bK=bK, policy="fullcol", transpose_B=tb, dtype=dtype,
+                      accum_dtype="int32" if dtype == "int8" else "float32")
     r = infer_layouts(p)
     assert 2 in set(_ldmatrix_counts(lower(p, r).body))
     rng = np.random.default_rng(3)
@@ -139,7 +139,7 @@ def test_shared_addresses_come_from_the_swizzled_layout():
 @pytest.mark.parametrize("shape", [(128, 128, 64), (100, 72, 64), (64, 66, 32)], ids=str)
 def test_elementwise_moves_every_element(shape):
     M, N, b = shape
-    p = kernels.elementwise(M=M, N=N, bM=b, bN=b)
+    p = programs.elementwise(M=M, N=N, bM=b, bN=b)
     a = np.random.default_rng(1).standard_normal((M, N)).astype(np.float16)
     out = execute(p, infer_layouts(p), {"A": a})
     np.testing.assert_array_equal(out["B"], a)
@@ -166,17 +166,17 @@ def test_elementwise_relu():
 def test_thread_counts_and_targets(cfg):
     threads, bM, bN, bK, target = cfg
     M, N, K = 2 * bM - 7, 2 * bN - 3, 3 * bK - 8
-    p = kernels.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, threads=threads, target=target)
+    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, threads=threads, target=target)
     a, b = _operands(M, N, K, False, "float16")
     out = execute(p, infer_layouts(p), {"A": a, "B": b})["C"]
     np.testing.assert_allclose(out.astype(np.float64), a.astype(np.float64) @ b, rtol=2.0**-10, atol=2.0**-14)
 
 
 def test_unsupported_programs_raise():
-    p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_75", dtype="bfloat16")
+    p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_75", dtype="bfloat16")
     with pytest.raises(UnsupportedError, match="sm_80"):  # sm_75 lowers float16 only
         lower(p, infer_layouts(p))
-    p = kernels.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    p = programs.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
     p.ops[6].args["kind"] = "prod"  # a reduce kind without a lowering
     with pytest.raises(UnsupportedError, match="reduce#6 reduces with 'prod'"):
         emit_cuda(p, infer_layouts(p))
@@ -193,9 +193,9 @@ def test_emit_writes_cu(tmp_path):
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_emitted_cuda_compiles(tmp_path, arch):
     cases = [(c, "float16") for c in FP16[1:4] + FP16[5:]] + [(c, "int8") for c in INT8[:1]]
-    progs = [kernels.elementwise(M=M, N=N, bM=b, bN=b) for M, N, b in [(100, 72, 64), (64, 66, 32)]]
+    progs = [programs.elementwise(M=M, N=N, bM=b, bN=b) for M, N, b in [(100, 72, 64), (64, 66, 32)]]
     progs.append(_relu_program(100, 72, 64))
-    progs.append(kernels.gemm(M=64, N=40, K=64, bM=64, bN=32, bK=32, policy="fullcol"))  # ldmatrix.x2.trans
+    progs.append(programs.gemm(M=64, N=40, K=64, bM=64, bN=32, bK=32, policy="fullcol"))  # ldmatrix.x2.trans
     solved = [_solve(*c, dtype=dt) for c, dt in cases] + [_solve(100, 72, 160, 64, 64, 32, False, num_stages=s)
                                                           for s in (1, 3)]
     src = print_module([lower(*pr) for pr in solved] + [lower(p, infer_layouts(p)) for p in progs])

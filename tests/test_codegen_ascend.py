@@ -20,7 +20,7 @@ from layoutkit.codegen.ascend_c import print_kernel
 from layoutkit.codegen.execute_ascend import PipeRaceError, run
 from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
 from layoutkit.errors import UnsupportedError
-from layoutkit.infer import Program, infer_layouts, kernels
+from layoutkit.infer import Program, infer_layouts, programs
 from layoutkit.targets import ascend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ STUB = Path(__file__).resolve().parent / "data" / "ascend_c_stub"
 
 
 def gemm(M, N, K, bm, bn, bk, dtype="float16", tA=False, tB=False, relu=False) -> Program:
-    return kernels.ascend_gemm(M, N, K, bm, bn, bk, dtype, transpose_A=tA, transpose_B=tB, relu=relu)
+    return programs.ascend_gemm(M, N, K, bm, bn, bk, dtype, transpose_A=tA, transpose_B=tB, relu=relu)
 
 
 def inputs(M, N, K, dtype="float16", tA=False, tB=False, seed=0):

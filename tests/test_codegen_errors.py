@@ -14,13 +14,13 @@ from layoutkit.codegen.execute_ascend import gm_inputs
 from layoutkit.codegen.execute_ascend import run as run_ascend_kernel
 from layoutkit.codegen.lower_ascend import lower as lower_ascend
 from layoutkit.errors import DtypeError, LayoutError, UnsupportedError
-from layoutkit.infer import Program, infer_layouts, kernels
+from layoutkit.infer import Program, infer_layouts, programs
 from layoutkit.infer.result import InferenceResult
 
 
 @pytest.fixture(scope="module")
 def gemm():
-    p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
     a = np.ones((64, 64), np.float16)
     return p, infer_layouts(p), {"A": a, "B": a.copy()}
 
@@ -53,13 +53,13 @@ def test_result_of_the_wrong_type(gemm, result):
 
 def test_result_from_another_program(gemm):
     p, _, arrays = gemm
-    other = infer_layouts(kernels.gemm(M=64, N=64, K=64, bM=64, bN=64, bK=32))
+    other = infer_layouts(programs.gemm(M=64, N=64, K=64, bM=64, bN=64, bK=32))
     e = _raises(CodegenInputError, lambda: codegen.execute(p, other, arrays), "A_shared")
     assert str(e) == ("execute: shared.dyn buffer A_shared has shape (32, 32) x 2 stages; its layout in the result "
                       "has input shape (2, 64, 32): is the result from another program?")
     _raises(CodegenInputError, lambda: codegen.emit_cuda(p, other), "A_shared")
-    q = kernels.elementwise(M=64, N=64, bM=32, bN=32, threads=128)  # same shapes, twice the threads
-    wide = infer_layouts(kernels.elementwise(M=64, N=64, bM=32, bN=32, threads=256))
+    q = programs.elementwise(M=64, N=64, bM=32, bN=32, threads=128)  # same shapes, twice the threads
+    wide = infer_layouts(programs.elementwise(M=64, N=64, bM=32, bN=32, threads=256))
     e = _raises(CodegenInputError, lambda: codegen.lower(q, wide), "A_frag")
     assert "spans 256 threads; the program runs 128" in str(e)
     _raises(CodegenInputError, lambda: codegen.lower(p, infer_layouts(q)), "A_shared")  # another kind of program
@@ -92,7 +92,7 @@ def test_unsupported_op_and_target_named():
     p.atomic_add(B, x)
     with pytest.raises(UnsupportedError, match=r"op atomic_add#1 \(atomic_add\) is not lowered"):
         codegen.emit_cuda(p, infer_layouts(p))
-    old = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70")
+    old = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70")
     with pytest.raises(UnsupportedError, match="gemm#3 on sm_70 with float16 x float16"):
         codegen.execute(old, infer_layouts(old), {})
     with pytest.raises(UnsupportedError, match="emit_cuda: expected an NVIDIA program; found target 'ascend'"):
@@ -132,7 +132,7 @@ def test_unknown_array_and_not_a_dict(gemm):
 
 
 def test_bf16_takes_bit_patterns_only():
-    p = kernels.gemm(M=32, N=32, K=32, bM=32, bN=32, bK=32, dtype="bfloat16")
+    p = programs.gemm(M=32, N=32, K=32, bM=32, bN=32, bK=32, dtype="bfloat16")
     r = infer_layouts(p)
     vals = np.ones((32, 32), np.float32)
     with pytest.raises(DtypeError, match="array A has dtype float32; expected uint16 .the bfloat16 buffer"):
@@ -178,7 +178,7 @@ def test_batched_loop_keeps_the_last_write():
 @pytest.mark.parametrize("case", [dict(M=100, N=72, K=80, bM=64, bN=64, bK=32), dict(M=64, N=64, K=64, bM=32,
                                                                                     bN=32, bK=32, num_stages=3)])
 def test_batched_loops_equal_the_sequential_run(monkeypatch, case):
-    p = kernels.gemm(**case)
+    p = programs.gemm(**case)
     k = codegen.lower(p, infer_layouts(p))
     rng = np.random.default_rng(0)
     arrays = {"A": rng.standard_normal((case["M"], case["K"])).astype(np.float16),

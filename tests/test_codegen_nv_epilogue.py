@@ -17,7 +17,7 @@ from layoutkit.codegen import execute, ir, lower
 from layoutkit.codegen.cuda import print_module
 from layoutkit.codegen.execute import from_bf16, run, to_bf16
 from layoutkit.errors import UnsupportedError
-from layoutkit.infer import infer_layouts, kernels
+from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -50,7 +50,7 @@ ROWMAX = [  # M, N, K, tile, threads
 @pytest.mark.parametrize("case", ROWMAX, ids=lambda c: "x".join(map(str, c)))
 def test_gemm_bias_rowmax_equals_numpy(case):
     M, N, K, b, threads = case
-    p = kernels.gemm_rowmax_bias(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=threads)
+    p = programs.gemm_rowmax_bias(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=threads)
     a, bm, ab = _gemm_operands(M, N, K)
     bias = (np.random.default_rng(1).standard_normal(N) - 4).astype(np.float32)  # mostly negative rows
     out = execute(p, infer_layouts(p), {"A": a, "B": bm, "Bias": bias})
@@ -60,7 +60,7 @@ def test_gemm_bias_rowmax_equals_numpy(case):
 
 
 def test_int8_gemm_bias_rowmax_is_exact():
-    p = kernels.gemm_rowmax_bias(M=100, N=64, K=128, bM=64, bN=64, bK=64, dtype="int8", accum_dtype="int32")
+    p = programs.gemm_rowmax_bias(M=100, N=64, K=128, bM=64, bN=64, bK=64, dtype="int8", accum_dtype="int32")
     rng = np.random.default_rng(8)
     a, b = rng.integers(-128, 128, (100, 128)).astype(np.int8), rng.integers(-128, 128, (128, 64)).astype(np.int8)
     bias = rng.integers(-1000, 1000, 64).astype(np.int32)
@@ -158,7 +158,7 @@ def test_reduce_of_a_loaded_fragment(case):
 
 def test_reduce_statements_follow_the_thread_map():
     """128x128 tile, 4 warps of 64x64: a row lives on 4 lanes (xor 1, 2) of 2 warps -> shared step."""
-    p = kernels.gemm_rowmax_bias(M=128, N=128, K=64, bM=128, bN=128, bK=32)
+    p = programs.gemm_rowmax_bias(M=128, N=128, K=64, bM=128, bN=128, bK=32)
     k = lower(p, infer_layouts(p))
     masks = sorted({st.mask for st in k.body if isinstance(st, ir.ShflXor)})
     assert masks == [1, 2]
@@ -216,7 +216,7 @@ GEMMS = [  # dtype, M, N, K, bM, bN, bK, transpose_B, policy
 def _gemm_case(case, seed=4):
     dtype, M, N, K, bM, bN, bK, tb, policy = case
     acc = "int32" if dtype in ("int8", "uint8") else "float32"
-    p = kernels.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, dtype=dtype, accum_dtype=acc, transpose_B=tb, policy=policy)
+    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, dtype=dtype, accum_dtype=acc, transpose_B=tb, policy=policy)
     rng = np.random.default_rng(seed)
     bshape = (N, K) if tb else (K, N)
     if dtype in ("int8", "uint8"):
@@ -258,7 +258,7 @@ HOPPER = [(256, 256, 64, 128, 128, False), (200, 150, 72, 128, 256, False), (256
 def test_sm90_wgmma_shaped_accumulator_runs_on_mma_sync(case):
     """On sm_90 the inferred accumulator is wgmma's (4 warps stacked along M, rows 64 apart per warp)."""
     M, N, K, b, threads, tb = case
-    p = kernels.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=threads, target="sm_90", transpose_B=tb)
+    p = programs.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=threads, target="sm_90", transpose_B=tb)
     r = infer_layouts(p)
     assert "_i % 64 // 16 * 32" in r.layout_map["C_local"].describe()
     rng = np.random.default_rng(7)
@@ -275,7 +275,7 @@ TURING = [(100, 72, 96, 64, 2), (64, 64, 64, 32, 1), (150, 130, 72, 128, 3)]  # 
 @pytest.mark.parametrize("case", TURING, ids=lambda c: "x".join(map(str, c)))
 def test_sm75_gemm_runs_two_k8_mmas_per_k16(case):
     M, N, K, b, stages = case
-    p = kernels.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, num_stages=stages, target="sm_75")
+    p = programs.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, num_stages=stages, target="sm_75")
     r = infer_layouts(p)
     k = lower(p, r)
     src = print_module([k])
@@ -306,7 +306,7 @@ def test_elementwise_example_multiplies():
 
 
 def test_parallel_without_compute_names_the_fix():
-    p = kernels.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    p = programs.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
     op = p.ops[5]
     del op.args["compute"]
     with pytest.raises(UnsupportedError, match="compute="):
@@ -324,16 +324,16 @@ def _compile(tmp_path, src, arch):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found on PATH: CUDA compile check skipped")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_epilogues_and_operand_types_compile(tmp_path, arch):
-    progs = [kernels.gemm_rowmax_bias(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=t) for M, N, K, b, t in ROWMAX[1:3]]
+    progs = [programs.gemm_rowmax_bias(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=t) for M, N, K, b, t in ROWMAX[1:3]]
     progs += [_reduce_program(100, 72, 64, 32, "sum", 0, False),
               _reduce_program(130, 150, 64, 128, "min", 1, True, 256)]
     progs += [_fragment_reduce(128, 128, 128, "sum", 0, 256), _fragment_reduce(100, 72, 64, "max", 1)]
     progs += [_gemm_case(GEMMS[i])[0] for i in (0, 1, 3, 4, 6, 8, 10)]  # every operand type, B both ways
-    progs += [kernels.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=t, target="sm_90", transpose_B=tb)
+    progs += [programs.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, threads=t, target="sm_90", transpose_B=tb)
               for M, N, K, b, t, tb in HOPPER[:2]]
-    progs.append(kernels.gemm_rowmax_bias(M=130, N=128, K=64, bM=128, bN=128, bK=32, target="sm_90"))
-    progs += [_scaled_rowsum(), kernels.gemm_rowmax_bias(M=100, N=64, K=128, bM=64, bN=64, bK=64, dtype="int8",
-                                                         accum_dtype="int32")]
+    progs.append(programs.gemm_rowmax_bias(M=130, N=128, K=64, bM=128, bN=128, bK=32, target="sm_90"))
+    progs += [_scaled_rowsum(), programs.gemm_rowmax_bias(M=100, N=64, K=128, bM=64, bN=64, bK=64, dtype="int8",
+                                                          accum_dtype="int32")]
     progs += [runpy.run_path(str(EXAMPLES / f))["program"]() for f in ("gemm_bias_rowmax.py", "elementwise.py")]
     _compile(tmp_path, print_module([lower(p, infer_layouts(p)) for p in progs]), arch)
 
@@ -354,6 +354,6 @@ def test_cli_emits_the_examples(tmp_path):
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found on PATH: CUDA compile check skipped")
 def test_sm75_gemm_compiles(tmp_path):
-    progs = [kernels.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, num_stages=s, target="sm_75") for M, N, K, b, s in TURING]
-    progs.append(kernels.gemm_rowmax_bias(M=100, N=64, K=64, bM=64, bN=64, bK=32, target="sm_75"))
+    progs = [programs.gemm(M=M, N=N, K=K, bM=b, bN=b, bK=32, num_stages=s, target="sm_75") for M, N, K, b, s in TURING]
+    progs.append(programs.gemm_rowmax_bias(M=100, N=64, K=64, bM=64, bN=64, bK=32, target="sm_75"))
     _compile(tmp_path, print_module([lower(p, infer_layouts(p)) for p in progs]), "sm_75")

@@ -15,7 +15,7 @@ from layoutkit.algebra.layout import placeholder
 from layoutkit.backends.nv import SharedMemoryAwareModel, conversion_cost
 from layoutkit.backends.nv.smem_cost import shared_rows
 from layoutkit.cost import IOAwareModel, Operand, RegisterCountModel, Statement
-from layoutkit.infer import kernels
+from layoutkit.infer import programs
 from layoutkit.infer.engine import solve, statements
 
 # ---- programs whose choice the models change ---------------------------------------------------
@@ -125,9 +125,9 @@ def test_user_model_registered_by_name_changes_result():
 
 def test_gemm_kernel_unchanged_by_models():
     """The reference kernel's layouts are fixed by the MMA rules: every model keeps them."""
-    base = infer.infer_layouts(kernels.gemm_rowmax_bias())
+    base = infer.infer_layouts(programs.gemm_rowmax_bias())
     for name in ("io-aware", "smem-aware"):
-        r = infer.infer_layouts(kernels.gemm_rowmax_bias(), cost_model=name)
+        r = infer.infer_layouts(programs.gemm_rowmax_bias(), cost_model=name)
         for k, lay in base.layout_map.items():
             assert lay.is_equal(r.layout_map[k]), (name, k)
 

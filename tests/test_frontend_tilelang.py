@@ -34,7 +34,7 @@ from layoutkit.frontends.tilelang import (  # noqa: E402
     tilelang_inference,
     to_tilelang,
 )
-from layoutkit.infer import Program, infer_layouts, kernels  # noqa: E402
+from layoutkit.infer import Program, infer_layouts, programs  # noqa: E402
 from layoutkit.targets import nv  # noqa: E402
 
 from . import tilelang_kernels as K  # noqa: E402
@@ -180,7 +180,7 @@ def test_parallel_loop_accesses_are_index_expressions():
 
 def test_program_equals_the_hand_written_one():
     """The adapter's Program of GEMM + bias + row max infers what the hand-written builder infers."""
-    hand = infer_layouts(kernels.gemm_rowmax_bias(bM=64, bN=64, bK=32))
+    hand = infer_layouts(programs.gemm_rowmax_bias(bM=64, bN=64, bK=32))
     read = ours("gemm_rowmax_bias")
     for name in ("A_shared", "B_shared", "C_local", "bias_frag", "row_max"):
         assert_same(read.layout_map[name], hand.layout_map[name], name)

@@ -8,7 +8,7 @@ import pytest
 
 import layoutkit as lk
 from layoutkit import infer
-from layoutkit.infer import kernels
+from layoutkit.infer import programs
 from layoutkit.infer.validate import OpValidationError
 
 
@@ -22,13 +22,13 @@ def _same_tables(ours: lk.Fragment, want: lk.Fragment) -> None:
 # ---- program IR, validation, JSON -------------------------------------------------------------
 
 def test_pipelined_adds_stage_dim_only_to_shared_written_inside():
-    p = kernels.gemm(bM=64, bN=64, bK=32)
+    p = programs.gemm(bM=64, bN=64, bK=32)
     assert p.shape_of("A_shared") == (2, 64, 32)
     assert p.shape_of("B_shared") == (2, 32, 64)
     assert p.shape_of("C_local") == (64, 64)
 
 
-@pytest.mark.parametrize("build", [kernels.gemm, kernels.elementwise, kernels.gemm_rowmax_bias])
+@pytest.mark.parametrize("build", [programs.gemm, programs.elementwise, programs.gemm_rowmax_bias])
 def test_json_round_trip(build):
     p = build()
     q = infer.Program.from_json(p.to_json())
@@ -113,7 +113,7 @@ def test_parallel_index_validation():
 # ---- the engine on the reference kernels ---------------------------------------------------------
 
 def test_gemm_bias_rowmax_matches_reference_section_4():
-    r = infer.infer_layouts(kernels.gemm_rowmax_bias(bM=64, bN=64, bK=32))
+    r = infer.infer_layouts(programs.gemm_rowmax_bias(bM=64, bN=64, bK=32))
     bias = lk.Fragment([64], forward_thread_fn=lambda i, rep: i // 32 * 64 + rep % 2 * 32 + rep // 2 * 4 + i % 8 // 2,
                        replicate=16, forward_index_fn=lambda i: i % 32 // 8 * 2 + i % 2)
     row = lk.Fragment([64], forward_thread_fn=lambda i, rep: rep % 2 * 64 + i // 32 * 32 + i % 8 * 4 + rep // 2,
@@ -124,7 +124,7 @@ def test_gemm_bias_rowmax_matches_reference_section_4():
 
 
 def test_elementwise_free_mode_rule():
-    r = infer.infer_layouts(kernels.elementwise(bM=64, bN=64))
+    r = infer.infer_layouts(programs.elementwise(bM=64, bN=64))
     want = lk.Fragment([64, 64], forward_thread_fn=lambda i, j: i % 16 * 8 + j // 8,
                        forward_index_fn=lambda i, j: i // 16 * 8 + j % 8)
     for name in ("A_frag", "B_frag"):
@@ -133,28 +133,28 @@ def test_elementwise_free_mode_rule():
 
 
 def test_sm90_consumer_thread_range():
-    r = infer.infer_layouts(kernels.gemm(bM=64, bN=64, bK=32, target="sm_90"))
+    r = infer.infer_layouts(programs.gemm(bM=64, bN=64, bK=32, target="sm_90"))
     assert r.layout_map["C_local"].thread_range == (128, 128)
 
 
 @pytest.mark.parametrize("policy", ["square", "fullrow", "fullcol"])
 @pytest.mark.parametrize("tile,threads", [(32, 128), (64, 128), (128, 256)])
 def test_gemm_variants_solve(policy, tile, threads):
-    r = infer.infer_layouts(kernels.gemm(bM=tile, bN=tile, bK=32, threads=threads, policy=policy))
+    r = infer.infer_layouts(programs.gemm(bM=tile, bN=tile, bK=32, threads=threads, policy=policy))
     c = r.layout_map["C_local"]
     assert c.thread_extent == threads and c.prove_injective()
     assert r.layout_map["A_shared"].input_shape == (2, tile, 32)
 
 
 def test_int8_transpose_b_and_sm70():
-    r = infer.infer_layouts(kernels.gemm(bM=64, bN=64, bK=64, dtype="int8", accum_dtype="int32", transpose_B=True))
+    r = infer.infer_layouts(programs.gemm(bM=64, bN=64, bK=64, dtype="int8", accum_dtype="int32", transpose_B=True))
     assert r.layout_map["B_shared"].input_shape == (2, 64, 64)
-    r = infer.infer_layouts(kernels.gemm(bM=64, bN=64, bK=32, target="sm_70"))
+    r = infer.infer_layouts(programs.gemm(bM=64, bN=64, bK=32, target="sm_70"))
     assert r.layout_map["C_local"].prove_injective()
 
 
 def test_explain_chain():
-    r = infer.infer_layouts(kernels.gemm_rowmax_bias())
+    r = infer.infer_layouts(programs.gemm_rowmax_bias())
     steps = r.explain("C_local")
     assert steps[0].rule == "gemm" and steps[0].level == "strict" and steps[0].op.startswith("gemm#")
     assert r.explain("bias_frag")[0].op.startswith("parallel#")
@@ -252,10 +252,10 @@ def test_cost_model_registry():
             return infer.AttemptCost(0, 0)
 
     infer.register_cost_model("flat-test", Flat)
-    infer.infer_layouts(kernels.elementwise(), cost_model="flat-test")
+    infer.infer_layouts(programs.elementwise(), cost_model="flat-test")
     assert calls
     with pytest.raises(lk.UnsupportedError):
-        infer.infer_layouts(kernels.elementwise(), cost_model="nope")
+        infer.infer_layouts(programs.elementwise(), cost_model="nope")
 
 
 def test_rule_registry_is_target_keyed():
@@ -276,7 +276,7 @@ def test_alias_gets_layout():
 
 
 def test_alias_rescales_by_element_width():
-    p = kernels.gemm(bM=32, bN=32, bK=32)
+    p = programs.gemm(bM=32, bN=32, bK=32)
     v = p.alias("A_words", p.buffers["A_shared"], shape=(32, 16), dtype="float32")
     assert p.shape_of(v) == (2, 32, 16)                 # the alias shares the stage dim
     r = infer.infer_layouts(p)
@@ -286,7 +286,7 @@ def test_alias_rescales_by_element_width():
 
 
 def test_from_record_ignores_unknown_kernel_fields():
-    p = kernels.from_record({"kernel": "elementwise", "M": 256, "N": 256, "block_M": 32, "block_N": 32,
+    p = programs.from_record({"kernel": "elementwise", "M": 256, "N": 256, "block_M": 32, "block_N": 32,
                              "threads": 128, "dtype": "float16", "accum_dtype": "float32"}, {"arch": "sm_80"})
     assert p.buffers["A_frag"].shape == (32, 32)
 
@@ -410,7 +410,7 @@ def test_transpose_reduce_discards_the_root_whose_reduced_layout_has_no_inverse(
     """Rooted at the transpose loop, the attempt scores 2 registers fewer but reduces into a layout
     without inverse (above); TileLang discards it and keeps the copy-rooted attempt, as we do now
     (the whole tables are on record: fragment_transpose_reduce/sm_80/16x48_t128/dim0_sum)."""
-    res = infer.infer_layouts(kernels.fragment_transpose_reduce(M=960, bM=16, bN=48, dim=0, threads=128))
+    res = infer.infer_layouts(programs.fragment_transpose_reduce(M=960, bM=16, bN=48, dim=0, threads=128))
     r, y = res.layout_map["r"], res.layout_map["y"]
     assert str(y.forward_thread) == "_j % 16 * 8 + _i // 2"
     assert (r.replicate_size, str(r.forward_thread), [str(e) for e in r.forward_index]) == (
@@ -427,7 +427,7 @@ def test_transpose_reduce_without_an_invertible_reduced_layout_is_a_conflict(bM,
     """Every attempt reduces into (or stores from) a layout with two elements on one register, so
     TileLang finds no layout (``TILELANG_ON_24x40_T64``; the same for the other two shapes) and we
     report the conflict at the store of ``r`` with the colliding pair as witness."""
-    p = kernels.fragment_transpose_reduce(M=960, bM=bM, bN=bN, dim=dim, threads=threads)
+    p = programs.fragment_transpose_reduce(M=960, bM=bM, bN=bN, dim=dim, threads=threads)
     with pytest.raises(lk.LayoutConflictError, match="has no inverse") as e:
         infer.infer_layouts(p)
     assert e.value.buffer == "r"

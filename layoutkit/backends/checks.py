@@ -18,8 +18,8 @@ inside the lowering or a silently wrong result:
 
 Conventions: buffer names are the program's; shapes are logical (without the pipeline stage dim).
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
 >>> try:
 ...     check_result(p, None, "lower")
 ... except CodegenInputError as e:
@@ -59,8 +59,8 @@ def check_result(program, result, what: str, requires_layouts: bool = True) -> N
     ``requires_layouts=False`` (a backend that lowers from the program's annotations, Ascend) accepts
     ``None``, a result without the fragments' or GEMM operands' layouts, and Fragments on plain buffers.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p, q = kernels.elementwise(M=64, N=64, bM=32, bN=32), kernels.elementwise(M=64, N=64, bM=64, bN=64)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p, q = programs.elementwise(M=64, N=64, bM=32, bN=32), programs.elementwise(M=64, N=64, bM=64, bN=64)
     >>> check_result(p, infer_layouts(p), "execute")
     >>> try:
     ...     check_result(p, infer_layouts(q), "execute")
@@ -117,8 +117,8 @@ def _check_layout(program, name: str, buf, lay, what: str, plain_needs_layout: b
 def inputs_of(program) -> list[str]:
     """The global tensors ``program`` reads and no op writes (``execute`` needs an array for each).
 
-    >>> from layoutkit.infer import kernels
-    >>> inputs_of(kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32))
+    >>> from layoutkit.infer import programs
+    >>> inputs_of(programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32))
     ['A', 'B']
     """
     written = {a.buffer for op in program.ops for a in op.accesses if a.is_write}
@@ -161,8 +161,8 @@ def check_arrays(program, arrays, storage, what: str = "execute") -> None:
     """Raise unless ``arrays`` fit ``program``'s global tensors (see the module doc); ``storage(dtype)`` is
     the executor's numpy storage type of a buffer dtype, or ``None`` for "any floating type" (Ascend).
 
-    >>> from layoutkit.infer import kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> try:
     ...     check_arrays(p, {"A": np.zeros((64, 64), np.float32)}, lambda d: np.float16)
     ... except DtypeError as e:

@@ -8,14 +8,14 @@ the numbers on a CPU.  The facade dispatches on the program's target through
 Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` per k16 step, synchronous
 copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms):
 
-* the GEMM of :func:`layoutkit.infer.kernels.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
+* the GEMM of :func:`layoutkit.infer.programs.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
   fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; per-lane shared
   reads for an 8- or 32-bit ``B`` stored ``[K, N]``), any stage count as a ``cp.async`` pipeline;
 * after the GEMM, or alone, fragment ops (:mod:`.lower_frag`): global <-> fragment copies (1-D replicated
   fragments too), parallel loops whose ``compute`` is one of :data:`.ir.COMPUTE_FNS` (``bias[j]`` style reads
   resolved through the fragments' thread maps), and ``reduce`` (sum / max / min, dim 0 or 1, clear or not:
   per-thread fold, ``__shfl_xor_sync`` butterflies, a shared-memory step across warps) - so
-  :func:`~layoutkit.infer.kernels.gemm_rowmax_bias` and :func:`~layoutkit.infer.kernels.elementwise`;
+  :func:`~layoutkit.infer.programs.gemm_rowmax_bias` and :func:`~layoutkit.infer.programs.elementwise`;
 * layout conversions free mode inserts (``result.conversions``): staged through shared memory in the tile the
   cost model priced, with a barrier (:func:`.lower_frag.lower_conversion`).  The Ascend lowering refuses them.
 
@@ -28,8 +28,8 @@ instructions are not emitted, sm_75 operands other than float16, sm_70 and older
 / parallel / reduce after the GEMM).
 
 >>> import numpy as np
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.gemm(M=48, N=40, K=40, bM=32, bN=32, bK=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.gemm(M=48, N=40, K=40, bM=32, bN=32, bK=32)
 >>> r = infer_layouts(p)
 >>> a = np.ones((48, 40), np.float16); b = np.ones((40, 40), np.float16)
 >>> float(execute(p, r, {"A": a, "B": b})["C"][47, 39])
@@ -56,8 +56,8 @@ def lower(program, result):
     solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
     support, :class:`~layoutkit.errors.UnsupportedError` naming the op.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> lower(p, infer_layouts(p)).grid
     (2, 2)
     """
@@ -86,8 +86,8 @@ def _language(program, language: str, where: str, message: str) -> None:
 def emit_cuda(program, result) -> str:
     """CUDA C++ source (one translation unit, ``extern "C" __global__`` kernel) of a solved NVIDIA program.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> "__global__" in emit_cuda(p, infer_layouts(p))
     True
     """
@@ -100,8 +100,8 @@ def emit_ascend_c(program, result) -> str:
     """Ascend C source (one translation unit) of a solved Ascend program (``result`` may be ``None``, see
     :func:`lower`); an NVIDIA program raises :class:`~layoutkit.errors.UnsupportedError`.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> emit_ascend_c(p, infer_layouts(p))
     Traceback (most recent call last):
     ...
@@ -122,8 +122,8 @@ def execute(program, result, arrays: dict) -> dict:
     raises :class:`~layoutkit.errors.CodegenInputError` / :class:`~layoutkit.errors.DtypeError` naming the array.
 
     >>> import numpy as np
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> a = np.full((64, 64), -2, np.float16)
     >>> float(execute(p, infer_layouts(p), {"A": a})["B"][63, 63])
     -2.0
@@ -137,8 +137,8 @@ def emit(program, result, directory) -> list[Path]:
     ``<kernel name>.cpp`` for Ascend; returns the paths written.
 
     >>> import tempfile
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> [f.suffix for f in emit(p, infer_layouts(p), tempfile.mkdtemp())]
     ['.cu']
     """

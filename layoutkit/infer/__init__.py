@@ -12,8 +12,9 @@ target family; ``import layoutkit`` registers the built-in NVIDIA and Ascend bac
 _i // 16 * 8 + _j % 8
 """
 
+from . import convert  # noqa: F401  (the old module name stays an attribute, as before the rename)
 from .conflicts import InferenceConflictError, minimal_constraints
-from .convert import LayoutConversion
+from .conversions import LayoutConversion
 from .cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
 from .engine import clear_caches, infer_layouts, solve
 from .program import Access, Buffer, Op, Program, Region

@@ -10,7 +10,7 @@
    TileLang's earliest root made independent of how independent ops are ordered).  When no attempt
    lays every fragment out because only fills (or transposes) touch it (TileLang fails there), the
    attempts are repeated with fills planning layouts like loops.  Beyond TileLang, an
-   attempt may read a fragment through a converted view (:mod:`.convert`): models that price
+   attempt may read a fragment through a converted view (:mod:`.conversions`): models that price
    conversions weigh them against re-rooting; the others convert only when every plain attempt
    conflicts.
 4. Aliases of one storage get the layout, rescaled by the element-width ratio.
@@ -35,14 +35,14 @@ from ..dtypes import element_bits
 from ..errors import LayoutConflictError, LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
-from .convert import LayoutConversion, MaskedLayouts, conversion_edges
+from .conversions import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
 from .guards import Predicate
 from .guards import texts as guard_texts
 from .loops import RuleConflict
-from .program import op_dict
 from .result import Derivation, InferenceResult, NameKeyed
 from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, RuleContext, RuleResult, get_merge, get_rule
+from .serialize import op_dict
 from .target import get_target
 
 
@@ -173,8 +173,8 @@ def thread_range(program) -> tuple[int, int]:
     (:meth:`~layoutkit.infer.target.Target.thread_range`; NVIDIA sm_90 warp specialisation puts the
     consumers after a producer warp group).
 
-    >>> from layoutkit.infer import kernels
-    >>> thread_range(kernels.gemm(threads=256, target="sm_90")), thread_range(kernels.gemm(threads=256))
+    >>> from layoutkit.infer import programs
+    >>> thread_range(programs.gemm(threads=256, target="sm_90")), thread_range(programs.gemm(threads=256))
     ((128, 256), (0, 256))
     """
     return get_target(program.target).thread_range(program)

@@ -4,8 +4,8 @@ A :class:`Program` holds buffers (global tensors, shared memory, register fragme
 locals) and a list of tile operations over them: copies between regions, GEMMs, parallel loops with
 read/write index functions, reductions, fills, atomic adds and transposes.  ``pipelined(num_stages)``
 multi-versions the shared buffers written inside it (a leading stage dim, as TileLang's pipeline
-pass does before layout inference).  Programs round-trip through JSON; index functions are stored as
-expression text and parsed back by :func:`layoutkit.algebra.parse_expr` (no ``eval``).
+pass does before layout inference).  Programs round-trip through JSON (:mod:`.serialize`); the values
+they are made of (:class:`Buffer`, :class:`Region`, :class:`Access`, :class:`Op`) are in :mod:`.ops`.
 
 The program's target (:mod:`.target`) decides its scopes, how copies and GEMMs are checked, and which
 extra op builders it has (Ascend: ``p.mad``, ``p.dual_copy``, ``with p.simt_vf(...)``, ``p.set_atomic``):
@@ -24,118 +24,16 @@ True
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from ..algebra.layout import Layout, check_shape, placeholder
-from ..algebra.nodes import Expr, as_expr
-from ..algebra.parse import parse_expr
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from . import validate
-from .target import SCOPES, get_builder, get_target  # noqa: F401  (SCOPES: re-exported)
-
-FRAGMENT = "local.fragment"
-
-
-def is_shared(scope: str) -> bool:
-    return scope in ("shared", "shared.dyn")
-
-
-@dataclass(frozen=True)
-class Buffer:
-    """A named buffer: logical ``shape`` (without pipeline stages), ``dtype`` and memory ``scope``.
-    ``alias_of`` names the buffer whose storage this one views."""
-
-    name: str
-    shape: tuple[int, ...]
-    dtype: str
-    scope: str
-    alias_of: str | None = None
-
-    @property
-    def is_fragment(self) -> bool:
-        return self.scope == FRAGMENT
-
-    def __getitem__(self, key) -> Region:
-        """``A[0:32, 0:32]`` (a region) or ``A[64, 32]`` (a start point, extents completed from the
-        other side of a copy)."""
-        key = key if isinstance(key, tuple) else (key,)
-        if len(key) != len(self.shape):
-            raise ShapeError(f"buffer {self.name} has rank {len(self.shape)}; indexed with {len(key)} subscripts")
-        if not any(isinstance(k, slice) for k in key):
-            return Region(self, tuple(int(k) for k in key), None)
-        starts, extents = [], []
-        for k, n in zip(key, self.shape):
-            if isinstance(k, slice):
-                if k.step not in (None, 1):
-                    raise ShapeError(f"buffer {self.name}: region slices take no step; found {k}")
-                lo = 0 if k.start is None else int(k.start)
-                hi = n if k.stop is None else int(k.stop)
-                starts.append(lo)
-                extents.append(hi - lo)
-            else:
-                starts.append(int(k))
-                extents.append(1)
-        return Region(self, tuple(starts), tuple(extents))
-
-    def to_dict(self) -> dict:
-        d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "scope": self.scope}
-        if self.alias_of:
-            d["alias_of"] = self.alias_of
-        return d
-
-
-@dataclass(frozen=True)
-class Region:
-    """``buffer[starts : starts + extents]``; ``extents is None`` for a start point."""
-
-    buffer: Buffer
-    starts: tuple[int, ...]
-    extents: tuple[int, ...] | None
-
-    def to_dict(self) -> dict:
-        return {"buffer": self.buffer.name, "starts": list(self.starts),
-                "extents": None if self.extents is None else list(self.extents)}
-
-
-def as_region(x: Buffer | Region) -> Region:
-    if isinstance(x, Region):
-        return x
-    if isinstance(x, Buffer):
-        return Region(x, (0,) * len(x.shape), x.shape)
-    raise ShapeError(f"expected a Buffer or a region of one; found {type(x).__name__}")
-
-
-@dataclass(frozen=True)
-class Access:
-    """One buffer access of a loop: ``indices`` are expressions over the loop vars ``_i, _j, ...``."""
-
-    buffer: str
-    indices: tuple[Expr, ...]
-    is_write: bool
-
-
-@dataclass(frozen=True)
-class Op:
-    """A tile operation.  ``kind`` is the rule key; ``args`` its parameters (JSON-ready);
-    ``loop`` the loop shape and ``accesses`` for ops that lower to a parallel loop."""
-
-    kind: str
-    uid: int
-    args: dict = field(default_factory=dict, compare=False, hash=False)
-    loop: tuple[int, ...] | None = None
-    accesses: tuple[Access, ...] = ()
-    buffers: tuple[str, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return f"{self.kind}#{self.uid}"
-
-    def __str__(self) -> str:
-        return self.name
+from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
+from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
+from .target import SCOPES, get_builder, get_target
 
 
 class Program:
@@ -341,120 +239,21 @@ class Program:
         finally:
             self._stage = old
 
-    # ---- JSON -----------------------------------------------------------------------------------
+    # ---- JSON (:mod:`.serialize`) ----------------------------------------------------------------
     def to_dict(self) -> dict:
-        ops = [op_dict(op) for op in self.ops]
-        ann = {}
-        for name, lay in self.annotations.items():
-            ann[name] = _layout_dict(lay)
-        out = {"threads": self.threads, "target": self.target,
-               "buffers": [b.to_dict() for b in self.buffers.values()], "stages": dict(self.stages),
-               "ops": ops, "annotations": ann}
-        if self.regions:
-            out["regions"] = {str(k): [op_dict(op) for op in v] for k, v in self.regions.items()}
-        return out
+        return program_to_dict(self)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
+        return program_to_json(self)
 
     @classmethod
     def from_json(cls, text: str) -> Program:
         """Rebuild a program; index expressions are parsed by the safe parser."""
-        try:
-            d = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ShapeError(f"Program.from_json: not JSON ({err.msg})") from None
-        p = cls(d["threads"], d["target"])
-        for b in d["buffers"]:
-            p._add(b["name"], b["shape"], b["dtype"], b["scope"], b.get("alias_of"))
-        p.stages = {k: int(v) for k, v in d.get("stages", {}).items()}
-        for k, body in d.get("regions", {}).items():
-            p.regions[int(k)] = [_op_from(o, p) for o in body]
-        for o in d["ops"]:
-            if o["kind"] == "vf":
-                body = p.regions.get(int(o["uid"]), [])
-                op = Op("vf", int(o["uid"]), dict(o["args"]), None, (),
-                        tuple(dict.fromkeys(b for x in body for b in x.buffers)))
-            else:
-                op = _op_from(o, p)
-            p.ops.append(op)
-            p.next_uid = max(p.next_uid, int(o["uid"]) + 1)
-        for body in p.regions.values():
-            for op in body:
-                p.next_uid = max(p.next_uid, op.uid + 1)
-        for name, ld in d.get("annotations", {}).items():
-            p.annotations[name] = _layout_from(ld)
-        return p
+        return program_from_json(text, cls)
 
 
-def op_dict(op: Op) -> dict:
-    """``op`` as JSON-ready data (what :meth:`Program.to_json` stores)."""
-    d = {"kind": op.kind, "uid": op.uid, "args": _jsonable(op.args)}
-    if op.loop is not None:
-        d["loop"] = list(op.loop)
-        d["accesses"] = [{"buffer": a.buffer, "indices": [str(e) for e in a.indices],
-                          "write": a.is_write} for a in op.accesses]
-    return d
-
-
-def _op_from(o: dict, p: Program) -> Op:
-    loop = tuple(o["loop"]) if o.get("loop") is not None else None
-    accesses: tuple[Access, ...] = ()
-    if loop is not None:
-        names = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", loop))}
-        accesses = tuple(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"])
-                         for a in o["accesses"])
-        for a in accesses:
-            if a.buffer not in p.buffers:
-                raise ShapeError(f"{o['kind']}#{o['uid']}: unknown buffer {a.buffer!r}")
-    args = {k: (tuple(tuple(x) for x in v) if k.endswith("_region") and v is not None else v)
-            for k, v in o["args"].items()}
-    return Op(o["kind"], int(o["uid"]), args, loop, accesses,
-              tuple(dict.fromkeys([a.buffer for a in accesses] + [
-                  v for k, v in args.items() if k in ("A", "B", "C", "src", "dst")])))
-
-
-def region_access(buf: Buffer, region, loop: tuple[int, ...], is_write: bool) -> Access:
-    """Indices of a copy side: unit dims stay at their start, the others take the loop vars in order
-    (TileLang drops unit extents when it builds a copy's loop nest)."""
-    starts, extents = region
-    loop_vars = [placeholder(d, e) for d, e in enumerate(loop)]
-    k = 0
-    idx: list[Expr] = []
-    for s, e in zip(starts, extents):
-        if e == 1:
-            idx.append(as_expr(s))
-            continue
-        idx.append(loop_vars[k] + s if s else loop_vars[k])
-        k += 1
-    return Access(buf.name, tuple(idx), is_write)
-
-
-def _jsonable(args: dict) -> dict:
-    return {k: ([list(x) for x in v] if k.endswith("_region") else v) for k, v in args.items()}
-
-
-def _layout_dict(lay: Layout) -> dict:
-    from ..fragment.fragment import Fragment
-
-    d = {"shape": list(lay.input_shape), "index": [str(e) for e in lay.forward_index]}
-    if isinstance(lay, Fragment):
-        d.update(thread=str(lay.forward_thread), replicate=lay.replicate_size,
-                 thread_range=None if lay.thread_range is None else list(lay.thread_range))
-    return d
-
-
-def _layout_from(d: dict) -> Layout:
-    from ..fragment.fragment import Fragment, rep_var
-
-    shape = check_shape(d["shape"])
-    names: dict = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", shape))}
-    if "thread" in d:
-        names["_rep"] = rep_var(int(d["replicate"]))
-        tr = d.get("thread_range")
-        return Fragment.from_exprs(shape, [parse_expr(t, names) for t in d["index"]], parse_expr(d["thread"], names),
-                                   int(d["replicate"]), None if tr is None else tuple(tr))
-    return Layout.from_exprs(shape, [parse_expr(t, names) for t in d["index"]])
-
-
-IndexFn = Callable[..., object]
+# the value types and JSON helpers moved to .ops and .serialize; importing them from here keeps working
+__all__ = [
+    "FRAGMENT", "SCOPES", "Access", "Buffer", "IndexFn", "Op", "Program", "Region", "as_region", "is_shared",
+    "op_dict", "region_access",
+]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from layoutkit.fragment.fragment import Fragment
-from layoutkit.infer import infer_layouts, kernels
+from layoutkit.infer import infer_layouts, programs
 
 from .records import assert_fragment_matches, assert_layout_matches, load
 
@@ -42,7 +42,7 @@ def _assert_matches(ours, rec: dict) -> None:
 @pytest.mark.parametrize("group,case_id", sorted(CASES), ids=[f"{g}:{c}" for g, c in sorted(CASES)])
 def test_inferred_layouts_match_tilelang(group, case_id):
     case = CASES[group, case_id]
-    program = kernels.from_record(case["kernel"], case["target"])
+    program = programs.from_record(case["kernel"], case["target"])
     result = infer_layouts(program)
     if "error" in case:
         _assert_solved_beyond_tilelang(case, program, result)

@@ -3,8 +3,8 @@ vector regions, the atomic store mode), op rules (:mod:`.rules`), the passes (:m
 reference executor (:mod:`.reference`), lowering (:mod:`.lower`, :mod:`.loops`) to :mod:`.ir`, the Ascend C
 printer (:mod:`.ascend_c`) and the executor of the lowered kernel (:mod:`.execute`).
 
->>> from layoutkit.infer import kernels
->>> q, reports = run_ascend_passes(kernels.ascend_gemm(M=64, N=64, K=64, bm=64, bn=64, bk=64))
+>>> from layoutkit.infer import programs
+>>> q, reports = run_ascend_passes(programs.ascend_gemm(M=64, N=64, K=64, bm=64, bn=64, bk=64))
 >>> len(reports)
 3
 """

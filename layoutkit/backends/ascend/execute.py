@@ -22,9 +22,9 @@ deadlocked (:class:`PipeRaceError`).  ``DataCopyPad`` follows ``DataCopyExtParam
 GM, in 32-byte blocks on UB) and the vector intrinsics compute in fp32.
 
 >>> import numpy as np
->>> from layoutkit.infer import infer_layouts, kernels
+>>> from layoutkit.infer import infer_layouts, programs
 >>> from layoutkit.backends.ascend.lower import lower
->>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
+>>> p = programs.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> out = run(lower(p, infer_layouts(p)), {"A": np.ones((20, 24), np.float16), "B": np.ones((24, 18), np.float16)})
 >>> float(out["C"][19, 17]), out["C"].shape
 (24.0, (20, 18))

@@ -53,8 +53,8 @@ folds it back: runs of identical K steps (offsets moving evenly) become ``for`` 
 then runs of identical tiles, and runs of identical runs (:func:`roll_tiles`), so a kernel's size grows with
 the number of distinct tile shapes, not with the number of tiles.
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> k = lower(p, infer_layouts(p))
 >>> k.body[1].params.n_value, k.body[1].params.d_value, k.body[1].params.src_d_value
 (20, 24, 24)

@@ -16,8 +16,8 @@ run their ops on both cores (``parallel`` with ``compute`` one of :data:`PARALLE
 ``lambda i, j: (j,)``, and ``adds:C`` / ``muls:C`` / ``maxs:C`` with a number ``C``).
 
 >>> import numpy as np
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> from layoutkit.backends.ascend.passes import run_ascend_passes
 >>> q, reports = run_ascend_passes(p, infer_layouts(p))
 >>> a = np.ones((20, 24), np.float16); b = np.ones((24, 18), np.float16)

@@ -2,8 +2,8 @@
 bank-aware ``smem-aware`` cost model (:mod:`.smem_cost`), lowering (:mod:`.lower`, :mod:`.lower_frag`) to the
 per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy executor (:mod:`.execute`).
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
 >>> infer_layouts(p, cost_model="smem-aware").layout_map["C_local"].thread_extent
 128
 """

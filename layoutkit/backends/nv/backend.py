@@ -2,9 +2,9 @@
 sm_90 warp specialisation (the hooks of :class:`layoutkit.infer.target.Target`), and code generation: lowering
 to :mod:`.ir`, the CUDA printer :mod:`.cuda` and the numpy executor :mod:`.execute`.
 
->>> from layoutkit.infer import kernels
+>>> from layoutkit.infer import programs
 >>> t = NvBackend()
->>> t.thread_range(kernels.gemm(threads=256, target="sm_90")), t.thread_range(kernels.gemm(threads=256))
+>>> t.thread_range(programs.gemm(threads=256, target="sm_90")), t.thread_range(programs.gemm(threads=256))
 ((128, 256), (0, 256))
 """
 

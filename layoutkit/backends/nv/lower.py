@@ -1,5 +1,5 @@
-"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.kernels.gemm`, with any epilogue of
-fragment ops such as :func:`~layoutkit.infer.kernels.gemm_rowmax_bias`) to the :mod:`.ir`.
+"""Lowering of a solved NVIDIA GEMM program (:func:`layoutkit.infer.programs.gemm`, with any epilogue of
+fragment ops such as :func:`~layoutkit.infer.programs.gemm_rowmax_bias`) to the :mod:`.ir`.
 
 Operands: fp16 / bf16 (``m16n8k16``), int8 / uint8 (``m16n8k32``) and fp32 as tf32 (``m16n8k8``).  Operand
 tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``); an 8- or
@@ -19,8 +19,8 @@ sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and ea
 (:class:`WarpGrid`): the sm_90 accumulator, shaped for ``wgmma`` (warps stacked along M, 64 rows apart),
 runs on ``mma.sync`` atoms as well.
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
 >>> k = lower(p, infer_layouts(p))
 >>> k.grid, k.threads, [b.name for b in k.scoped("global")]
 ((2, 2), 128, ['A', 'B', 'C'])
@@ -33,13 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...algebra.layout import Layout
 from ...algebra.nodes import Const, Expr, Var
 from ...algebra.simplify import substitute
 from ...errors import UnsupportedError
+from ...fragment.fragment import Fragment
 from ...targets.nv.dtype import element_bits
-from ...targets.nv.mma import arch_number, mma_atom
+from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
 from . import ir
 from .lower_frag import Tile, fragment_axes, lower_ops
+from .warp_grid import WarpGrid, warp_grid
 
 WARP = 32
 
@@ -104,80 +107,6 @@ def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads,
     return ir.For(it, iters, (stmt,), unroll=True)
 
 
-@dataclass(frozen=True)
-class WarpGrid:
-    """Where each warp's m16n8 accumulator atoms sit: warp ``w`` owns the atoms at rows
-    ``(w % brw) * row_step + mi * mi_stride`` (``mi < mt``) and columns ``(w // brw) * col_step + nj * nj_stride``
-    (``nj < nt``), in elements.  The mma.sync layout has contiguous warp tiles (``mi_stride = 16``); a wgmma
-    accumulator (4 warps stacked along M per warpgroup) interleaves them (``mi_stride = 64``)."""
-
-    brw: int
-    row_step: int
-    mi_stride: int
-    mt: int
-    col_step: int
-    nj_stride: int
-    nt: int
-
-
-def _progression(values, unit: int, what: str) -> int:
-    """The stride of the arithmetic progression ``values`` (``unit`` when there is one value)."""
-    v = np.asarray(sorted(values))
-    step = int(v[1] - v[0]) if v.size > 1 else unit
-    if not np.array_equal(v, v[0] + step * np.arange(v.size)):
-        raise UnsupportedError(f"gemm lowering: the {what} of a warp's accumulator atoms {v.tolist()} are not evenly "
-                               "spaced")
-    return step
-
-
-def _warp_grid(C, threads) -> tuple[WarpGrid, np.ndarray]:
-    """The warp grid of the accumulator fragment (checked against the whole thread and register tables: every
-    16 x 8 atom is one warp's m16n8 mma.sync accumulator, registers grouped by atom) and its register table."""
-    M, N = C.input_shape
-    tt = np.asarray(C.thread_table())[0]
-    i, j = np.meshgrid(np.arange(M), np.arange(N), indexing="ij")
-    lane = 4 * (i % 8) + (j % 8) // 2
-    idx = np.asarray(C.index_table())
-    base = idx[(i // 16) * 16, (j // 8) * 8]
-    bad = (M % 16 or N % 8 or not np.array_equal(tt % WARP, lane)
-           or not np.array_equal(tt // WARP, (tt // WARP)[(i // 16) * 16, (j // 8) * 8]))
-    if bad or not np.array_equal(idx, base + 2 * ((i % 16) // 8) + j % 2):
-        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} is not made of mma.sync m16n8 atoms "
-                               "(registers grouped by atom)")
-    warp = (tt // WARP)[::16, ::8]  # [M/16, N/8] atom owner
-    nw = threads // WARP
-    r0, c0 = np.nonzero(warp == 0)
-    rows0, cols0 = sorted(set(r0.tolist())), sorted(set(c0.tolist()))
-    mi_stride = 16 * _progression(rows0, 1, "rows")
-    nj_stride = 8 * _progression(cols0, 1, "columns")
-    origin = {}
-    for w in range(nw):
-        r, c = np.nonzero(warp == w)
-        if r.size == 0:
-            raise UnsupportedError(f"gemm lowering: warp {w} of {nw} holds no accumulator atom")
-        origin[w] = (16 * int(r.min()), 8 * int(c.min()))
-    brw = len({o[0] for o in origin.values()})
-    row_step = origin[1 % nw][0] if brw > 1 else 0
-    col_step = origin[brw % nw][1] if nw > brw else 0
-    g = WarpGrid(brw, row_step, mi_stride, len(rows0), col_step, nj_stride, len(cols0))
-    # the whole owner table from the grid
-    ai, aj = np.meshgrid(np.arange(M // 16), np.arange(N // 8), indexing="ij")
-    want = np.full(warp.shape, -1)
-    regs = np.zeros((nw, g.mt, g.nt), np.int64)  # register offset of each warp's atom (mi, nj)
-    for w in range(nw):
-        rr = (w % brw) * row_step + np.arange(g.mt) * mi_stride
-        cc = (w // brw) * col_step + np.arange(g.nt) * nj_stride
-        if rr.max() >= M or cc.max() >= N:
-            break
-        want[np.ix_(rr // 16, cc // 8)] = w
-        regs[w] = idx[np.ix_(rr, cc)]
-    if (nw % brw or not np.array_equal(want, warp) or g.mt * g.nt * nw * 128 != M * N
-            or not np.array_equal(regs, np.broadcast_to(regs[0], regs.shape))):
-        raise UnsupportedError(f"gemm lowering: the accumulator {C.describe()} does not give each warp a grid of "
-                               "evenly spaced atoms at the same register offsets")
-    return g, idx
-
-
 GEMM_OPS = ["fill", "copy", "copy", "gemm"]
 EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
 
@@ -188,8 +117,8 @@ def lower(program, result) -> ir.Kernel:
     :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
     :func:`layoutkit.codegen.lower` checks it against the program first.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=64, N=64, bM=32, bN=32)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> lower(p, infer_layouts(p)).name
     'elementwise_64x64_32x32_t128'
     """
@@ -211,9 +140,9 @@ def check_target(program) -> None:
     arch this lowering has no ``mma.sync`` for: sm_80+ with :data:`OPERAND_DTYPES`, sm_75 with float16 only.
     Checked before the layouts, which inference may leave out for such a target.
 
-    >>> from layoutkit.infer import kernels
+    >>> from layoutkit.infer import programs
     >>> try:
-    ...     check_target(kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
+    ...     check_target(programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70"))
     ... except UnsupportedError as e:
     ...     print(str(e)[:48])
     gemm lowering: gemm#3 on sm_70 with float16 x fl
@@ -229,125 +158,226 @@ def check_target(program) -> None:
                                    f"{OPERAND_DTYPES}")
 
 
-def lower_gemm(program, result) -> ir.Kernel:
-    """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered).
+@dataclass(frozen=True, eq=False)
+class GemmLaunch:
+    """What the GEMM lowering reads off a solved program: the global operands ``A`` / ``B`` and the
+    accumulator ``C`` (names), the problem and tile shapes, the inferred layouts (``As`` / ``Bs`` with the stage
+    dim leading, the accumulator fragment ``Cl`` and its register table ``cidx``), the ``mma.sync`` atom and the
+    warp grid of the accumulator."""
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
-    >>> lower_gemm(p, infer_layouts(p)).name
-    'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
-    """
-    ops = _gemm_ops(program)
+    A: str
+    B: str
+    C: str
+    dtype: str
+    acc: str
+    M: int
+    N: int
+    K: int
+    bM: int
+    bN: int
+    bK: int
+    stages: int
+    threads: int
+    sm: int
+    tb: bool
+    As: Layout
+    Bs: Layout
+    Cl: Fragment
+    cidx: np.ndarray
+    atom: MmaAtom
+    wg: WarpGrid
+
+    @property
+    def bits(self) -> int:
+        return element_bits(self.dtype)
+
+    @property
+    def turing(self) -> bool:
+        """sm_75: m16n8k8 fp16, no cp.async."""
+        return 75 <= self.sm < 80
+
+    @property
+    def kt(self) -> int:
+        return -(-self.K // self.bK)
+
+    @property
+    def ko(self) -> Var:
+        return Var("ko", self.kt)
+
+    @property
+    def origin(self) -> tuple[Expr, Expr]:
+        """The block's tile origin ``(row, col)``: block ``(blockIdx.y, blockIdx.x)``."""
+        return ir.BY * self.bM, ir.BX * self.bN
+
+    @property
+    def a_size(self) -> int:
+        """Elements per lane of one m16 x k A operand."""
+        return 16 * self.atom.k // WARP
+
+    @property
+    def b_per(self) -> int:
+        """Elements per lane of one k x n8 B operand."""
+        return 8 * self.atom.k // WARP
+
+
+def gemm_launch(program, result, ops: dict) -> GemmLaunch:
+    """The :class:`GemmLaunch` of a solved program whose main loop is ``ops`` (:func:`_gemm_ops`), checked:
+    no ``transpose_A``, an arch with ``mma.sync`` for the operands, ``bK`` a multiple of the atom's k, an
+    accumulator made of mma atoms."""
     g = ops["gemm"].args
     if g["transpose_A"]:
         raise UnsupportedError("gemm lowering: transpose_A is not lowered")
     tb = bool(g["transpose_B"])
     check_target(program)
-    sm = arch_number(program.target)
     bufs = program.buffers
     dtype = bufs[g["A"]].dtype
-    turing = 75 <= sm < 80  # m16n8k8 fp16, no cp.async
     A, B = bufs[ops["A"]], bufs[ops["B"]]
     As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
-    bits = element_bits(dtype)
     atom = mma_atom(dtype)
     M, K = A.shape
     N = B.shape[0] if tb else B.shape[1]
     stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
     bM, bK = As.input_shape[-2:]
     bN = Bs.input_shape[-2] if tb else Bs.input_shape[-1]
-    threads = program.threads
     if bK % atom.k:
         raise UnsupportedError(f"gemm lowering: bK = {bK} is not a multiple of the atom k = {atom.k}")
-    wg, cidx = _warp_grid(Cl, threads)
-    kt = -(-K // bK)
-    ko = Var("ko", kt)
-    stage = ko % stages
-    m0, n0 = ir.BY * bM, ir.BX * bN
-    acc = bufs[g["C"]].dtype
-    E = 128 // bits  # elements per 16-byte ldmatrix row
+    wg, cidx = warp_grid(Cl, program.threads)
+    return GemmLaunch(A.name, B.name, g["C"], dtype, bufs[g["C"]].dtype, M, N, K, bM, bN, bK, stages,
+                      program.threads, arch_number(program.target), tb, As, Bs, Cl, cidx, atom, wg)
 
-    def loads(t: Expr) -> tuple:
-        """Copies of k tile ``t`` into stage ``t % stages`` (zeros past the last tile)."""
-        st = t % stages
-        a = _tile_copy("A_s", As, A.name, M, K, m0, t * bK, st, threads, bits, "a", (t, kt), not turing)
-        if tb:
-            b = _tile_copy("B_s", Bs, B.name, N, K, n0, t * bK, st, threads, bits, "b", (t, kt), not turing)
-        else:
-            b = _tile_copy("B_s", Bs, B.name, K, N, t * bK, n0, st, threads, bits, "b", (t, kt), not turing)
-        return a, b
-    lane, warp = ir.TID % WARP, ir.TID // WARP
-    wi, wj = warp % wg.brw, warp // wg.brw
-    mt, nt, kk_n = wg.mt, wg.nt, bK // atom.k
-    r0, c0, rs, cs = wi * wg.row_step, wj * wg.col_step, wg.mi_stride, wg.nj_stride  # warp origin, atom strides
+
+def lower_gemm(program, result) -> ir.Kernel:
+    """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered):
+    the accumulator fill, the k loop (:func:`gemm_main_loop`) and the epilogue (:func:`gemm_epilogue`).
+
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+    >>> lower_gemm(p, infer_layouts(p)).name
+    'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
+    """
+    ops = _gemm_ops(program)
+    L = gemm_launch(program, result, ops)
+    main = gemm_main_loop(L)
+    epilogue, buffers = gemm_epilogue(program, result, L, ops["epilogue"])
+    body = (ir.Fill(L.C, ops["fill"]),) + main + tuple(epilogue)
+    tag = f"{'_tb' if L.tb else ''}{_epilogue_tag(ops['epilogue'])}_t{L.threads}_sm{L.sm}"  # unique per launch shape
+    name = f"gemm_{L.dtype}_{L.M}x{L.N}x{L.K}_{L.bM}x{L.bN}x{L.bK}_s{L.stages}{tag}"
+    return ir.Kernel(name, L.threads, (-(-L.N // L.bN), -(-L.M // L.bM)), buffers, body)
+
+
+def tile_loads(L: GemmLaunch, t: Expr) -> tuple:
+    """Copies of k tile ``t`` into stage ``t % stages`` (zeros past the last tile)."""
+    st = t % L.stages
+    m0, n0 = L.origin
+    args = (st, L.threads, L.bits)
+    a = _tile_copy("A_s", L.As, L.A, L.M, L.K, m0, t * L.bK, *args, "a", (t, L.kt), not L.turing)
+    if L.tb:
+        b = _tile_copy("B_s", L.Bs, L.B, L.N, L.K, n0, t * L.bK, *args, "b", (t, L.kt), not L.turing)
+    else:
+        b = _tile_copy("B_s", L.Bs, L.B, L.K, L.N, t * L.bK, n0, *args, "b", (t, L.kt), not L.turing)
+    return a, b
+
+
+def gemm_main_loop(L: GemmLaunch) -> tuple:
+    """The k loop: each k tile copied global -> shared (:func:`tile_loads`), then per atom-k step the operand
+    loads (:func:`operand_loads`) and the ``mma.sync`` s (:func:`mma_loop`).  With ``stages > 1`` a multistage
+    ``cp.async`` pipeline whose prologue issues tiles ``0 .. stages-2``; sm_75 copies synchronously."""
+    kk_n = L.bK // L.atom.k
+    kk, mi, nj = Var("kk", kk_n), Var("mi", L.wg.mt), Var("nj", L.wg.nt)
+    a_load, b_load = operand_loads(L, kk, mi)
+    compute = ir.For(kk, kk_n, (a_load, b_load, mma_loop(L, mi, nj)), unroll=True)
+    ko, stages = L.ko, L.stages
+    if L.turing:  # synchronous copies, the stages used round robin
+        return (ir.For(ko, L.kt, tile_loads(L, ko) + (ir.Barrier(), compute, ir.Barrier())),)
+    if stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
+        s0 = Var("s0", stages - 1)
+        prologue = ir.For(s0, stages - 1, tile_loads(L, s0) + (ir.CommitGroup(),))
+        main = ir.For(ko, L.kt, (ir.WaitGroup(stages - 2), ir.Barrier()) + tile_loads(L, ko + (stages - 1))
+                      + (ir.CommitGroup(), compute))
+        return prologue, main, ir.WaitGroup(0)
+    main = ir.For(ko, L.kt, tile_loads(L, ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute,
+                                                 ir.Barrier()))
+    return main, ir.WaitGroup(0)
+
+
+def _warp_origin(L: GemmLaunch) -> tuple[Expr, Expr]:
+    """Row and column of this thread's warp's first accumulator atom."""
+    warp = ir.TID // WARP
+    return (warp % L.wg.brw) * L.wg.row_step, (warp // L.wg.brw) * L.wg.col_step
+
+
+def operand_loads(L: GemmLaunch, kk: Var, mi: Var) -> tuple:
+    """Shared -> register loads of atom-k step ``kk``: ``ldmatrix`` of every A atom row ``mi`` of the warp,
+    then the B operands (``ldmatrix`` x4 over two n8 blocks, x2 over one, or per-lane loads for an 8- or
+    32-bit ``B`` stored ``[K, N]``, which ``ldmatrix.trans`` cannot transpose)."""
+    atom, stage, nt, tb, b_per = L.atom, L.ko % L.stages, L.wg.nt, L.tb, L.b_per
+    E = 128 // L.bits  # elements per 16-byte ldmatrix row
+    lane = ir.TID % WARP
+    r0, c0 = _warp_origin(L)
+    rs, cs = L.wg.mi_stride, L.wg.nj_stride  # atom strides
     mat, row = lane // 8, lane % 8
-    kk, mi, nj = Var("kk", kk_n), Var("mi", mt), Var("nj", nt)
-    a_addr = _sub(As, (stage, r0 + mi * rs + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
-    a_size = 16 * atom.k // WARP  # elements per lane of one m16 x k A operand
-    b_per = 8 * atom.k // WARP  # elements per lane of one k x n8 B operand
-    a_load = ir.For(mi, mt, (ir.Ldmatrix("a_frag", mi * a_size, "A_s", a_addr, 4, False),), unroll=True)
+    a_addr = _sub(L.As, (stage, r0 + mi * rs + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
+    a_load = ir.For(mi, L.wg.mt, (ir.Ldmatrix("a_frag", mi * L.a_size, "A_s", a_addr, 4, False),), unroll=True)
     nb = Var("nb", nt // 2) if nt % 2 == 0 else Var("nb", nt)
-    if bits != 16 and not tb:  # no 8/32-bit ldmatrix.trans: each lane reads its B fragment elements
+    if L.bits != 16 and not tb:  # no 8/32-bit ldmatrix.trans: each lane reads its B fragment elements
         kb, nb_ = _b_fragment_coords(atom, lane)
         li, nj2 = Var("bl", b_per), Var("nb", nt)
         rk, cn = kk * atom.k + substitute(kb, {Var("l", b_per): li}), c0 + nj2 * cs + nb_
-        b_ld = ir.Load("b_frag", nj2 * b_per + li, "B_s", _sub(Bs, (stage, rk, cn)), 1)
-        b_load = ir.For(nj2, nt, (ir.For(li, b_per, (b_ld,), unroll=True),), unroll=True)
-    elif nt % 2 == 0:  # x4 covers two n8 blocks
+        b_ld = ir.Load("b_frag", nj2 * b_per + li, "B_s", _sub(L.Bs, (stage, rk, cn)), 1)
+        return a_load, ir.For(nj2, nt, (ir.For(li, b_per, (b_ld,), unroll=True),), unroll=True)
+    if nt % 2 == 0:  # x4 covers two n8 blocks
         if tb:
-            b_addr = _sub(Bs, (stage, c0 + (2 * nb + mat // 2) * cs + row, kk * atom.k + (mat % 2) * E))
+            b_addr = _sub(L.Bs, (stage, c0 + (2 * nb + mat // 2) * cs + row, kk * atom.k + (mat % 2) * E))
         else:
-            b_addr = _sub(Bs, (stage, kk * atom.k + (mat % 2) * 8 + row, c0 + (2 * nb + mat // 2) * cs))
+            b_addr = _sub(L.Bs, (stage, kk * atom.k + (mat % 2) * 8 + row, c0 + (2 * nb + mat // 2) * cs))
         b_ld = ir.Ldmatrix("b_frag", nb * (2 * b_per), "B_s", b_addr, 4, not tb)
     else:  # x2: one n8 block, two k halves
         m2, r16 = (lane % 16) // 8, lane % 8
         if tb:
-            b_addr = _sub(Bs, (stage, c0 + nb * cs + r16, kk * atom.k + m2 * E))
+            b_addr = _sub(L.Bs, (stage, c0 + nb * cs + r16, kk * atom.k + m2 * E))
         else:
-            b_addr = _sub(Bs, (stage, kk * atom.k + m2 * 8 + r16, c0 + nb * cs))
+            b_addr = _sub(L.Bs, (stage, kk * atom.k + m2 * 8 + r16, c0 + nb * cs))
         b_ld = ir.Ldmatrix("b_frag", nb * b_per, "B_s", b_addr, 2, not tb)
-    if bits == 16 or tb:
-        b_load = ir.For(nb, nb.extent, (b_ld,), unroll=True)
-    c_base = cidx[:mt * rs:rs, :nt * cs:cs]  # warp 0's atoms
+    return a_load, ir.For(nb, nb.extent, (b_ld,), unroll=True)
+
+
+def mma_loop(L: GemmLaunch, mi: Var, nj: Var) -> ir.For:
+    """The ``mma.sync`` s of one atom-k step over the warp's ``mt x nt`` accumulator atoms (sm_75: two
+    ``m16n8k8`` per k16 step)."""
+    mt, nt, rs, cs = L.wg.mt, L.wg.nt, L.wg.mi_stride, L.wg.nj_stride
+    c_base = L.cidx[:mt * rs:rs, :nt * cs:cs]  # warp 0's atoms
     # C register offset of atom (mi, nj), affine in mi and nj (checked)
     s_mi = int(c_base[1, 0] - c_base[0, 0]) if mt > 1 else 0
     s_nj = int(c_base[0, 1] - c_base[0, 0]) if nt > 1 else 0
     if not np.array_equal(c_base, c_base[0, 0] + s_mi * np.arange(mt)[:, None] + s_nj * np.arange(nt)[None, :]):
         raise UnsupportedError("gemm lowering: C_local register offsets are not affine in the atom indices")
     c_off = mi * s_mi + nj * s_nj + int(c_base[0, 0])
-    if turing:  # one k16 step = two m16n8k8: A registers 0-1 / 2-3 and B register 0 / 1 hold k 0-7 / 8-15
+    a_size, b_per = L.a_size, L.b_per
+    if L.turing:  # one k16 step = two m16n8k8: A registers 0-1 / 2-3 and B register 0 / 1 hold k 0-7 / 8-15
         mmas = tuple(ir.Mma("m16n8k8", ("a_frag", mi * a_size + 4 * h), ("b_frag", nj * b_per + 2 * h),
                             ("C_local", c_off)) for h in (0, 1))
     else:
-        mmas = (ir.Mma(atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
-    mma = ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
-    compute = ir.For(kk, kk_n, (a_load, b_load, mma), unroll=True)
-    if turing:  # synchronous copies, the stages used round robin
-        prologue = ()
-        main = ir.For(ko, kt, loads(ko) + (ir.Barrier(), compute, ir.Barrier()))
-    elif stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
-        s0 = Var("s0", stages - 1)
-        prologue: tuple = (ir.For(s0, stages - 1, loads(s0) + (ir.CommitGroup(),)),)
-        main = ir.For(ko, kt, (ir.WaitGroup(stages - 2), ir.Barrier()) + loads(ko + (stages - 1))
-                      + (ir.CommitGroup(), compute))
-    else:
-        prologue = ()
-        main = ir.For(ko, kt, loads(ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute, ir.Barrier()))
-    tile = Tile((m0, n0), (bM, bN), (M, N), fragment_axes(program))
+        mmas = (ir.Mma(L.atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
+    return ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
+
+
+def gemm_epilogue(program, result, L: GemmLaunch, ops) -> tuple[list, tuple]:
+    """The statements of the epilogue ``ops`` (fragment ops on the accumulator tile, :func:`~.lower_frag.lower_ops`)
+    and the kernel's buffers: the global tensors, the shared tiles, the operand and accumulator registers, the
+    other fragments and what the epilogue adds."""
+    tile = Tile(L.origin, (L.bM, L.bN), (L.M, L.N), fragment_axes(program))
     layouts = dict(result.layout_map)
-    epilogue, extra = lower_ops(ops["epilogue"], program, layouts, tile, tuple(getattr(result, "conversions", ())))
+    epilogue, extra = lower_ops(ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
+    bufs = program.buffers
     globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in bufs.values() if b.scope == "global"]
     frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in bufs.items()
-             if b.is_fragment and n != g["C"]]
-    buffers = (*globals_, ir.Buffer("A_s", dtype, As.size, "shared"), ir.Buffer("B_s", dtype, Bs.size, "shared"),
-               ir.Buffer("a_frag", dtype, mt * a_size, "reg"), ir.Buffer("b_frag", dtype, nt * b_per, "reg"),
-               ir.Buffer(g["C"], acc, Cl.local_size, "reg"), *frags, *extra)
-    grid = (-(-N // bN), -(-M // bM))
-    drain = () if turing else (ir.WaitGroup(0),)
-    body = (ir.Fill(g["C"], ops["fill"]),) + prologue + (main, *drain, *epilogue)
-    tag = f"{'_tb' if tb else ''}{_epilogue_tag(ops['epilogue'])}_t{threads}_sm{sm}"  # unique per launch shape
-    name = f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{tag}"
-    return ir.Kernel(name, threads, grid, buffers, body)
+             if b.is_fragment and n != L.C]
+    buffers = (*globals_, ir.Buffer("A_s", L.dtype, L.As.size, "shared"),
+               ir.Buffer("B_s", L.dtype, L.Bs.size, "shared"),
+               ir.Buffer("a_frag", L.dtype, L.wg.mt * L.a_size, "reg"),
+               ir.Buffer("b_frag", L.dtype, L.wg.nt * L.b_per, "reg"),
+               ir.Buffer(L.C, L.acc, L.Cl.local_size, "reg"), *frags, *extra)
+    return epilogue, buffers
 
 
 OPERAND_DTYPES = ("float16", "bfloat16", "int8", "uint8", "float32")
@@ -384,8 +414,8 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     whose shapes must agree (one 2-D fragment tile shape too); other programs raise
     :class:`~layoutkit.errors.UnsupportedError` with the shapes found.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.elementwise(M=100, N=72, bM=64, bN=64)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.elementwise(M=100, N=72, bM=64, bN=64)
     >>> lower_fragment_program(p, infer_layouts(p)).grid
     (2, 2)
     """

@@ -16,7 +16,7 @@ loop var of a parallel read such as ``bias[j]``, or the axis a ``reduce`` keeps)
    warp order, so all replicas of the output hold the same value.
 
 A fragment ``x`` that a parallel loop reads through a layout conversion (free mode's
-:class:`~layoutkit.infer.convert.LayoutConversion`) is staged through shared memory before the loop
+:class:`~layoutkit.infer.conversions.LayoutConversion`) is staged through shared memory before the loop
 (:func:`lower_conversion`): every thread stores its ``x`` registers into the staging tile the cost model
 priced (row-major or padded, :func:`layoutkit.backends.nv.smem_cost.staging_layout`), ``__syncthreads()``, and
 loads the registers of the converted layout into ``x__conv``, which the loop reads.
@@ -26,8 +26,8 @@ Not lowered (:class:`~layoutkit.errors.UnsupportedError` naming the op): ``reduc
 whose ``compute`` is not in :data:`.ir.COMPUTE_FNS` with its arity; reads whose register sits in another
 thread without a conversion; copies between fragments and tensors of different rank.
 
->>> from layoutkit.infer import infer_layouts, kernels
->>> p = kernels.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
+>>> from layoutkit.infer import infer_layouts, programs
+>>> p = programs.gemm_rowmax_bias(M=64, N=64, K=64, bM=32, bN=32, bK=32)
 >>> axes = fragment_axes(p)
 >>> axes["bias_frag"], axes["row_max"], axes["C_local"]
 ((1,), (0,), (0, 1))
@@ -72,8 +72,8 @@ def fragment_axes(program) -> dict[str, tuple[int, ...]]:
     """The tile axes of every fragment: ``(0, 1)`` for 2-D ones; a 1-D fragment takes the axis of the loop
     var it is read or written with in a parallel loop, or the axis a reduce into it keeps.
 
-    >>> from layoutkit.infer import kernels
-    >>> fragment_axes(kernels.column_bias()), fragment_axes(kernels.tile_reduce())
+    >>> from layoutkit.infer import programs
+    >>> fragment_axes(programs.column_bias()), fragment_axes(programs.tile_reduce())
     ({'x': (0, 1), 'b': (1,)}, {'x': (0, 1), 'r': (0,)})
     """
     axes = {name: (0, 1) for name, b in program.buffers.items() if b.is_fragment and len(b.shape) == 2}
@@ -256,7 +256,7 @@ def _stage_moves(frag, reg: str, stage: str, smem, dtype: str, threads: int, sto
 
 def lower_conversion(conv, program, reg: str) -> tuple[list, list]:
     """Statements and buffers converting fragment ``conv.buffer`` (laid out ``conv.src``) into the register
-    array ``reg`` laid out ``conv.dst`` (a :class:`~layoutkit.infer.convert.LayoutConversion`): every thread
+    array ``reg`` laid out ``conv.dst`` (a :class:`~layoutkit.infer.conversions.LayoutConversion`): every thread
     stores its registers into a shared staging tile, ``__syncthreads()``, then loads the ``dst`` registers.
     The staging tile is the one the cost model priced (``conv.detail.staging``, row-major when the model
     records none) and gets its own shared buffer, so it never overlaps another.
@@ -417,11 +417,11 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
 def lower_ops(ops, program, layouts: dict, tile: Tile, conversions=()) -> tuple[list, list]:
     """Statements and extra buffers of fragment ops (``copy`` global <-> fragment, ``parallel``, ``reduce``,
     ``fill`` of a fragment); ``layouts`` maps buffer names to the solved layouts; ``conversions`` (the result's
-    :class:`~layoutkit.infer.convert.LayoutConversion` s) are lowered before the parallel loop that reads
+    :class:`~layoutkit.infer.conversions.LayoutConversion` s) are lowered before the parallel loop that reads
     through them (:func:`lower_conversion`), into register arrays ``<fragment>__conv``.
 
-    >>> from layoutkit.infer import infer_layouts, kernels
-    >>> p = kernels.tile_reduce(M=64, N=128, bM=64, bN=128)
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.tile_reduce(M=64, N=128, bM=64, bN=128)
     >>> tile = Tile((ir.BY * 64, ir.BX * 128), (64, 128), (64, 128), fragment_axes(p))
     >>> body, extra = lower_ops(p.ops, p, dict(infer_layouts(p).layout_map), tile)
     >>> [type(s).__name__ for s in body][:2], extra

@@ -25,7 +25,7 @@ trees) over the whole input domain with numpy, and every table is spot-checked a
 The first three kernel builders, those of the conformance kernel source (the TileLang docs GEMM, the
 elementwise kernel and GEMM + bias + row max), come from ``tests/tilelang_kernels.py``; the others
 (a shared-memory epilogue, transposed reads, a converting elementwise kernel, reductions, softmax, a
-column bias, a transpose feeding a reduction) are mirrored by ``layoutkit.infer.kernels``.
+column bias, a transpose feeding a reduction) are mirrored by ``layoutkit.infer.programs``.
 
 Re-recording must leave every earlier case as it was (timings aside): ``--append OLD.json.gz`` keeps
 the cases of ``OLD`` verbatim, checks that the fresh record of each equals it except for
