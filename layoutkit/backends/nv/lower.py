@@ -68,20 +68,28 @@ def _vector_ok(layout, vec: int) -> bool:
 
 
 def _gemm_ops(program) -> dict:
-    """The global tensors and ops of a ``fill, copy, copy, gemm, ...`` program, checked to be the GEMM main
-    loop; the ops after the gemm are its epilogue."""
-    fill, ca, cb, gemm = program.ops[:4]
+    """The GEMM main loop of ``program``, found by role rather than position: before its one ``gemm``, a
+    ``fill`` of C and one global -> shared ``copy`` into each of A and B, in any order; the ops after the gemm
+    are its epilogue.  Anything else before the gemm raises :class:`~layoutkit.errors.UnsupportedError`
+    naming the op."""
+    at = next(k for k, op in enumerate(program.ops) if op.kind == "gemm")
+    gemm = program.ops[at]
     g = gemm.args
-    loads = {ca.args["dst"]: ca, cb.args["dst"]: cb}
-    if set(loads) != {g["A"], g["B"]} or fill.args["dst"] != g["C"]:
-        raise UnsupportedError(f"gemm lowering: ops {[op.name for op in program.ops]} do not start with fill C, "
-                               "copy A, copy B, gemm")
-    for op in (ca, cb):
+    fills = [op for op in program.ops[:at] if op.kind == "fill" and op.args["dst"] == g["C"]]
+    loads = {op.args["dst"]: op for op in program.ops[:at] if op.kind == "copy" and op.args["dst"] in (g["A"], g["B"])}
+    roles = {id(op) for op in fills + list(loads.values())}
+    stray = [op for op in program.ops[:at] if id(op) not in roles]
+    n_loads = sum(op.kind == "copy" and op.args["dst"] in (g["A"], g["B"]) for op in program.ops[:at])
+    if stray or len(fills) != 1 or set(loads) != {g["A"], g["B"]} or n_loads != 2:
+        found = [f"{op.name} ({op.kind})" for op in (stray or program.ops[:at])]
+        raise UnsupportedError(f"gemm lowering: before {gemm.name} the main loop holds one fill of {g['C']} and one "
+                               f"copy into each of {g['A']} and {g['B']}; found {found}")
+    for op in loads.values():
         if any(op.args["src_region"][0]):
             raise UnsupportedError(f"gemm lowering: {op.name} starts at {op.args['src_region'][0]}; tiles start at "
                                    "the block origin")
     return {"A": loads[g["A"]].args["src"], "B": loads[g["B"]].args["src"], "gemm": gemm,
-            "fill": float(fill.args["value"]), "epilogue": program.ops[4:]}
+            "fill": float(fills[0].args["value"]), "epilogue": program.ops[at + 1:]}
 
 
 def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads, bits, name, live=None,
@@ -107,12 +115,14 @@ def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads,
     return ir.For(it, iters, (stmt,), unroll=True)
 
 
-GEMM_OPS = ["fill", "copy", "copy", "gemm"]
+MAIN_LOOP_OPS = ("fill", "copy", "gemm")
+"""The kinds of a GEMM main loop (:func:`_gemm_ops` matches them to C, A and B by the buffers they touch)."""
 EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
 
 
 def lower(program, result) -> ir.Kernel:
-    """The IR kernel of a solved program: the GEMM (fill, copy, copy, gemm, then fragment ops) or a fragment
+    """The IR kernel of a solved program: the GEMM (its main loop: a fill of C and the copies of A and B in any
+    order, then the gemm; then fragment ops) or a fragment
     program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
     :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
     :func:`layoutkit.codegen.lower` checks it against the program first.
@@ -124,10 +134,13 @@ def lower(program, result) -> ir.Kernel:
     """
     kinds = [op.kind for op in program.ops]
     if "gemm" in kinds:
-        extra = [op.name for op in program.ops[len(GEMM_OPS):] if op.kind not in EPILOGUE_OPS]
-        if kinds[:len(GEMM_OPS)] != GEMM_OPS or extra or kinds.count("gemm") > 1:
-            raise UnsupportedError(f"NVIDIA lowering: a gemm is lowered as {GEMM_OPS} then {EPILOGUE_OPS} ops; ops "
-                                   f"{extra or [op.name for op in program.ops]} of {kinds} are not lowered")
+        at = kinds.index("gemm")
+        extra = [op.name for op in program.ops[at + 1:] if op.kind not in EPILOGUE_OPS]
+        extra += [op.name for op in program.ops[:at] if op.kind not in MAIN_LOOP_OPS]
+        if extra or kinds.count("gemm") > 1:
+            raise UnsupportedError(f"NVIDIA lowering: one gemm is lowered, its main loop of {MAIN_LOOP_OPS} ops then "
+                                   f"{EPILOGUE_OPS} ops; ops {extra or [op.name for op in program.ops]} of {kinds} "
+                                   "are not lowered")
         return lower_gemm(program, result)
     for op in program.ops:
         if op.kind not in EPILOGUE_OPS:
