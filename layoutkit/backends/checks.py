@@ -35,6 +35,11 @@ import numpy as np
 
 from ..errors import CodegenInputError, DtypeError, UnsupportedError
 from ..fragment.fragment import Fragment
+from ..scopes import GLOBAL
+from .ascend.scopes import GM
+
+GLOBAL_SCOPES = (GLOBAL, GM)
+"""The global-memory scopes of the backends' programs (NVIDIA ``global``, Ascend ``gm``)."""
 
 
 def check_program(program, what: str) -> None:
@@ -78,7 +83,7 @@ def check_result(program, result, what: str, requires_layouts: bool = True) -> N
     touched = _touched(program)
     gemm_reads = {op.args[k] for op in program.ops if op.kind == "gemm" for k in ("A", "B")}
     for name, buf in program.buffers.items():
-        if buf.scope == "global" or buf.scope == "gm":
+        if buf.scope in GLOBAL_SCOPES:
             continue
         lay = layouts.get(name)
         needed = requires_layouts and name in touched and (buf.is_fragment or name in gemm_reads)
@@ -129,7 +134,7 @@ def inputs_of(program) -> list[str]:
 
 
 def _is_global(buf) -> bool:
-    return buf.scope in ("global", "gm")
+    return buf.scope in GLOBAL_SCOPES
 
 
 def check_names(arrays, params: dict, inputs: list[str], what: str, where: str = "") -> None:

@@ -11,7 +11,7 @@ consecutive registers holds consecutive, ``vector``-aligned elements.
 >>> from layoutkit.algebra.layout import placeholder
 >>> L = lk.Fragment([32, 8], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
 >>> i, j = placeholder(0, 32), placeholder(1, 8)
->>> g = global_traffic(L, (i, j), (32, 8), "float32")
+>>> g = global_traffic(L, (i, j), (32, 8), "float32", warp_size=32)
 >>> (g.vector, g.instructions, g.segments, g.issue_bytes, g.bandwidth_bytes)
 (4, 2, 16, 1024, 2048)
 """
@@ -29,7 +29,6 @@ from ..dtypes import element_bits
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
 
-WARP = 32
 SEGMENT = 128
 MAX_VECTOR_BYTES = 16
 
@@ -96,7 +95,7 @@ def vector_width(s: Slots, address: np.ndarray, elem_bytes: int) -> int:
 class GlobalTraffic:
     """Modelled global-memory traffic of one operand: ``instructions`` warp instructions of
     ``vector`` elements per lane, touching ``segments`` 128-byte segments in all.  ``issue_bytes`` =
-    instructions x 32 lanes x lane bytes; ``bandwidth_bytes`` = segments x 128; the charge is their max."""
+    instructions x warp lanes x lane bytes; ``bandwidth_bytes`` = segments x 128; the charge is their max."""
 
     vector: int
     instructions: int
@@ -110,8 +109,9 @@ class GlobalTraffic:
 
 
 @memoized(maxsize=2048)
-def global_traffic(layout: Fragment, indices, shape: tuple[int, ...], dtype: str) -> GlobalTraffic:
-    """Exact segments per warp instruction of a global operand (see the module doc).  Memoised:
+def global_traffic(layout: Fragment, indices, shape: tuple[int, ...], dtype: str, warp_size: int) -> GlobalTraffic:
+    """Exact segments per warp instruction of a global operand (see the module doc); ``warp_size``: the
+    threads that issue one instruction together (the cost model's, which its target sets).  Memoised:
     layouts and expressions are immutable and compare structurally, so free-mode attempts that share
     a loop layout share the figure."""
     loop = layout.input_shape
@@ -120,12 +120,12 @@ def global_traffic(layout: Fragment, indices, shape: tuple[int, ...], dtype: str
     address = np.ravel_multi_index(tuple(coords.T), shape).astype(np.int64)
     s = slots(layout)
     v = vector_width(s, address, eb)
-    inst = (s.thread // WARP) * (-(-s.registers // v)) + s.register // v
+    inst = (s.thread // warp_size) * (-(-s.registers // v)) + s.register // v
     seg = address[s.point] * eb // SEGMENT
     n_inst = np.unique(inst).size
     span = int(seg.max()) + 1
     n_seg = np.unique(inst * span + seg).size
-    return GlobalTraffic(v, int(n_inst), int(n_seg), int(n_inst) * WARP * v * eb, int(n_seg) * SEGMENT)
+    return GlobalTraffic(v, int(n_inst), int(n_seg), int(n_inst) * warp_size * v * eb, int(n_seg) * SEGMENT)
 
 
 def shared_access(layout: Fragment, indices, smem: Layout, dtype: str) -> tuple[np.ndarray, int]:

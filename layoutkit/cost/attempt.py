@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from ..algebra.layout import Layout
 from ..errors import LayoutError
 from ..fragment.fragment import Fragment
+from ..scopes import GLOBAL, is_shared
 
 REGISTER_LIMIT = 255
 """32-bit registers one thread may hold before the rest spills to local memory (NVIDIA: 255)."""
@@ -55,11 +56,11 @@ class Operand:
 
     @property
     def is_global(self) -> bool:
-        return self.scope == "global"
+        return self.scope == GLOBAL
 
     @property
     def is_shared(self) -> bool:
-        return self.scope in ("shared", "shared.dyn")
+        return is_shared(self.scope)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ def worst_case_bytes(stmt: Statement, op: Operand) -> int:
     return n * max(SEGMENT, element_bits(op.dtype) // 8)
 
 
-def global_rows(statements: Sequence[Statement]) -> list[StatementCost]:
+def global_rows(statements: Sequence[Statement], warp_size: int) -> list[StatementCost]:
+    """One row per global operand: its modelled traffic with ``warp_size`` threads per instruction."""
     rows = []
     for st in statements:
         for op in st.operands:
@@ -48,7 +49,7 @@ def global_rows(statements: Sequence[Statement]) -> list[StatementCost]:
                                           "worst case: no loop layout to model"))
                 continue
             try:
-                g = global_traffic(st.loop_layout, tuple(op.indices), tuple(op.shape), op.dtype)
+                g = global_traffic(st.loop_layout, tuple(op.indices), tuple(op.shape), op.dtype, warp_size)
             except LayoutError as err:
                 rows.append(StatementCost(st.name, what, worst_case_bytes(st, op), 0, f"worst case: {err}"))
                 continue
@@ -60,14 +61,16 @@ def global_rows(statements: Sequence[Statement]) -> list[StatementCost]:
 
 class IOAwareModel(RegisterCountModel):
     """``mem`` = spilled bytes + modelled global bytes of the component's statements; ``regs`` as
-    register-count."""
+    register-count.  ``warp_size``: the threads that issue one memory instruction together; 32 as on NVIDIA
+    unless a target's model sets its own (the NVIDIA backend's sets ``targets.nv.WARP_SIZE``)."""
 
     name = "io-aware"
     wants_statements = True
+    warp_size: int = 32
 
     def rows(self, layouts: Mapping, program, statements: Sequence[Statement] | None = None) -> list[StatementCost]:
         st = check_statements(statements)
-        return spill_rows(st) + global_rows(st)
+        return spill_rows(st) + global_rows(st, self.warp_size)
 
     def cost(self, layouts: Mapping, program, statements: Sequence[Statement] | None = None) -> AttemptCost:
         base = super().cost(layouts, program)

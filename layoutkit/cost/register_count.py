@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from ..dtypes import element_bits
 from ..errors import LayoutError
 from ..fragment.fragment import Fragment
+from ..scopes import FRAGMENT
 from .attempt import (
     REGISTER_LIMIT,
     AttemptCost,
@@ -45,7 +46,7 @@ def spill_rows(statements: Sequence[Statement]) -> list[StatementCost]:
         if st.loop_layout is None:
             continue
         for op in st.operands:
-            if op.scope != "local.fragment" or not isinstance(op.layout, Fragment) or op.indices is None:
+            if op.scope != FRAGMENT or not isinstance(op.layout, Fragment) or op.indices is None:
                 continue
             b = spilled_bytes(st.loop_layout, op.layout, tuple(op.indices), op.dtype)
             if b:

@@ -34,6 +34,7 @@ from ..cost import Operand, Statement, add_costs, conversion_price
 from ..dtypes import element_bits
 from ..errors import LayoutConflictError, LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
+from ..scopes import FRAGMENT
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from .conversions import LayoutConversion, MaskedLayouts, conversion_edges
 from .cost import get_cost_model
@@ -122,7 +123,7 @@ class Context:
         return self.program.shape_of(name)
 
     def is_fragment(self, name: str) -> bool:
-        return self.program.buffers[name].scope == "local.fragment"
+        return self.program.buffers[name].scope == FRAGMENT
 
     # ---- committing proposals -------------------------------------------------------------------
     def commit(self, name: str, new: Layout, op: str, level: int, rule: str) -> bool:
@@ -242,7 +243,7 @@ def _components(ops, program) -> list[list]:
     for k, op in enumerate(ops):
         for b in op.buffers:
             buf = program.buffers[b]
-            if buf.scope != "local.fragment":
+            if buf.scope != FRAGMENT:
                 continue
             key = buf.alias_of or b
             if key in owner:
@@ -326,7 +327,7 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
     ctx = Context(program, thread_range(program))
     touched = {b for op in ops for b in op.buffers}
     for name, buf in program.buffers.items():
-        if buf.scope == "local.fragment" and name not in touched and buf.alias_of is None:
+        if buf.scope == FRAGMENT and name not in touched and buf.alias_of is None:
             ctx._set(name, make_fully_replicated_fragment(buf.shape, ctx.rng[1]).bind_thread_range(*ctx.rng),
                      "floating", STRICT, "floating", "set")
     for name, lay in annotations.items():

@@ -19,12 +19,7 @@ from dataclasses import dataclass, field
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Expr, as_expr
 from ..errors import ShapeError
-
-FRAGMENT = "local.fragment"
-
-
-def is_shared(scope: str) -> bool:
-    return scope in ("shared", "shared.dyn")
+from ..scopes import FRAGMENT, is_shared  # noqa: F401  (is_shared: re-exported)
 
 
 @dataclass(frozen=True)

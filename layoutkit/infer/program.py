@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
+from ..scopes import LOCAL, SHARED_DYN
 from . import validate
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
@@ -86,7 +87,7 @@ class Program:
         """Any scope of the target (Ascend: ``gm``, ``ub``, ``l1``, ``l0a``, ``l0b``, ``l0c``)."""
         return self._add(name, shape, dtype, scope)
 
-    def alloc_shared(self, name: str, shape, dtype, scope: str = "shared.dyn") -> Buffer:
+    def alloc_shared(self, name: str, shape, dtype, scope: str = SHARED_DYN) -> Buffer:
         """Shared memory, in the scope the target maps it to (Ascend: the vector unified buffer ``ub``)."""
         return self._add(name, shape, dtype, self.hooks.shared_scope(scope))
 
@@ -94,7 +95,7 @@ class Program:
         return self._add(name, shape, dtype, FRAGMENT)
 
     def alloc_local(self, name: str, shape, dtype) -> Buffer:
-        return self._add(name, shape, dtype, "local")
+        return self._add(name, shape, dtype, LOCAL)
 
     def alias(self, name: str, base: Buffer, shape=None, dtype=None) -> Buffer:
         """A view of ``base``'s storage (same scope); layouts are copied to it after inference,

@@ -22,6 +22,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ..cost import register_cost_model
+from ..scopes import GLOBAL, SCOPES
 from . import validate
 from .rules import Rule, register_merge, register_rule
 
@@ -29,15 +30,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..algebra.layout import Layout
     from .program import Buffer, Op, Program, Region
 
-SCOPES = ("global", "shared", "shared.dyn", "local.fragment", "local")
-
-
 class Target:
     """Target hooks with target-free defaults (the NVIDIA-style scopes, no merge, every thread a consumer)."""
 
     family: str = "*"
     scopes: tuple[str, ...] = SCOPES
-    global_scope: str = "global"
+    global_scope: str = GLOBAL
 
     def rules(self) -> Mapping[str, Rule]:
         """Op kind -> layout rule on this target (they win over the ``"*"`` rules)."""

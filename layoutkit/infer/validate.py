@@ -21,6 +21,7 @@ from ..algebra.layout import call_index_fn, placeholder
 from ..algebra.nodes import Expr, as_expr
 from ..algebra.parse import parse_index_fn
 from ..errors import ExprError, ShapeError
+from ..scopes import FRAGMENT
 
 if TYPE_CHECKING:
     from .program import Buffer, Region
@@ -94,7 +95,7 @@ def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, i
                                 f"gives {Kb}", what, B.name)
     if tuple(C.shape[-2:]) != (M, N):
         raise OpValidationError(f"{what}: C {C.name} is {C.shape}; expected [..., {M}, {N}]", what, C.name)
-    if C.scope != "local.fragment":
+    if C.scope != FRAGMENT:
         raise OpValidationError(f"{what}: C {C.name} must be a fragment; found scope {C.scope}", what, C.name)
     return M, N, Ka
 

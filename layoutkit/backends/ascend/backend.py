@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from ...errors import UnsupportedError
 from ...infer.program import FRAGMENT, Program, Region
+from ...scopes import LOCAL, is_shared
 from ..registry import Backend
 from . import program as builders
 from . import rules
+from .scopes import ASCEND_SCOPES, GM, UB
 
 
 class AscendBackend(Backend):
@@ -24,14 +26,14 @@ class AscendBackend(Backend):
     language = "ascend_c"
     suffix = ".cpp"
     requires_layouts = False
-    scopes = builders.ASCEND_SCOPES + (FRAGMENT, "local")
-    global_scope = "gm"
+    scopes = ASCEND_SCOPES + (FRAGMENT, LOCAL)
+    global_scope = GM
 
     def rules(self):
         return rules.RULES
 
     def shared_scope(self, scope: str) -> str:
-        return "ub" if scope in ("shared", "shared.dyn") else scope
+        return UB if is_shared(scope) else scope
 
     def build_copy(self, program: Program, src: Region, dst: Region):
         return builders.ascend_copy(program, "copy", src, dst)

@@ -13,6 +13,7 @@ from ...errors import UnsupportedError
 from ...infer.program import Op
 from ...targets import ascend
 from . import ir
+from .scopes import GM, L0C, UB
 
 ROW = ascend.ROW_FRACTAL
 U16 = 65535
@@ -31,18 +32,18 @@ class VectorEpilogue:
     def op_dual_copy(self, op: Op) -> None:
         a = op.args
         path = (self.scope(a["src"]), self.scope(a["dst"]))
-        if path == ("l0c", "ub") and self.epilogue is None:
+        if path == (L0C, UB) and self.epilogue is None:
             (s0, _), (d0, de) = a["src_region"], a["dst_region"]
             if any(s0) or any(d0) or tuple(de) != self.p.shape_of(a["dst"]):
                 raise UnsupportedError(f"{op.name}: the epilogue moves the whole L0C tile into the whole UB buffer")
-            self.epilogue = {"l0c": a["src"], "ub": a["dst"], "op": op.name, "split": a["split"], "inner": []}
+            self.epilogue = {L0C: a["src"], UB: a["dst"], "op": op.name, "split": a["split"], "inner": []}
             return
-        if path == ("ub", "gm") and self.epilogue is not None and a["src"] == self.epilogue["ub"]:
+        if path == (UB, GM) and self.epilogue is not None and a["src"] == self.epilogue[UB]:
             epi, self.epilogue = self.epilogue, None
             (d0, de) = a["dst_region"]
             if self.fusable(epi):
                 relu = any(x.args.get("compute") == "relu" for x in epi["inner"])
-                self.fixpipe(op, epi["l0c"], a["dst"], d0, a.get("valid", list(de)), relu)
+                self.fixpipe(op, epi[L0C], a["dst"], d0, a.get("valid", list(de)), relu)
             else:
                 self.mixed(epi, op)
             return
@@ -58,8 +59,8 @@ class VectorEpilogue:
         """Whether the region is ReLU / copy of the UB tile in place (the fixpipe's ``reluEn`` does it)."""
         ident = [f"_{c}" for c in "ij"]
         return all(x.kind == "parallel" and x.args.get("compute", "copy") in ("relu", "copy")
-                   and tuple(x.loop) == self.p.shape_of(epi["ub"])
-                   and all(y.buffer == epi["ub"] and [str(e) for e in y.indices] == ident for y in x.accesses)
+                   and tuple(x.loop) == self.p.shape_of(epi[UB])
+                   and all(y.buffer == epi[UB] and [str(e) for e in y.indices] == ident for y in x.accesses)
                    for x in epi["inner"])
 
     def use_ub(self, name: str, op: Op) -> tuple[int, ...]:
@@ -71,7 +72,7 @@ class VectorEpilogue:
 
     def mixed(self, epi: dict, op: Op) -> None:
         """The epilogue on the vector cores (see the module doc)."""
-        l0c, ub = epi["l0c"], epi["ub"]
+        l0c, ub = epi[L0C], epi[UB]
         h, n = self.use_ub(ub, op)
         info = self.image(l0c, op)
         if epi["split"] != "M" or len(self.p.shape_of(ub)) != 2:
@@ -181,7 +182,7 @@ class VectorEpilogue:
                or len(writes) != 1 or len(reads) != arity or len(loop) != 2)
         if not bad:
             w = writes[0]
-            bad = [str(e) for e in w.indices] != ident or self.scope(w.buffer) != "ub"
+            bad = [str(e) for e in w.indices] != ident or self.scope(w.buffer) != UB
         if bad:
             raise UnsupportedError(f"{inner.name}: the vector epilogue lowers elementwise copy/relu/add/mul/max "
                                    f"(or adds:C/muls:C/maxs:C) over a UB tile, written in place; found "
@@ -193,7 +194,7 @@ class VectorEpilogue:
         full, rowvec = [], []
         for r in reads:
             idx = [str(e) for e in r.indices]
-            shape = self.use_ub(r.buffer, inner) if self.scope(r.buffer) == "ub" else None
+            shape = self.use_ub(r.buffer, inner) if self.scope(r.buffer) == UB else None
             if shape == loop and idx == ident:
                 full.append(r.buffer)
             elif shape is not None and len(shape) == 1 and idx == ["_j"] and shape[0] >= cols:

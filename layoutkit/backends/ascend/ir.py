@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 from ...targets.ascend import FractalInfo, Nd2NzParams
+from .scopes import L0A, L0B, L0C, L1, UB
 
 __all__ = [
     "GlobalParam", "LocalBuffer", "Nd2NzParams", "LoadData2DParams", "MmadParams", "FixpipeParamsV220",
@@ -36,7 +37,7 @@ __all__ = [
     "CrossCoreWaitFlag", "PerCore", "VEC_BINARY", "VEC_SCALAR", "VEC_UNARY", "offset", "linear", "bind_params",
 ]
 
-POSITIONS = {"l1": ("A1", "B1"), "l0a": ("A2",), "l0b": ("B2",), "l0c": ("CO1",), "ub": ("VECCALC",)}
+POSITIONS = {L1: ("A1", "B1"), L0A: ("A2",), L0B: ("B2",), L0C: ("CO1",), UB: ("VECCALC",)}
 """Ascend C ``TPosition`` of each on-chip scope (L1 holds A1 or B1 operands)."""
 
 

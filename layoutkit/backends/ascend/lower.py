@@ -74,6 +74,7 @@ from .epilogue import FREE, WORKSPACE, VectorEpilogue, check_u16
 from .loops import roll_k_loops, roll_tiles
 from .passes import layouts_of, run_ascend_passes
 from .reference import round_up
+from .scopes import GM, L0A, L0B, L0C, L1, UB
 from .sync import EVENTS, SyncState, Touch, label_of
 
 ROW = ascend.ROW_FRACTAL
@@ -213,7 +214,7 @@ class Lowering(VectorEpilogue):
             if name not in self.lay or getattr(self.lay[name], "fractal", None) is None:
                 raise UnsupportedError(f"{op.name}: {name} has no fractal layout; run infer_layouts first")
             layout = self.lay[name]
-            info = (staged_image(layout, self.p.buffers[name].dtype) if self.scope(name) == "l1"
+            info = (staged_image(layout, self.p.buffers[name].dtype) if self.scope(name) == L1
                     else ascend.fractal_info(layout))
             if info.leading_shape:
                 raise UnsupportedError(f"{op.name}: {name} has leading dims {info.leading_shape}; only 2-D "
@@ -237,7 +238,7 @@ class Lowering(VectorEpilogue):
 
     # ---- double buffering ---------------------------------------------------------------------------
     def pingpong(self, name: str) -> bool:
-        return self.double and self.scope(name) in ("l1", "l0a", "l0b")
+        return self.double and self.scope(name) in (L1, L0A, L0B)
 
     def slot_of(self, name: str) -> int | None:
         """The slot of a double-buffered buffer's name (``A_l1_1`` -> 1), else ``None``."""
@@ -258,7 +259,7 @@ class Lowering(VectorEpilogue):
     # ---- ops --------------------------------------------------------------------------------------
     def run(self, name: str) -> ir.Kernel:
         for op in self.p.ops:
-            into_ub = op.kind in ("copy", "fill") and self.scope(op.args["dst"]) == "ub"
+            into_ub = op.kind in ("copy", "fill") and self.scope(op.args["dst"]) == UB
             if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
                 raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
                                        f"{self.epilogue['op']}")
@@ -274,16 +275,16 @@ class Lowering(VectorEpilogue):
         flat = [x for i, stmt in enumerate(self.body) for x in [stmt] + self.after.get(i, [])]
         body = (roll_tiles(roll_k_loops(flat)) if self.roll else flat) + [ir.PipeBarrier()]
         vector = (roll_tiles(self.vbody) if self.roll else self.vbody) + [ir.PipeBarrier()] if self.vbody else []
-        gms = [b for b in self.p.buffers.values() if b.scope == "gm"]
+        gms = [b for b in self.p.buffers.values() if b.scope == GM]
         params = tuple(ir.GlobalParam(b.name, b.dtype, self.p.shape_of(b.name)) for b in gms)
         if self.workspace is not None:
             params += (ir.GlobalParam(WORKSPACE, "float32", self.workspace),)
         feeds_b = {op.args["src"] for op in self.p.ops if op.kind == "copy"
-                   and self.scope(op.args["dst"]) == "l0b"}
+                   and self.scope(op.args["dst"]) == L0B}
         buffers = []
         for bname, info in self.images.items():
             scope = self.scope(bname)
-            pos = ir.POSITIONS[scope][1 if scope == "l1" and bname in feeds_b else 0]
+            pos = ir.POSITIONS[scope][1 if scope == L1 and bname in feeds_b else 0]
             for each in ([f"{bname}_0", f"{bname}_1"] if self.pingpong(bname) else [bname]):
                 buffers.append(ir.LocalBuffer(each, self.p.buffers[bname].dtype, pos, math.prod(info.storage_shape),
                                               info))
@@ -307,7 +308,7 @@ class Lowering(VectorEpilogue):
 
     def op_fill(self, op: Op) -> None:
         a = op.args
-        if self.scope(a["dst"]) == "ub":
+        if self.scope(a["dst"]) == UB:
             return self.fill_ub(op)
         if a.get("for") not in self.clamped:
             raise UnsupportedError(f"{op.name}: only the OOB fills of clamped GM -> L1 copies are lowered; this one "
@@ -318,7 +319,7 @@ class Lowering(VectorEpilogue):
 
     def op_gemm(self, op: Op) -> None:
         a = op.args
-        for key, scope in (("A", "l0a"), ("B", "l0b"), ("C", "l0c")):
+        for key, scope in (("A", L0A), ("B", L0B), ("C", L0C)):
             if self.scope(a[key]) != scope:
                 raise UnsupportedError(f"{op.name}: Mmad reads {key} from {scope}; {a[key]} is in "
                                        f"{self.scope(a[key])}")
@@ -332,13 +333,13 @@ class Lowering(VectorEpilogue):
     def op_copy(self, op: Op) -> None:
         a = op.args
         path = (self.scope(a["src"]), self.scope(a["dst"]))
-        if path == ("gm", "l1"):
+        if path == (GM, L1):
             return self.gm_to_l1(op)
-        if path in (("l1", "l0a"), ("l1", "l0b")):
+        if path in ((L1, L0A), (L1, L0B)):
             return self.l1_to_l0(op)
-        if path == ("l0c", "gm"):
+        if path == (L0C, GM):
             return self.l0c_to_gm(op)
-        if path == ("gm", "ub"):
+        if path == (GM, UB):
             return self.gm_to_ub(op)
         raise UnsupportedError(f"{op.name}: Ascend C lowering has no {path[0]} -> {path[1]} copy (only GM -> L1, "
                                f"L1 -> L0A/L0B, L0C -> GM and GM -> UB)")

@@ -34,8 +34,8 @@ from ...infer.program import Access, Buffer, Op, Program
 from ...infer.validate import OpValidationError
 from ...targets import ascend
 from ...targets.ascend.layouts import FractalKind
+from .scopes import FRACTAL_SCOPES, GM, L1, UB
 
-FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
 ND2NZ_DTYPES = ("float16", "bfloat16", "float32")
 
 
@@ -202,8 +202,8 @@ def insert_nd2nz(program: Program, layouts=None) -> tuple[Program, PassReport]:
     q = clone(program, [], annotations={**program.annotations, **lay})
     for op in program.ops:
         a = op.args
-        if (op.kind != "copy" or program.buffers[a["src"]].scope != "ub"
-                or program.buffers[a["dst"]].scope != "l1" or a["dst"] not in lay
+        if (op.kind != "copy" or program.buffers[a["src"]].scope != UB
+                or program.buffers[a["dst"]].scope != L1 or a["dst"] not in lay
                 or getattr(lay[a["dst"]], "fractal", None) is None
                 or ascend.fractal_info(lay[a["dst"]]).kind is not FractalKind.MAJOR_K):
             q.ops.append(op)
@@ -228,7 +228,7 @@ def insert_nd2nz(program: Program, layouts=None) -> tuple[Program, PassReport]:
         full_rows = padded_extents(lay[dst.name])[0]
         scratch = _fresh(q, f"{dst.name}_nz_scratch")
         size = (cols // c0) * (rows + 1) * c0
-        q.buffers[scratch] = Buffer(scratch, (size,), src.dtype, "ub")
+        q.buffers[scratch] = Buffer(scratch, (size,), src.dtype, UB)
         sc = Op("scatter", q.next_uid, {"src": src.name, "dst": scratch, "src_region": a["src_region"], "rows": rows,
                                     "cols": cols, "c0": c0}, buffers=(src.name, scratch))
         params = {"n_burst": cols // c0, "len_burst": rows, "src_gap": 1, "dst_gap": full_rows - rows,
@@ -264,7 +264,7 @@ def insert_oob_padding(program: Program, layouts=None, pad_value: float = 0.0) -
     q = clone(program, [], annotations={**program.annotations, **lay})
     for op in program.ops:
         a = op.args
-        if op.kind not in ("copy", "dual_copy") or "gm" not in (program.buffers[a["src"]].scope,
+        if op.kind not in ("copy", "dual_copy") or GM not in (program.buffers[a["src"]].scope,
                                                                 program.buffers[a["dst"]].scope):
             q.ops.append(op)
             continue
@@ -273,7 +273,7 @@ def insert_oob_padding(program: Program, layouts=None, pad_value: float = 0.0) -
         sk, dk = _pairs(sr), _pairs(dr)
         sshape, dshape = program.shape_of(src.name), program.shape_of(dst.name)
         if op.kind == "dual_copy":  # the per-core UB side is half; clamp against the full GM side
-            gm_is_src = src.scope == "gm"
+            gm_is_src = src.scope == GM
             ext = [(sr if gm_is_src else dr)[1][k] for k in (sk if gm_is_src else dk)]
             gk, gr, gs = (sk, sr, sshape) if gm_is_src else (dk, dr, dshape)
             valid = [ascend.clamp_valid(e, gs[k], gr[0][k], e, 0) for e, k in zip(ext, gk)]
@@ -287,7 +287,7 @@ def insert_oob_padding(program: Program, layouts=None, pad_value: float = 0.0) -
         new = replace(op, args={**a, "valid": valid})
         q.ops.append(new)
         rep.clamped.append({"op": op.name, "extents": ext, "valid": valid})
-        if src.scope == "gm" and dst.scope == "l1" and op.kind == "copy":
+        if src.scope == GM and dst.scope == L1 and op.kind == "copy":
             if dst.name not in lay:
                 raise OpValidationError(f"{op.name}: the L1 buffer {dst.name} has no layout; run inference first",
                                         op.name, dst.name)

@@ -21,11 +21,11 @@ from ...dtypes import canonical_dtype
 from ...errors import ShapeError
 from ...infer import validate
 from ...infer.program import FRAGMENT, Buffer, Op, Program, Region, region_access
+from .scopes import ASCEND_SCOPES, GM, L0A, L0B, L0C, L1, UB  # noqa: F401  (ASCEND_SCOPES: re-exported)
 
-ASCEND_SCOPES = ("gm", "ub", "l1", "l0a", "l0b", "l0c")
 """Ascend memories (``target="ascend"``): global memory, the vector unified buffer, the cube L1 and the
 L0A/L0B/L0C operand and accumulator buffers."""
-DUAL_COPY_PATHS = (("l0c", "ub"), ("gm", "ub"), ("ub", "gm"), ("ub", "l1"))
+DUAL_COPY_PATHS = ((L0C, UB), (GM, UB), (UB, GM), (UB, L1))
 
 
 def is_ascend(p: Program) -> bool:
@@ -50,7 +50,7 @@ def ascend_copy(p: Program, kind: str, s: Region, d: Region) -> Op:
     sr, dr, loop = ascend_regions(s, d, what)
     args = {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr, "dst_region": dr,
             "cast": s.buffer.dtype != d.buffer.dtype}
-    if "atomic" in p.modes and d.buffer.scope == "gm":
+    if "atomic" in p.modes and d.buffer.scope == GM:
         args["atomic"] = p.modes["atomic"].args["mode"]
     accesses = (region_access(s.buffer, sr, loop, False), region_access(d.buffer, dr, loop, True))
     return p.emit(kind, args, loop, accesses)
@@ -77,28 +77,28 @@ def dual_copy(p: Program, src: Buffer | Region, dst: Buffer | Region) -> Op:
                                          f"found {path[0]}->{path[1]}", what, d.buffer.name)
     se = s.extents if s.extents is not None else s.buffer.shape
     de = d.extents if d.extents is not None else d.buffer.shape
-    if path == ("l0c", "ub") and (len(se) < 2 or len(de) < 2):
+    if path == (L0C, UB) and (len(se) < 2 or len(de) < 2):
         raise validate.OpValidationError(f"{what}: L0C->UB dual_copy needs rank >= 2", what, d.buffer.name)
-    if path == ("l0c", "ub") and s.buffer.dtype != d.buffer.dtype:
+    if path == (L0C, UB) and s.buffer.dtype != d.buffer.dtype:
         raise validate.OpValidationError(f"{what}: the L0C->UB fixpipe of dual_copy does not convert types "
                                          f"({s.buffer.dtype} -> {d.buffer.dtype})", what, d.buffer.name)
     if len(se) != len(de):
         raise validate.OpValidationError(f"{what}: dual_copy sides differ in rank: {se} vs {de}", what,
                                          d.buffer.name)
-    full, half = (se, de) if s.buffer.scope != "ub" else (de, se)
+    full, half = (se, de) if s.buffer.scope != UB else (de, se)
     split = [k for k in range(max(0, len(full) - 2), len(full)) if full[k] == 2 * half[k]]
     same = all(full[k] == half[k] for k in range(len(full)) if k not in split)
     if len(split) != 1 or not same:
         raise validate.OpValidationError(f"{what}: exactly one trailing dim must split 2:1 between {full} and "
                                          f"{half}", what, d.buffer.name)
     axis = "N" if split[0] == len(full) - 1 else "M"
-    if path == ("l0c", "ub") and axis == "N" and full[-1] % 32:
+    if path == (L0C, UB) and axis == "N" and full[-1] % 32:
         raise validate.OpValidationError(f"{what}: an N split of L0C->UB needs N % 32 == 0; found N = "
                                          f"{full[-1]}", what, d.buffer.name)
     op = p.emit("dual_copy", {"src": s.buffer.name, "dst": d.buffer.name,
                                   "src_region": (tuple(s.starts), tuple(se)),
                                   "dst_region": (tuple(d.starts), tuple(de)), "split": axis})
-    if "atomic" in p.modes and d.buffer.scope == "gm":
+    if "atomic" in p.modes and d.buffer.scope == GM:
         op.args["atomic"] = p.modes["atomic"].args["mode"]
     return op
 
@@ -179,7 +179,7 @@ def ascend_regions(s: Region, d: Region, what: str):
         raise validate.OpValidationError(f"{what}: copy extents differ: {s.buffer.name} {full_s[1]} vs "
                                          f"{d.buffer.name} {full_d[1]}", what, d.buffer.name)
     for r, full in ((s, full_s), (d, full_d)):
-        if r.buffer.scope != "gm":
+        if r.buffer.scope != GM:
             for k, (lo, e, n) in enumerate(zip(*full, r.buffer.shape)):
                 if lo + e > n:
                     raise validate.OpValidationError(f"{what}: region [{lo}:{lo + e}] of dim {k} lies outside "
@@ -189,7 +189,7 @@ def ascend_regions(s: Region, d: Region, what: str):
 
 def check_gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> None:
     """Ascend MAD operands: A in l0a (or l1), B in l0b (or l1), C in l0c; M/N/K as :func:`validate.gemm`."""
-    for b, name, scopes in ((A, "A", ("l0a", "l1")), (B, "B", ("l0b", "l1")), (C, "C", ("l0c",))):
+    for b, name, scopes in ((A, "A", (L0A, L1)), (B, "B", (L0B, L1)), (C, "C", (L0C,))):
         if b.scope not in scopes:
             raise validate.OpValidationError(f"{what}: operand {name} ({b.name}) must live in {' or '.join(scopes)}; "
                                              f"found scope {b.scope}", what, b.name)

@@ -42,10 +42,12 @@ from ...dtypes import storage_dtype as _storage
 from ...errors import LayoutError, UnsupportedError
 from ...infer.program import Op, Program
 from ...numerics import mad
+from ...scopes import GLOBAL
 from ...targets import ascend
 from ...targets.ascend.layouts import FractalKind
 from ..dispatch import OpTable
 from .passes import FRACTAL_SCOPES, clone, layouts_of  # noqa: F401  (clone: doctest)
+from .scopes import GM, L1, UB
 
 CORES = 2
 ROW = ascend.ROW_FRACTAL
@@ -129,7 +131,7 @@ class _Machine:
         self.fills: dict[str, np.ndarray] = {}
         for name, buf in program.buffers.items():
             shape = program.shape_of(name)
-            if buf.scope in ("gm", "global"):
+            if buf.scope in (GM, GLOBAL):
                 if name in inputs:
                     arr = np.asarray(inputs[name])
                     if arr.shape != shape:
@@ -138,7 +140,7 @@ class _Machine:
                     self.mem[name] = to_storage(arr, buf.dtype)
                 else:
                     self.mem[name] = to_storage(np.zeros(shape, np.float32), buf.dtype)
-            elif buf.scope == "ub":
+            elif buf.scope == UB:
                 self.mem[name] = _blank((CORES,) + shape, buf.dtype)
             elif buf.scope in FRACTAL_SCOPES:
                 info = self.info(name, "allocate")
@@ -206,7 +208,7 @@ class _Machine:
             v[idx] = val
             self.store(name, v, op.name)
             self.filled(name, v.shape)[idx] = True
-        elif scope == "ub":
+        elif scope == UB:
             self.mem[name][(slice(None),) + idx] = val
             self.filled(name, self.mem[name].shape)[(slice(None),) + idx] = True
         else:
@@ -237,7 +239,7 @@ class _Machine:
         valid = list(a.get("valid", [se[k] for k in sk]))
         for side, starts, keys in (("src", s0, sk), ("dst", d0, dk)):
             name = src if side == "src" else dst
-            if self.p.buffers[name].scope == "gm":
+            if self.p.buffers[name].scope == GM:
                 shape = self.p.shape_of(name)
                 for k, v in zip(keys, valid):
                     if starts[k] + v > shape[k]:
@@ -246,12 +248,12 @@ class _Machine:
                                                    name)
         s_idx = _box(s0, se, sk, valid)
         d_idx = _box(d0, de, dk, valid)
-        if ss == "gm" and ds == "l1":
+        if ss == GM and ds == L1:
             return self._gm_to_l1(op, src, dst, s_idx, d_idx, valid, dk)
-        if ss == "ub" and ds == "l1" and self.info(dst, op.name).kind is FractalKind.MAJOR_K:
+        if ss == UB and ds == L1 and self.info(dst, op.name).kind is FractalKind.MAJOR_K:
             raise AscendExecutionError(f"{op.name}: a UB -> L1 copy into NZ needs insert_nd2nz (scatter + "
                                        f"post_copy)", op.name, dst)
-        if ds == "ub":  # a clamped copy leaves the rest of its UB tile undefined (unless filled just before)
+        if ds == UB:  # a clamped copy leaves the rest of its UB tile undefined (unless filled just before)
             self.undefine(dst, self.mem[dst], (slice(None),) + tuple(slice(s, s + e) for s, e in zip(d0, de)))
         images = ss in FRACTAL_SCOPES and ds in FRACTAL_SCOPES  # L1 -> L0: the image moves, padding and all
         data = self._read(op, src, s_idx, core=0, check=not images)
@@ -261,11 +263,11 @@ class _Machine:
         scope = self.p.buffers[name].scope
         if scope in FRACTAL_SCOPES:
             x = self.view(name, op.name)[idx]
-        elif scope == "ub":
+        elif scope == UB:
             x = self.mem[name][(slice(None) if core is None else core,) + idx]
         else:
             x = self.mem[name][idx]
-        if scope != "gm" and check:
+        if scope != GM and check:
             self.check(x, name, op)
         return x if not check else to_values(x, self.dtype(name))
 
@@ -276,7 +278,7 @@ class _Machine:
             v = self.view(name, op.name)
             v[idx] = data.reshape(v[idx].shape) if data.dtype == v.dtype else to_storage(data.reshape(v[idx].shape), dt)
             self.store(name, v, op.name)
-        elif scope == "ub":
+        elif scope == UB:
             full = (slice(None),) + idx if both_cores else (core,) + idx
             tgt = self.mem[name][full]
             self.mem[name][full] = to_storage(np.broadcast_to(data.reshape(tgt.shape[-data.ndim:] if both_cores
@@ -317,11 +319,11 @@ class _Machine:
         src, dst = a["src"], a["dst"]
         (s0, se), (d0, de) = a["src_region"], a["dst_region"]
         ax = -1 if a["split"] == "N" else -2
-        if self.p.buffers[dst].scope == "l1":
+        if self.p.buffers[dst].scope == L1:
             raise UnsupportedError(f"{op.name}: run_ascend does not model a UB -> L1 dual_copy (insert_nd2nz "
                                    f"rewrites plain copies only)")
         for core in range(CORES):
-            if self.p.buffers[dst].scope == "ub":  # full src, half dst per core
+            if self.p.buffers[dst].scope == UB:  # full src, half dst per core
                 h = de[ax]
                 starts = list(s0)
                 starts[ax] += core * h
@@ -378,7 +380,7 @@ class _Machine:
                                    f"{acc.buffer} is read at {names}")
         idx = tuple(slice(0, op.loop[k]) for k in pos)
         data = self._read(op, acc.buffer, idx, core=None)
-        if self.p.buffers[acc.buffer].scope != "ub":
+        if self.p.buffers[acc.buffer].scope != UB:
             data = data[None]
         shape = [data.shape[0]] + [op.loop[k] if k in pos else 1 for k in range(len(op.loop))]
         return data.reshape(shape)
@@ -465,6 +467,6 @@ def run_ascend(program: Program, inputs: Mapping[str, np.ndarray], layouts=None)
         m.run(op)
     out = {}
     for name, buf in program.buffers.items():
-        if buf.scope in ("gm", "global"):
+        if buf.scope in (GM, GLOBAL):
             out[name] = bf16_value(m.mem[name]) if buf.dtype == "bfloat16" else m.mem[name]
     return out

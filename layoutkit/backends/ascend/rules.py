@@ -29,8 +29,7 @@ from ...infer.rules import EMPTY, STRICT, RuleResult
 from ...infer.validate import OpValidationError
 from ...targets import ascend
 from .program import check_end
-
-FRACTAL_SCOPES = ("l1", "l0a", "l0b", "l0c")
+from .scopes import FRACTAL_SCOPES
 
 
 def mad_rule(op, ctx, level) -> RuleResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...scopes import GLOBAL
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
 from ..registry import Backend
@@ -48,7 +49,7 @@ class NvBackend(Backend):
         arch = program.target
         if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
             staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
-                      and program.buffers[op.args["src"]].scope == "global"]
+                      and program.buffers[op.args["src"]].scope == GLOBAL]
             if staged and any(op.kind == "gemm" for op in program.ops):
                 tma = [tma_capable(program, op) for op in staged]
                 if all(tma):
@@ -85,7 +86,7 @@ class NvBackend(Backend):
 
         kernel = lower.lower(program, result)
         full = {}
-        for b in kernel.scoped("global"):
+        for b in kernel.scoped(GLOBAL):
             shape = program.buffers[b.name].shape
             full[b.name] = arrays[b.name] if b.name in arrays else np.zeros(shape, np_dtype(b.dtype))
         out = run(kernel, full)

@@ -17,7 +17,9 @@ from __future__ import annotations
 from ...algebra.convert import C_PRELUDE, to_c
 from ...algebra.nodes import Expr
 from ...errors import UnsupportedError
+from ...scopes import GLOBAL, SHARED
 from . import ir
+from .ir import REG
 
 CTYPE = {"float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float", "int8": "signed char", "int32": "int",
          "uint8": "unsigned char"}
@@ -307,7 +309,7 @@ def shared_offsets(kernel: ir.Kernel) -> dict[str, int]:
     {'s': 0, 't': 256}
     """
     out, off = {}, 0
-    for b in kernel.scoped("shared"):
+    for b in kernel.scoped(SHARED):
         out[b.name] = off
         off += -(-b.size * _BYTES[b.dtype] // 128) * 128
     return out
@@ -320,7 +322,7 @@ def smem_bytes(kernel: ir.Kernel) -> int:
     >>> smem_bytes(ir.Kernel("k", 32, (1, 1), (ir.Buffer("s", "float16", 100, "shared"),), ()))
     256
     """
-    return sum(-(-b.size * _BYTES[b.dtype] // 128) * 128 for b in kernel.scoped("shared"))
+    return sum(-(-b.size * _BYTES[b.dtype] // 128) * 128 for b in kernel.scoped(SHARED))
 
 
 def print_kernel(kernel: ir.Kernel) -> str:
@@ -333,15 +335,15 @@ def print_kernel(kernel: ir.Kernel) -> str:
     """
     written = _written(kernel.body)
     params = ", ".join(f"{'' if b.name in written else 'const '}{ctype(b.dtype)}* __restrict__ {b.name}"
-                       for b in kernel.scoped("global"))
+                       for b in kernel.scoped(GLOBAL))
     p = _Printer(kernel)
     p.emit("const int tid = threadIdx.x;\nconst int bx = blockIdx.x;\nconst int by = blockIdx.y;")
-    if kernel.scoped("shared"):
+    if kernel.scoped(SHARED):
         p.emit("extern __shared__ __align__(128) unsigned char lk_smem[];")
     for b, off in shared_offsets(kernel).items():
         t = ctype(kernel.buffer(b).dtype)
         p.emit(f"{t}* {b} = reinterpret_cast<{t}*>(lk_smem + {off});")
-    for b in kernel.scoped("reg"):
+    for b in kernel.scoped(REG):
         p.emit(f"__align__(16) {ctype(b.dtype)} {b.name}[{b.size}];")
     p.block(kernel.body)
     gx, gy = kernel.grid

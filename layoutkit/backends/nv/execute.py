@@ -33,6 +33,7 @@ from ...algebra.nodes import Expr
 from ...dtypes import from_bf16, storage_dtype, to_bf16  # noqa: F401  (re-exported)
 from ...errors import CodegenInputError, CoordinateError, DtypeError, UnsupportedError
 from ...numerics import mad
+from ...scopes import GLOBAL, SHARED
 from ...targets.nv.dtype import element_bits
 from ...targets.nv.mma import mma_atom
 from ..dispatch import OpTable
@@ -107,9 +108,9 @@ class _State:
         self.group: list = []  # cp.async copies issued since the last commit
         self.pending: list = []  # committed groups, oldest first; they land in shared memory at a wait
         for b in kernel.buffers:
-            if b.scope == "global":
+            if b.scope == GLOBAL:
                 self.mem[b.name] = _parameter(kernel, b, arrays)
-            elif b.scope == "shared":
+            elif b.scope == SHARED:
                 self.mem[b.name] = np.zeros((self.blocks, b.size), np_dtype(b.dtype))
             else:
                 self.mem[b.name] = np.zeros((n, b.size), np_dtype(b.dtype))
@@ -149,13 +150,13 @@ def run(kernel: ir.Kernel, arrays: dict) -> dict:
     """
     if not isinstance(arrays, dict):
         raise CodegenInputError(f"executor: expected a dict of parameter name -> array; found {type(arrays).__name__}")
-    unknown = sorted(set(arrays) - {b.name for b in kernel.scoped("global")})
+    unknown = sorted(set(arrays) - {b.name for b in kernel.scoped(GLOBAL)})
     if unknown:
         raise CodegenInputError(f"executor: arrays {unknown} are not parameters of kernel {kernel.name}; expected "
                                 f"{[b.name for b in kernel.scoped('global')]}", unknown[0])
     s = _State(kernel, arrays)
     _block(s, kernel.body)
-    return {b.name: s.mem[b.name] for b in kernel.scoped("global")}
+    return {b.name: s.mem[b.name] for b in kernel.scoped(GLOBAL)}
 
 
 def _block(s: _State, body) -> None:
@@ -256,7 +257,7 @@ def _store(s: _State, st: ir.Store, env: dict | None = None, rows: np.ndarray | 
     dst = s.mem[st.dst]
     reg = s.mem[st.src]
     da = np.broadcast_to(_ev(st.dst_addr, env), (n,))[:, None] + _lanes(st.vec)
-    if s.buffers[st.dst].scope == "shared":
+    if s.buffers[st.dst].scope == SHARED:
         where = (np.broadcast_to(s.block[rows, None], da.shape)[ok], da[ok])
     else:
         where = (da[ok],)
@@ -288,7 +289,7 @@ def _load(s: _State, st: ir.Load) -> None:
     sa = np.broadcast_to(_ev(st.src_addr, s.env), (n,))[:, None] + _lanes(st.vec)
     ro = np.broadcast_to(_ev(st.dst_off, s.env), (n,))[:, None] + _lanes(st.vec)
     vals = np.zeros((n, st.vec), reg.dtype)
-    if s.k.buffer(st.src).scope == "shared":
+    if s.k.buffer(st.src).scope == SHARED:
         got = src[np.broadcast_to(s.block[:, None], sa.shape)[ok], sa[ok]]
     else:
         got = src[sa[ok]]

@@ -37,12 +37,16 @@ BX = Var("bx", None)
 BY = Var("by", None)
 """``blockIdx.y``."""
 
+REG = "reg"
+"""The IR scope of per-thread register arrays (the other IR scopes are the program's ``global`` and ``shared``)."""
+
 Guard = tuple[tuple[Expr, int], ...]
 
 
 @dataclass(frozen=True)
 class Buffer:
-    """A buffer: ``scope`` is ``"global"`` (a parameter), ``"shared"`` or ``"reg"``; ``size`` in elements."""
+    """A buffer: ``scope`` is ``GLOBAL`` (a parameter), ``SHARED`` (:mod:`layoutkit.scopes`) or :data:`REG`;
+    ``size`` in elements."""
 
     name: str
     dtype: str

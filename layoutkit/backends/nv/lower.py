@@ -38,13 +38,14 @@ from ...algebra.nodes import Const, Expr, Var
 from ...algebra.simplify import substitute
 from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
+from ...scopes import GLOBAL, SHARED
 from ...targets.nv.dtype import element_bits
+from ...targets.nv.hardware import WARP_SIZE
 from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
 from . import ir
+from .ir import REG
 from .lower_frag import Tile, fragment_axes, lower_ops
 from .warp_grid import WarpGrid, warp_grid
-
-WARP = 32
 
 
 def _sub(layout, values) -> Expr:
@@ -225,12 +226,12 @@ class GemmLaunch:
     @property
     def a_size(self) -> int:
         """Elements per lane of one m16 x k A operand."""
-        return 16 * self.atom.k // WARP
+        return 16 * self.atom.k // WARP_SIZE
 
     @property
     def b_per(self) -> int:
         """Elements per lane of one k x n8 B operand."""
-        return 8 * self.atom.k // WARP
+        return 8 * self.atom.k // WARP_SIZE
 
 
 def gemm_launch(program, result, ops: dict) -> GemmLaunch:
@@ -315,7 +316,7 @@ def gemm_main_loop(L: GemmLaunch) -> tuple:
 
 def _warp_origin(L: GemmLaunch) -> tuple[Expr, Expr]:
     """Row and column of this thread's warp's first accumulator atom."""
-    warp = ir.TID // WARP
+    warp = ir.TID // WARP_SIZE
     return (warp % L.wg.brw) * L.wg.row_step, (warp // L.wg.brw) * L.wg.col_step
 
 
@@ -325,7 +326,7 @@ def operand_loads(L: GemmLaunch, kk: Var, mi: Var) -> tuple:
     32-bit ``B`` stored ``[K, N]``, which ``ldmatrix.trans`` cannot transpose)."""
     atom, stage, nt, tb, b_per = L.atom, L.ko % L.stages, L.wg.nt, L.tb, L.b_per
     E = 128 // L.bits  # elements per 16-byte ldmatrix row
-    lane = ir.TID % WARP
+    lane = ir.TID % WARP_SIZE
     r0, c0 = _warp_origin(L)
     rs, cs = L.wg.mi_stride, L.wg.nj_stride  # atom strides
     mat, row = lane // 8, lane % 8
@@ -382,14 +383,14 @@ def gemm_epilogue(program, result, L: GemmLaunch, ops) -> tuple[list, tuple]:
     layouts = dict(result.layout_map)
     epilogue, extra = lower_ops(ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
     bufs = program.buffers
-    globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in bufs.values() if b.scope == "global"]
-    frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in bufs.items()
+    globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), GLOBAL) for b in bufs.values() if b.scope == GLOBAL]
+    frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, REG) for n, b in bufs.items()
              if b.is_fragment and n != L.C]
-    buffers = (*globals_, ir.Buffer("A_s", L.dtype, L.As.size, "shared"),
-               ir.Buffer("B_s", L.dtype, L.Bs.size, "shared"),
-               ir.Buffer("a_frag", L.dtype, L.wg.mt * L.a_size, "reg"),
-               ir.Buffer("b_frag", L.dtype, L.wg.nt * L.b_per, "reg"),
-               ir.Buffer(L.C, L.acc, L.Cl.local_size, "reg"), *frags, *extra)
+    buffers = (*globals_, ir.Buffer("A_s", L.dtype, L.As.size, SHARED),
+               ir.Buffer("B_s", L.dtype, L.Bs.size, SHARED),
+               ir.Buffer("a_frag", L.dtype, L.wg.mt * L.a_size, REG),
+               ir.Buffer("b_frag", L.dtype, L.wg.nt * L.b_per, REG),
+               ir.Buffer(L.C, L.acc, L.Cl.local_size, REG), *frags, *extra)
     return epilogue, buffers
 
 
@@ -408,14 +409,14 @@ def _b_fragment_coords(atom, lane: Expr) -> tuple[Expr, Expr]:
     """``(k, n)`` of register element ``l`` (``Var("l")``) of ``lane`` in one ``k x n8`` mma B operand, the
     inverse of the atom's ``lane`` / ``local`` maps for 8- and 32-bit operands (checked by enumeration)."""
     per = 32 // atom.bits
-    b_per = 8 * atom.k // WARP
+    b_per = 8 * atom.k // WARP_SIZE
     lv = Var("l", b_per)
     if atom.bits == 8:  # 4 consecutive k per register, registers 0..1 at k // 16
         k = lv // per * 16 + lane % 4 * per + lv % per
     else:  # tf32: one k per register, k // 4 = register
         k = lv * 4 + lane % 4
     n = lane // 4
-    lanes, ls = np.meshgrid(np.arange(WARP), np.arange(b_per), indexing="ij")
+    lanes, ls = np.meshgrid(np.arange(WARP_SIZE), np.arange(b_per), indexing="ij")
     kt = np.where(atom.bits == 8, ls // per * 16 + lanes % 4 * per + ls % per, ls * 4 + lanes % 4)
     if not (np.array_equal(atom.lane(lanes // 4, kt), lanes) and np.array_equal(atom.local("B", lanes // 4, kt), ls)):
         raise UnsupportedError(f"gemm lowering: the {atom.name} B fragment is not the one this lowering reads")
@@ -434,7 +435,7 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     """
     frags = [b for b in program.buffers.values() if b.is_fragment and len(b.shape) == 2]
     tiles = {tuple(b.shape) for b in frags}
-    gshapes = {tuple(b.shape) for b in program.buffers.values() if b.scope == "global" and len(b.shape) == 2}
+    gshapes = {tuple(b.shape) for b in program.buffers.values() if b.scope == GLOBAL and len(b.shape) == 2}
     if len(tiles) != 1 or len(gshapes) != 1:
         raise UnsupportedError(f"lowering: fragment programs need one 2-D tile shape and one 2-D global shape; found "
                                f"tiles {sorted(tiles)}, global shapes {sorted(gshapes)}")
@@ -442,9 +443,9 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     tile = Tile((ir.BY * bM, ir.BX * bN), (bM, bN), (M, N), fragment_axes(program))
     layouts = dict(result.layout_map)
     body, extra = lower_ops(program.ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
-    bufs = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), "global") for b in program.buffers.values()
-            if b.scope == "global"]
-    bufs += [ir.Buffer(n, b.dtype, layouts[n].local_size, "reg") for n, b in program.buffers.items()
+    bufs = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), GLOBAL) for b in program.buffers.values()
+            if b.scope == GLOBAL]
+    bufs += [ir.Buffer(n, b.dtype, layouts[n].local_size, REG) for n, b in program.buffers.items()
              if b.is_fragment and n in layouts]
     grid = (-(-N // bN), -(-M // bM))
     fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, (ir.Move, ir.Compute)) and st.fn != "copy"}))

@@ -46,12 +46,13 @@ from ...algebra.nodes import Const, Expr, Var
 from ...algebra.simplify import substitute
 from ...cost.access import shared_access
 from ...errors import UnsupportedError
+from ...scopes import GLOBAL, SHARED
 from ...targets.nv.dtype import element_bits
+from ...targets.nv.hardware import WARP_SIZE
 from ..dispatch import OpTable
 from . import ir
+from .ir import REG
 from .smem_cost import staging_layout
-
-WARP = 32
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def lower_conversion(conv, program, reg: str) -> tuple[list, list]:
     what = f"{conv.op} reading {conv.buffer} through a conversion"
     body = [_stage_moves(src, conv.buffer, stage, smem, dtype, program.threads, True, what), ir.Barrier(),
             _stage_moves(dst, reg, stage, smem, dtype, program.threads, False, what)]
-    return body, [ir.Buffer(stage, dtype, size, "shared"), ir.Buffer(reg, dtype, dst.local_size, "reg")]
+    return body, [ir.Buffer(stage, dtype, size, SHARED), ir.Buffer(reg, dtype, dst.local_size, REG)]
 
 
 def conversion_registers(conversions) -> dict[tuple[str, str], str]:
@@ -369,13 +370,13 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
                                "source into a 1-D fragment is lowered")
     threads, keep = program.threads, 1 - dim
     kept, regs, group = _reduce_groups(S, D, keep, threads, op.name)
-    lanes = [g for g in group if g < WARP]
-    warps = [g // WARP for g in group if g % WARP == 0]
+    lanes = [g for g in group if g < WARP_SIZE]
+    warps = [g // WARP_SIZE for g in group if g % WARP_SIZE == 0]
     if len(lanes) * len(warps) != len(group):
         raise UnsupportedError(f"lowering: {op.name}: the thread group {group[:16]} mixes lane and warp offsets")
     dst, dt = a["dst"], program.buffers[a["dst"]].dtype
     acc = dst if clear else f"{dst}_part{op.uid}"
-    bufs = [] if clear else [ir.Buffer(acc, dt, D.local_size, "reg")]
+    bufs = [] if clear else [ir.Buffer(acc, dt, D.local_size, REG)]
     body: list = [ir.Fill(acc, _identity(kind, dt))]
     src_axis = tile.axes[a["src"]][dim]
     for k in range(S.local_size):  # 1: this thread's registers, tail elements skipped
@@ -392,11 +393,11 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
         bits = [w for w in warps if w & (w - 1) == 0 and w]
         if _xor_span(bits) != set(warps):
             raise UnsupportedError(f"lowering: {op.name}: the warp group {warps} is not spanned by warp index bits")
-        nw, cdim = threads // WARP, S.input_shape[keep]
+        nw, cdim = threads // WARP_SIZE, S.input_shape[keep]
         red = f"{dst}_red{op.uid}"
         tmp = f"{dst}_tmp{op.uid}"
-        bufs += [ir.Buffer(red, dt, cdim * nw, "shared"), ir.Buffer(tmp, dt, 1, "reg")]
-        warp = ir.TID // WARP
+        bufs += [ir.Buffer(red, dt, cdim * nw, SHARED), ir.Buffer(tmp, dt, 1, REG)]
+        warp = ir.TID // WARP_SIZE
         base = warp - sum((warp // b % 2 * b for b in bits[1:]), warp // bits[0] % 2 * bits[0])
         first = {int(r): k for k, r in reversed(list(enumerate(regs)))}
         rows = {r: _inverse_at(S, k)[keep] for r, k in first.items()}
@@ -465,7 +466,7 @@ def _lower_copy(op, out: _Lowered) -> None:
     a, program, tile = op.args, out.program, out.tile
     src, dst = program.buffers[a["src"]], program.buffers[a["dst"]]
     g, f = (src, dst) if dst.is_fragment else (dst, src)
-    if not f.is_fragment or g.scope != "global":
+    if not f.is_fragment or g.scope != GLOBAL:
         raise UnsupportedError(f"lowering: {op.name} copies {src.scope} -> {dst.scope}; only global <-> "
                                "fragment copies are lowered here")
     region = a["src_region"] if g is src else a["dst_region"]

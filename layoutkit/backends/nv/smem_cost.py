@@ -34,8 +34,10 @@ from ...cost.attempt import Statement, StatementCost, check_statements
 from ...cost.io_aware import IOAwareModel
 from ...errors import LayoutError
 from ...fragment.fragment import Fragment
+from ...scopes import FRAGMENT
 from ...targets.nv.banks import BankReport, bank_conflicts
 from ...targets.nv.dtype import element_bits
+from ...targets.nv.hardware import WARP_SIZE
 from ...targets.nv.swizzle import make_padded_layout
 
 WAVEFRONT_BYTES = 128
@@ -65,7 +67,7 @@ def shared_rows(statements: Sequence[Statement]) -> list[StatementCost]:
     """Wavefronts of every shared operand of a statement that also touches a fragment."""
     rows = []
     for st in statements:
-        if st.loop_layout is None or not any(o.scope == "local.fragment" for o in st.operands):
+        if st.loop_layout is None or not any(o.scope == FRAGMENT for o in st.operands):
             continue
         for op in st.operands:
             if not op.is_shared:
@@ -167,6 +169,7 @@ class SharedMemoryAwareModel(IOAwareModel):
     shared <-> fragment moves."""
 
     name = "smem-aware"
+    warp_size = WARP_SIZE
 
     def rows(self, layouts: Mapping, program, statements: Sequence[Statement] | None = None) -> list[StatementCost]:
         st = check_statements(statements)
