@@ -27,6 +27,7 @@ from ..cost.spill import thread_indexed
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
+from ..scopes import FRAGMENT, GLOBAL, LOCAL, is_shared
 from .guards import THREAD, Guard, Predicate
 from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
@@ -327,9 +328,9 @@ def replica_guard(op, ctx, layout: Fragment) -> Guard | None:
     if layout.replicate_size == 1 or not op.accesses:
         return None
     scopes = {a.buffer: ctx.buffer(a.buffer).scope for a in op.accesses}
-    if not any(s in ("global", "shared", "shared.dyn") for s in scopes.values()):
+    if not any(s == GLOBAL or is_shared(s) for s in scopes.values()):
         return None
-    if any(a.is_write and scopes[a.buffer] == "local.fragment" for a in op.accesses):
+    if any(a.is_write and scopes[a.buffer] == FRAGMENT for a in op.accesses):
         return None
     return _replica_zero(layout)
 
@@ -352,7 +353,7 @@ def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:
     for a in op.accesses:
         buf = ctx.buffer(a.buffer)
         out.append(VectorAccess(a.indices, ctx.shape(a.buffer), element_bits(buf.dtype),
-                                buf.scope in ("local.fragment", "local"), a.is_write, ctx.layouts.get(a.buffer)))
+                                buf.scope in (FRAGMENT, LOCAL), a.is_write, ctx.layouts.get(a.buffer)))
     return tuple(out)
 
 

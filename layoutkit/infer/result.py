@@ -34,7 +34,7 @@ class InferenceResult:
     ``predicates``: op name -> guard text (partial tiles, as TileLang prints it); ``guards``: the same guards as
     :class:`~layoutkit.infer.guards.Predicate` values (expressions over ``_thread`` / ``_index`` one can
     evaluate, and notes); ``derivations``: buffer -> steps; ``conversions``: the
-    :class:`~layoutkit.infer.convert.LayoutConversion` s free mode inserted (a fragment read by one op through
+    :class:`~layoutkit.infer.conversions.LayoutConversion` s free mode inserted (a fragment read by one op through
     another layout, converted through shared memory)."""
 
     layout_map: dict

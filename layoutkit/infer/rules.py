@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import UnsupportedError
+from ..scopes import FRAGMENT
 from .guards import Predicate
 
 STRICT, COMMON, FREE = 2, 1, 0
@@ -68,7 +69,7 @@ class RuleContext:
         return self.program.shape_of(name)
 
     def is_fragment(self, name: str) -> bool:
-        return self.program.buffers[name].scope == "local.fragment"
+        return self.program.buffers[name].scope == FRAGMENT
 
     def once(self, rule: Callable, key, compute: Callable[[], Any]):
         """``compute()`` the first time ``rule`` asks for ``key`` in this solve, the same value after
