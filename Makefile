@@ -25,7 +25,8 @@ test: $(VENV)/.installed-test
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
 
-typecheck: $(VENV)/.installed-lint
+# mypy follows every import of the package: hypothesis (testing/) and matplotlib (plot/) come with the tests
+typecheck: $(VENV)/.installed-test $(VENV)/.installed-lint
 	$(PY) tools/check_types.py
 
 # what CI runs besides the tests
