@@ -326,7 +326,10 @@ def bench_proofs(budget: Budget) -> None:
             ok = np.array_equal(probe.table().reshape(size, -1), reference_table(fn, shape))
         if not check(ok, f"{name}: table() vs reference"):
             continue
-        for method in ("enumerate", "isl"):
+        for method in ("enumerate", "isl", "f2"):
+            if method == "f2" and probe._bit_linear() is None:
+                notes.append(f"{name}: not affine over F2 (no f2 row)")
+                continue
             try:
                 verdict = lk.Layout(shape, fn).prove_bijective(method)
             except Exception as err:  # e.g. islpy missing
@@ -342,9 +345,29 @@ def bench_proofs(budget: Budget) -> None:
             ns = f"{t.median / size * 1e9:.1f}"
             anchor = anchor or t
             rows.append((name, method, *timing_cells(t), ns, fmt_ratio(t.median / anchor.median), str(bool(verdict))))
+    rows += _big_xor_rows(budget)
     print_table(("layout", "method", *TIMING_HEADERS, "ns/coord", "vs enumerate", "proved"), rows)
     for note in notes:
         print(f"  note: {note}")
+
+
+def _big_xor_rows(budget: Budget) -> list[tuple]:
+    """``(i, j ^ i)`` at 4096 x 4096: ``auto`` (read as an F2 map) against enumerating 16M coordinates."""
+    name, shape = "xor (i, j ^ i) 4096x4096", (4096, 4096)
+
+    def build():
+        return lk.Layout(shape, lambda i, j: (i, j ^ i))
+
+    rows, anchor = [], None
+    for method in ("enumerate", "auto"):
+        proof = build().prove_bijective(method)
+        check(bool(proof), f"{name}: prove_bijective({method!r}) refuted a bijection: {proof}")
+        t = measure(lambda obj, m=method: obj.prove_bijective(m), build, budget)
+        record("proof", name, method, t, proved=bool(proof), decided_by=proof.method)
+        anchor = anchor or t
+        rows.append((name, f"{method} ({proof.method})", *timing_cells(t), f"{t.median / (1 << 24) * 1e9:.3f}",
+                     fmt_ratio(t.median / anchor.median), str(bool(proof))))
+    return rows
 
 
 # ---- 4. side by side with pycute and TileLang ---------------------------------------------------

@@ -36,7 +36,7 @@ def test_show_new_form_with_table_and_plot(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == "Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + (_j ^ _i),))"
     assert "  1   9   8  11  10  13  12  15  14" in lines
-    assert "bijective onto the output box: proved by enumerate" in out.stdout
+    assert "bijective onto the output box: proved by f2" in out.stdout
     assert "inverse: Layout((32,) -> (4, 8)" in out.stdout
     assert sorted(os.listdir(tmp_path)) == ["layout_input.svg", "layout_output.svg"]
     ET.parse(tmp_path / "layout_input.svg")  # well-formed
@@ -52,7 +52,7 @@ def test_show_old_positional_form():
 
 def test_check_exit_codes():
     ok = run("check", "lambda i, j: i * 8 + (j ^ i)", "--shape", "8x8")
-    assert ok.returncode == 0 and "verdict: bijective" in ok.stdout and "method:  enumerate" in ok.stdout
+    assert ok.returncode == 0 and "verdict: bijective" in ok.stdout and "method:  f2" in ok.stdout
     bad = run("check", "lambda i, j: i + j", "--shape", "8,8")
     assert bad.returncode == 1
     assert "verdict: not bijective" in bad.stdout and "witness: (0, 1) and (1, 0) both map to (1,)" in bad.stdout

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
+from ..errors import CoordinateError, ExprError, LayoutError, ProofError, ShapeError
+from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl
@@ -378,11 +379,19 @@ class Layout:
     def prove_bijective(self, method: str = "auto") -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
 
-        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy) or
-        ``"auto"`` (enumeration up to :data:`ENUMERATION_LIMIT` coordinates, islpy beyond).
+        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy), ``"f2"`` (the
+        expressions are affine over the input bits, read off the tree: a rank test over F2, see
+        :mod:`.bitlinear`) or ``"auto"``: ``f2`` when the map has that structure, else enumeration up to
+        :data:`ENUMERATION_LIMIT` coordinates and islpy beyond.  The proof's ``method`` says which decided.
+
+        >>> import layoutkit as lk
+        >>> L = lk.Layout([4096, 4096], lambda i, j: (i, j ^ i))
+        >>> p = L.prove_bijective(); p.method, p.verdict
+        ('f2', True)
         """
         if method == "auto":
-            method = "enumerate" if self.size <= ENUMERATION_LIMIT else "isl"
+            method = "f2" if self._bit_linear() is not None else (
+                "enumerate" if self.size <= ENUMERATION_LIMIT else "isl")
         key = ("proof", method)
         hit: Proof | None = self._cache.get(key)
         if hit is None:
@@ -390,10 +399,25 @@ class Layout:
                 hit = bijection_by_enumeration(self.table(), self.output_shape)
             elif method == "isl":
                 hit = bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape)
+            elif method == "f2":
+                hit = self._f2_proof()
             else:
-                raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate' or 'isl'")
+                raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
             self._cache[key] = hit
         return hit
+
+    def _bit_linear(self) -> BitLinear | None:
+        hit = self._cache.get("bit_linear", False)
+        if hit is False:
+            hit = self._cache["bit_linear"] = bit_linear(self._forward, self._vars, self._input_shape)
+        return hit  # type: ignore[no-any-return]
+
+    def _f2_proof(self) -> Proof:
+        bl = self._bit_linear()
+        if bl is None:
+            raise ProofError(f"{self.describe()}: not affine over F2 (an extent is not a power of two, or an "
+                             "output is not built from bit shifts, masks, xors and carry-free sums)")
+        return bijection_by_f2(bl)
 
     def is_bijective(self) -> bool:
         return self.prove_bijective().verdict

@@ -45,17 +45,19 @@ def _domain(shape: tuple[int, ...]) -> np.ndarray:
 def assert_bijective(layout: Layout, method: str = "auto") -> Proof:
     """Assert that ``layout`` is a bijection onto its output box; return the :class:`Proof`.
 
-    ``method`` is passed to :meth:`Layout.prove_bijective` (``"auto"``, ``"enumerate"`` or
-    ``"isl"``).  On failure the message names two colliding coordinates and their common image, or
+    ``method`` is passed to :meth:`Layout.prove_bijective` (``"auto"``, ``"enumerate"``, ``"isl"`` or
+    ``"f2"``).  On failure the message names two colliding coordinates and their common image, or
     an output coordinate inside the box that no input reaches.
 
     >>> import layoutkit as lk
-    >>> assert_bijective(lk.Layout([4, 8], lambda i, j: (j, i))).method
+    >>> assert_bijective(lk.Layout([4, 8], lambda i, j: (j, i))).method          # bits moved: decided over F2
+    'f2'
+    >>> assert_bijective(lk.Layout([4, 6], lambda i, j: (j, i))).method
     'enumerate'
     >>> assert_bijective(lk.Layout([4, 8], lambda i, j: i * 16 + j))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    AssertionError: Layout(...) is not bijective onto its output box (56,) (enumerate): output (8,) is not reached ...
+    AssertionError: Layout(...) is not bijective onto its output box (56,) (f2): output (8,) is not reached ...
     """
     layout = _check_layout(layout, "assert_bijective: layout")
     try:
