@@ -73,3 +73,22 @@ def test_f2_on_a_map_without_that_structure_is_a_typed_error():
     with pytest.raises(ProofError, match="not affine over F2"):
         lk.Layout([6, 4], lambda i, j: (i, j)).prove_bijective("f2")
     assert np.array_equal(lk.Layout([8], lambda i: (i ^ 5,)).table().ravel(), np.arange(8) ^ 5)
+
+
+def test_large_f2_maps_get_their_box_and_inverse_from_the_bit_matrix():
+    L = lk.Layout([65536, 65536], lambda i, j: (j, i))          # 2**32 coordinates: never enumerated
+    assert L.output_shape == (65536, 65536)
+    inv = L.inverse()
+    assert str(inv) == "Layout((65536, 65536) -> (65536, 65536), (_i, _j) -> (_j, _i))"
+    swz = lk.Layout([8192, 16384], lambda i, j: (i, j ^ (i % 1024)))
+    assert swz.output_shape == (8192, 16384)
+    assert tuple(swz.inverse().map_forward_index([5, 1029])) == (5, 1029 ^ 5)
+
+
+def test_round_trip_on_bit_matrices_rejects_a_wrong_inverse():
+    from layoutkit.algebra.bitlinear import composes_to_identity
+
+    fwd = lk.Layout([16, 16], lambda i, j: (i, j ^ i))
+    good, bad = lk.Layout([16, 16], lambda a, b: (a, b ^ a)), lk.Layout([16, 16], lambda a, b: (a, b))
+    assert composes_to_identity(fwd._bit_linear(), good._bit_linear()) is True
+    assert composes_to_identity(fwd._bit_linear(), bad._bit_linear()) is False

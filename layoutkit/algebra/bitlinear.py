@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Sum, Var, Xor
 from .proof import Proof
 
-__all__ = ["BitLinear", "bijection_by_f2", "bit_linear"]
+__all__ = ["BitLinear", "bijection_by_f2", "bit_linear", "composes_to_identity"]
 
 _MAX_BITS = 4096  # output bit positions kept per value (a larger shift is not an index map worth this test)
 
@@ -173,6 +173,14 @@ class BitLinear:
                 vec ^= basis[lead]
         return vec == 0
 
+    def linear_image(self, bits: int) -> tuple[int, ...]:
+        """The outputs of the linear part at the input whose bits are ``bits`` (the constants left out)."""
+        return tuple(sum(((row & bits).bit_count() & 1) << p for p, row in enumerate(v.rows)) for v in self.outputs)
+
+    def bits_of(self, coord: Sequence[int]) -> int:
+        """The input-bit vector of a coordinate (the inverse of :meth:`coordinate`)."""
+        return sum(int(c) << off for c, off in zip(coord, self.bit_offsets))
+
     def rank(self) -> int:
         return _rank_and_kernel(self.columns())[0]
 
@@ -281,3 +289,32 @@ def _unreached(bl: BitLinear, box: tuple[int, ...], start: tuple[int, ...], trie
             if not bl.contains(point):
                 return point
     return None
+
+
+def composes_to_identity(inner: BitLinear, outer: BitLinear) -> bool | None:
+    """Whether ``outer(inner(x)) == x`` for every input, decided on the bit matrices: ``M_outer M_inner = I``
+    and ``c_outer ^ M_outer c_inner = 0``.  None when the two do not chain (ranks or extents differ).
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> i, j = placeholder(0, 8), placeholder(1, 4)
+    >>> a, b = placeholder(0, 4), placeholder(1, 8)
+    >>> fwd = bit_linear((j, i ^ j), (i, j), (8, 4)); back = bit_linear((b ^ a, a), (a, b), (4, 8))
+    >>> composes_to_identity(fwd, back), composes_to_identity(fwd, bit_linear((b, a), (a, b), (4, 8)))
+    (True, False)
+    """
+    if len(inner.outputs) != len(outer.input_shape) or len(outer.outputs) != len(inner.input_shape):
+        return None
+
+    def through(values: tuple[int, ...]) -> tuple[int, ...] | None:
+        if any(v >= n for v, n in zip(values, outer.input_shape)):
+            return None
+        return outer.linear_image(outer.bits_of(values))
+
+    base = through(tuple(v.const for v in inner.outputs))
+    if base is None or tuple(c ^ v.const for c, v in zip(base, outer.outputs)) != (0,) * len(outer.outputs):
+        return False
+    for b in range(inner.n_bits):
+        got = through(inner.linear_image(1 << b))
+        if got != inner.coordinate(1 << b):
+            return False
+    return True

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .linear import F2Linear
 
 ENUMERATION_LIMIT = 1 << 22
+_STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
@@ -174,6 +175,10 @@ class Layout:
     def output_shape(self) -> tuple[int, ...]:
         """Bounding box of the image: ``max(out_d) + 1`` per output dim (TileLang's convention)."""
         hit: tuple[int, ...] | None = self._cache.get("output_shape")
+        if hit is None and self.size > _STRUCTURE_FIRST:
+            bl = self._bit_linear()  # an F2 map's maxima come from its bit matrix: no pass over the domain
+            if bl is not None:
+                hit = self._cache["output_shape"] = tuple(m + 1 for m in bl.max_values())
         if hit is None:
             lows, highs = self._output_range(grid(self._input_shape))
             for k, lo in enumerate(lows):
