@@ -423,15 +423,18 @@ TILELANG_ON_24x40_T64 = "Check failed: (has_best) is false: no available layout 
 
 
 @pytest.mark.parametrize("bM,bN,dim,threads", [(24, 40, 1, 64), (40, 24, 0, 64), (48, 24, 1, 128)])
-def test_transpose_reduce_without_an_invertible_reduced_layout_is_a_conflict(bM, bN, dim, threads):
-    """Every attempt reduces into (or stores from) a layout with two elements on one register, so
-    TileLang finds no layout (``TILELANG_ON_24x40_T64``; the same for the other two shapes) and we
-    report the conflict at the store of ``r`` with the colliding pair as witness."""
+def test_transpose_reduce_without_an_invertible_reduced_layout_indexes_the_rows_row_major(bM, bN, dim, threads):
+    """Every TileLang-like attempt reduces into (or stores from) a layout with two elements on one
+    register, so TileLang finds no layout (``TILELANG_ON_24x40_T64``; the same for the other two
+    shapes).  The attempts beyond TileLang give each row sum its own register instead: the replicas
+    keep TileLang's threads, and every fragment is injective."""
     p = programs.fragment_transpose_reduce(M=960, bM=bM, bN=bN, dim=dim, threads=threads)
-    with pytest.raises(lk.LayoutConflictError, match="has no inverse") as e:
-        infer.infer_layouts(p)
-    assert e.value.buffer == "r"
-    assert "both map to" in str(e.value)
+    res = infer.infer_layouts(p)
+    r = res.layout_map["r"]
+    width = bN if dim == 1 else bM
+    assert str(r.forward_thread) == f"(_i * {width} + _rep) % {threads}"
+    assert [str(e) for e in r.forward_index] == ["_i"] and r.replicate_size == width
+    assert all(f.prove_injective() for f in res.fragments().values())
 
 
 def test_reduce_into_a_laid_out_destination_needs_every_holder_filled():

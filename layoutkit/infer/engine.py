@@ -14,6 +14,8 @@
    conversions weigh them against re-rooting; the others convert only when every plain attempt
    conflicts.
 4. Aliases of one storage get the layout, rescaled by the element-width ratio.
+5. Every register fragment is checked before it leaves the solver (:mod:`.soundness`): the whole buffer,
+   threads of the block, one element per (thread, register) slot; a violation is an internal error.
 
 >>> from layoutkit.infer import Program, infer_layouts
 >>> p = Program(threads=128)
@@ -44,6 +46,7 @@ from .loops import RuleConflict
 from .result import Derivation, InferenceResult, NameKeyed
 from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, RuleContext, RuleResult, get_merge, get_rule
 from .serialize import op_dict
+from .soundness import check_solved
 from .target import get_target
 
 
@@ -348,6 +351,7 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
             comp = sorted(comp, key=lambda op: (depth[op.uid], _content(op)))
         _free_component(ctx, comp, model, users)
     _aliases(ctx)
+    check_solved(program, ctx.layouts, ctx.rng[1])
     return ctx
 
 

@@ -30,10 +30,12 @@ from contextlib import contextmanager
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
+from ..fragment.fragment import Fragment
 from ..scopes import LOCAL, SHARED_DYN
 from . import validate
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
+from .soundness import fragment_violation
 from .target import SCOPES, get_builder, get_target
 
 
@@ -206,12 +208,43 @@ class Program:
                                          "dst_region": dr}, loop, accesses)
 
     def annotate_layout(self, mapping: dict) -> None:
-        """``{buffer: Layout}``: strict layouts inference can never override."""
+        """``{buffer: Layout}``: strict layouts inference can never override.  Each is checked against its
+        buffer first: the same input shape, and for a register fragment a :class:`Fragment` on the
+        program's threads with one element per (thread, register) slot; anything else raises
+        :class:`~layoutkit.infer.OpValidationError` naming the buffer.
+
+        >>> import layoutkit as lk
+        >>> p = Program(threads=32)
+        >>> x = p.alloc_fragment("x", (8,), "float32")
+        >>> try:
+        ...     p.annotate_layout({x: lk.Fragment([8], forward_thread_fn=lambda i: i % 4, forward_index_fn=[0])})
+        ... except validate.OpValidationError as e:
+        ...     print(e.buffer, "|", e)
+        x | annotate_layout: the fragment for x puts two elements on one thread register: (0,) and (4,) are \
+both in thread 0, register 0
+        """
         for buf, layout in mapping.items():
-            self.own(buf)
+            name = self.own(buf).buffer.name
             if not isinstance(layout, Layout):
-                raise ShapeError(f"annotate_layout: {buf.name} needs a Layout or Fragment; found {type(layout)}")
-            self.annotations[buf.name] = layout
+                raise validate.OpValidationError(f"annotate_layout: {name} needs a Layout or Fragment; found "
+                                                 f"{type(layout).__name__}", "annotate_layout", name)
+            why = self._annotation_problem(name, layout)
+            if why is not None:
+                raise validate.OpValidationError(f"annotate_layout: {why}", "annotate_layout", name)
+            self.annotations[name] = layout
+
+    def _annotation_problem(self, name: str, layout: Layout) -> str | None:
+        """Why ``layout`` cannot be ``name``'s annotation, or None."""
+        shape = self.shape_of(name)
+        if tuple(layout.input_shape) != shape:
+            return (f"{name} has shape {list(shape)}; the layout's input shape is {list(layout.input_shape)} "
+                    f"({layout.describe()})")
+        if self.buffers[name].scope != FRAGMENT:
+            return None
+        if not isinstance(layout, Fragment):
+            return f"{name} is a register fragment and needs a Fragment; found a plain {layout.describe()}"
+        why = fragment_violation(layout, shape, self.threads)
+        return None if why is None else f"the fragment for {name} {why}"
 
     @contextmanager
     def region(self, kind: str, args: dict, label: str = "") -> Iterator[None]:

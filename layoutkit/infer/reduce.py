@@ -1,5 +1,12 @@
 """The reduction rule (TileLang's ``ReduceOp``): a destination fragment laid out from its source's layout with the
 reduced dimension folded into the threads that share a row.
+
+When a row of the source straddles threads that also hold other rows (the thread map mixes the reduced
+dimension with a kept one, e.g. ``(_i * 12 + _j) % 32`` over ``(8, 12)``), the replicas of different rows
+meet in one thread, and the register index TileLang infers from the thread map gives two of those rows one
+register.  TileLang returns that layout, or throws where it must invert it; we never return it: TileLang-like
+attempts treat it as a conflict, and the attempts beyond TileLang (see :mod:`.engine`) give every element of
+the destination its own register instead.
 """
 
 from __future__ import annotations
@@ -8,18 +15,30 @@ import math
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
-from ..algebra.simplify import floordiv, floormod, substitute
+from ..algebra.simplify import floordiv, floormod, make_sum, substitute
 from ..caches import memoized
 from ..fragment.fragment import Fragment, rep_var
 from .guards import Guard, Predicate
 from .loops import RuleConflict, require_inverse
-from .rules import EMPTY, STRICT, RuleResult, register_rule
+from .rules import COMMON, EMPTY, STRICT, RuleResult, register_rule
 
 # ---- reductions ---------------------------------------------------------------------------------
 
 @memoized(maxsize=4096)
-def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
-    """``ComputeReducerLayout``: the reduced axis becomes replication, condensed."""
+def reducer_layout(src: Fragment, dim: int, dst_shape, injective: bool = False) -> Fragment:
+    """``ComputeReducerLayout``: the reduced axis becomes replication, condensed.  ``injective``: when
+    TileLang's inferred register index puts two elements on one thread register, index the destination
+    row-major instead (one register per element; see the module doc).
+
+    >>> src = Fragment([8, 12], forward_thread_fn=lambda i, j: (i * 12 + j) % 32,
+    ...                forward_index_fn=lambda i, j: (i * 12 + j) // 32)
+    >>> red = reducer_layout(src, 1, (8,))
+    >>> print(red.forward_thread, red.forward_index[0], bool(red.prove_injective()), sep=" | ")
+    (_i * 12 + _rep) % 32 | _i * 3 // 8 | False
+    >>> fixed = reducer_layout(src, 1, (8,), injective=True)
+    >>> print(fixed.forward_thread, fixed.forward_index[0], bool(fixed.prove_injective()), sep=" | ")
+    (_i * 12 + _rep) % 32 | _i | True
+    """
     ext = src.input_shape[dim]
     R = ext * src.replicate_size
     rep = rep_var(R)
@@ -38,6 +57,9 @@ def reducer_layout(src: Fragment, dim: int, dst_shape) -> Fragment:
         mapping[src.rep_var] = floordiv(rep, Const(ext))
     thread = substitute(src.forward_thread, mapping)
     frag = Fragment.from_exprs(tuple(dst_shape), None, thread, R).condense_rep_var()
+    if injective and not frag.prove_injective():
+        flat = make_sum({v: math.prod(frag.input_shape[d + 1:]) for d, v in enumerate(frag.forward_vars)})
+        frag = Fragment.from_exprs(frag.input_shape, (flat,), frag.forward_thread, frag.replicate_size)
     return frag if src.thread_range is None else frag.bind_thread_range(*src.thread_range)
 
 
@@ -49,7 +71,14 @@ def reduce_rule(op, ctx, level) -> RuleResult:
     src, dst = op.args["src"], op.args["dst"]
     if not (ctx.is_fragment(src) and ctx.is_fragment(dst) and src in ctx.layouts):
         return EMPTY
-    red = reducer_layout(ctx.layouts[src], op.args["dim"], ctx.shape(dst))
+    # TileLang-like free attempts refuse a layout with two elements on one register (TileLang throws where
+    # it inverts one, and returns a wrong layout where it does not); the common level and the attempts
+    # beyond TileLang index such a destination row-major instead
+    red = reducer_layout(ctx.layouts[src], op.args["dim"], ctx.shape(dst), level == COMMON or ctx.fallback)
+    injective = red.prove_injective()
+    if not injective:
+        raise RuleConflict(f"{op.name}: the reduction layout of {dst}, {red.describe()}, puts two elements on one "
+                           f"thread register: {injective}", op.name, dst)
     width = ctx.shape(src)[op.args["dim"]]
     groups = _reduce_group(red)
     note = None
