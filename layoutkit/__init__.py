@@ -13,10 +13,13 @@ from .errors import (
     ExprError,
     LayoutConflictError,
     LayoutError,
+    LimitError,
     NotBijectiveError,
+    ProgramFormatError,
     ProofError,
     ShapeError,
     UnsupportedError,
+    UserFunctionError,
 )
 from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
 
@@ -47,4 +50,7 @@ __all__ = [
     "ProofError",
     "ShapeError",
     "UnsupportedError",
+    "LimitError",
+    "ProgramFormatError",
+    "UserFunctionError",
 ]

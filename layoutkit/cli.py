@@ -30,6 +30,17 @@ class CliError(LayoutError):
     """Bad command-line input (reported on stderr with exit code 2)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one ``error:`` line on stderr and exit code 2 (argparse prints the usage too)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_ERROR, f"error: {self.prog}: {_one_line(message)}\n")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
 def parse_shape(text: str) -> list[int]:
     """``"8,64"``, ``"8x64"`` or ``"8 64"`` -> ``[8, 64]``.
 
@@ -120,29 +131,49 @@ def cmd_check(args: argparse.Namespace) -> int:
 def load_program(path: str):
     """An ``infer.Program`` from a ``.json`` file (safe parser) or a ``.py`` file that defines
     ``program()`` (or a module-level ``PROGRAM``); the ``.py`` file is run as a script, like
-    ``python PROGRAM.py``."""
-    import runpy
+    ``python PROGRAM.py``.  A file that cannot be read or run raises :class:`CliError`."""
     from pathlib import Path
 
     from .infer import Program
 
     file = Path(path)
     if not file.is_file():
-        raise LayoutError(f"no such program file: {path}")
+        raise CliError(f"no such program file: {path}")
     if file.suffix == ".json":
-        return Program.from_json(file.read_text())
+        try:
+            text = file.read_bytes()
+        except OSError as err:
+            raise CliError(f"cannot read {path}: {err.strerror or err}") from None
+        return Program.from_json(text)
     if file.suffix != ".py":
-        raise LayoutError(f"a program file is .py or .json; found {file.name}")
-    namespace = runpy.run_path(str(file), run_name="layoutkit_program")
-    if callable(namespace.get("program")):
-        prog = namespace["program"]()
-    elif "PROGRAM" in namespace:
-        prog = namespace["PROGRAM"]
-    else:
-        raise LayoutError(f"{file.name} defines neither program() nor PROGRAM")
+        raise CliError(f"a program file is .py or .json; found {file.name}")
+    prog = _run_program_file(file)
     if not isinstance(prog, Program):
-        raise LayoutError(f"{file.name}: program() returned {type(prog).__name__}, expected infer.Program")
+        raise CliError(f"{file.name}: program() returned {type(prog).__name__}, expected infer.Program")
     return prog
+
+
+def _run_program_file(file) -> object:
+    """Run a ``.py`` program file and call its ``program()``; what the user code raises becomes a
+    :class:`CliError` that names the file and line (a LayoutError from the builders passes through)."""
+    import runpy
+    import traceback
+
+    try:
+        namespace = runpy.run_path(str(file), run_name="layoutkit_program")
+        if callable(namespace.get("program")):
+            return namespace["program"]()
+        if "PROGRAM" in namespace:
+            return namespace["PROGRAM"]
+    except LayoutError:
+        raise
+    except SyntaxError as err:
+        raise CliError(f"{file.name}:{err.lineno}: SyntaxError: {err.msg}") from None
+    except Exception as err:  # noqa: BLE001 - the user's program is arbitrary code
+        frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == str(file)]
+        where = f"{file.name}:{frames[-1].lineno}" if frames else file.name
+        raise CliError(f"{where}: {type(err).__name__}: {_one_line(err)}") from err
+    raise CliError(f"{file.name} defines neither program() nor PROGRAM")
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
@@ -206,7 +237,7 @@ def _layout_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="layoutkit", description="tensor-compiler layouts: show, check, demo",
+    parser = _Parser(prog="layoutkit", description="tensor-compiler layouts: show, check, demo",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     show = sub.add_parser("show", help="print a layout, its table, a bijectivity proof and the inverse")
@@ -232,13 +263,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command; return the exit code (argparse usage errors exit with 2)."""
-    args = build_parser().parse_args(argv)
+    """Run the command; return the exit code.  Every failure is one ``error:`` line on stderr and exit
+    code 2 (usage errors included); an exception layoutkit did not raise on purpose is reported the same
+    way, as an internal error, rather than as a traceback."""
     try:
-        return args.run(args)
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # usage errors and --help: argparse has written its message
+        return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    try:
+        return int(args.run(args))
     except (LayoutError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_ERROR
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+    except (RecursionError, MemoryError) as err:
+        print(f"error: input too large to process ({type(err).__name__})", file=sys.stderr)
+    except Exception as err:  # noqa: BLE001 - the command must not end in a traceback
+        print(f"error: internal error: {type(err).__name__}: {_one_line(err)}", file=sys.stderr)
+    return EXIT_ERROR
 
 
 if __name__ == "__main__":

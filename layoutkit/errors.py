@@ -42,6 +42,35 @@ class CodegenInputError(ShapeError):
         self.buffer = buffer
 
 
+class ProgramFormatError(ShapeError):
+    """A serialized program (``Program.from_json``) does not follow the document schema.
+
+    ``path`` locates the offending value (``$.ops[3].uid``); ``expected`` and ``found`` say what the
+    schema asks for and what the document holds.
+    """
+
+    def __init__(self, path: str, expected: str, found: str):
+        super().__init__(f"Program.from_json: {path}: expected {expected}; found {found}")
+        self.path = path
+        self.expected = expected
+        self.found = found
+
+
+class LimitError(LayoutError, ValueError):
+    """An input is past an explicit size limit (expression size, shift amount, extent) that keeps the
+    work bounded; ``limit`` is the limit and ``found`` the size asked for."""
+
+    def __init__(self, message: str, limit: int | None = None, found: object = None):
+        super().__init__(message)
+        self.limit = limit
+        self.found = found
+
+
+class UserFunctionError(LayoutError):
+    """A function the caller handed in (an index or thread lambda) raised; the original exception is
+    chained as ``__cause__``."""
+
+
 class ExprError(LayoutError, TypeError):
     """An index expression cannot be built (float constants, true division, bad operand)."""
 
@@ -77,6 +106,9 @@ __all__ = [
     "DtypeError",
     "CodegenInputError",
     "ExprError",
+    "ProgramFormatError",
+    "LimitError",
+    "UserFunctionError",
     "NotBijectiveError",
     "LayoutConflictError",
     "UnsupportedError",

@@ -281,7 +281,7 @@ both in thread 0, register 0
         return program_to_json(self)
 
     @classmethod
-    def from_json(cls, text: str) -> Program:
+    def from_json(cls, text: str | bytes) -> Program:
         """Rebuild a program; index expressions are parsed by the safe parser."""
         return program_from_json(text, cls)
 

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..algebra.parse import parse_expr
-from ..errors import ShapeError
+from ..errors import ProgramFormatError
 from .ops import Access, Op
+from .schema import load_document
 
 if TYPE_CHECKING:  # pragma: no cover
     from .program import Program
@@ -46,34 +47,80 @@ def program_to_json(p: Program) -> str:
     return json.dumps(program_to_dict(p), sort_keys=True)
 
 
-def program_from_json(text: str, cls: type[Program]) -> Program:
+def program_from_json(text: str | bytes, cls: type[Program]) -> Program:
     """Rebuild a ``cls`` program from :func:`program_to_json` text; index expressions are parsed by the
-    safe parser."""
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ShapeError(f"Program.from_json: not JSON ({err.msg})") from None
+    safe parser.  The document is checked against :mod:`.schema` first: anything else raises
+    :class:`~layoutkit.errors.ProgramFormatError` naming the field.
+
+    >>> from layoutkit.infer import Program
+    >>> program_from_json(  # doctest: +ELLIPSIS
+    ...     '{"threads": 32, "target": "sm_80", "buffers": [{"name": "x"}], "ops": []}', Program)
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.ProgramFormatError: Program.from_json: $.buffers[0]: expected the field 'shape'; found no ...
+    """
+    d = load_document(text)
     p = cls(d["threads"], d["target"])
-    for b in d["buffers"]:
+    for k, b in enumerate(d["buffers"]):
+        if b.get("alias_of") is not None and b["alias_of"] not in p.buffers:
+            raise ProgramFormatError(f"$.buffers[{k}].alias_of", "a buffer declared before it", repr(b["alias_of"]))
         p._add(b["name"], b["shape"], b["dtype"], b["scope"], b.get("alias_of"))
-    p.stages = {k: int(v) for k, v in d.get("stages", {}).items()}
+    for name in d.get("stages", {}):
+        _declared(p, name, f"$.stages key {name!r}")
+    p.stages = dict(d.get("stages", {}))
+    seen: set[int] = set()
     for k, body in d.get("regions", {}).items():
-        p.regions[int(k)] = [_op_from(o, p) for o in body]
-    for o in d["ops"]:
+        p.regions[int(k)] = [_op_from(o, p, f"$.regions.{k}[{n}]", seen) for n, o in enumerate(body)]
+    for n, o in enumerate(d["ops"]):
+        path = f"$.ops[{n}]"
         if o["kind"] == "vf":
-            body = p.regions.get(int(o["uid"]), [])
-            op = Op("vf", int(o["uid"]), dict(o["args"]), None, (),
+            _unique(o["uid"], seen, path)
+            body = p.regions.get(o["uid"], [])
+            op = Op("vf", o["uid"], dict(o["args"]), None, (),
                     tuple(dict.fromkeys(b for x in body for b in x.buffers)))
         else:
-            op = _op_from(o, p)
+            op = _op_from(o, p, path, seen)
         p.ops.append(op)
-        p.next_uid = max(p.next_uid, int(o["uid"]) + 1)
+        p.next_uid = max(p.next_uid, o["uid"] + 1)
     for body in p.regions.values():
         for op in body:
             p.next_uid = max(p.next_uid, op.uid + 1)
     for name, ld in d.get("annotations", {}).items():
+        _declared(p, name, f"$.annotations key {name!r}")
         p.annotations[name] = _layout_from(ld)
     return p
+
+
+def _declared(p: Program, name: object, path: str) -> str:
+    if not isinstance(name, str) or name not in p.buffers:
+        raise ProgramFormatError(path, f"a declared buffer (one of {sorted(p.buffers)[:8]})", repr(name))
+    return name
+
+
+def _check_arg_ranks(o: dict, p: Program, path: str) -> None:
+    """Regions and reduce dims of the rank of the buffers they name."""
+    a = o["args"]
+    for side in ("src", "dst"):
+        reg = a.get(f"{side}_region")
+        if reg is None or side not in a:
+            continue
+        shape = p.buffers[a[side]].shape
+        starts, extents = reg
+        if len(starts) != len(shape):
+            raise ProgramFormatError(f"{path}.args.{side}_region", f"{len(shape)} starts and extents (the rank "
+                                     f"of {a[side]})", str(len(starts)))
+        if min(extents) < 1:  # a region may overhang the buffer (boundary tiles); it may not be empty
+            raise ProgramFormatError(f"{path}.args.{side}_region", "positive extents", str(reg))
+    if o["kind"] == "reduce" and "src" in a:
+        rank = len(p.buffers[a["src"]].shape)
+        if not 0 <= a["dim"] < rank:
+            raise ProgramFormatError(f"{path}.args.dim", f"a dim of {a['src']} in [0, {rank})", str(a["dim"]))
+
+
+def _unique(uid: int, seen: set[int], path: str) -> None:
+    if uid in seen:
+        raise ProgramFormatError(f"{path}.uid", "a uid no other op has", str(uid))
+    seen.add(uid)
 
 
 def op_dict(op: Op) -> dict:
@@ -86,19 +133,27 @@ def op_dict(op: Op) -> dict:
     return d
 
 
-def _op_from(o: dict, p: Program) -> Op:
+def _op_from(o: dict, p: Program, path: str, seen: set[int]) -> Op:
+    _unique(o["uid"], seen, path)
     loop = tuple(o["loop"]) if o.get("loop") is not None else None
     accesses: tuple[Access, ...] = ()
     if loop is not None:
         names = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", loop))}
-        accesses = tuple(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"])
-                         for a in o["accesses"])
-        for a in accesses:
-            if a.buffer not in p.buffers:
-                raise ShapeError(f"{o['kind']}#{o['uid']}: unknown buffer {a.buffer!r}")
+        built = []
+        for k, a in enumerate(o["accesses"]):
+            buf = p.buffers.get(_declared(p, a["buffer"], f"{path}.accesses[{k}].buffer"))
+            if buf is not None and len(a["indices"]) != len(buf.shape):
+                raise ProgramFormatError(f"{path}.accesses[{k}].indices", f"{len(buf.shape)} indices (the rank "
+                                         f"of {buf.name})", f"{len(a['indices'])}")
+            built.append(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"]))
+        accesses = tuple(built)
+    for key in ("A", "B", "C", "src", "dst"):
+        if key in o["args"]:
+            _declared(p, o["args"][key], f"{path}.args.{key}")
+    _check_arg_ranks(o, p, path)
     args: dict[str, Any] = {k: (tuple(tuple(x) for x in v) if k.endswith("_region") and v is not None else v)
             for k, v in o["args"].items()}
-    return Op(o["kind"], int(o["uid"]), args, loop, accesses,
+    return Op(o["kind"], o["uid"], args, loop, accesses,
               tuple(dict.fromkeys([a.buffer for a in accesses] + [
                   v for k, v in args.items() if k in ("A", "B", "C", "src", "dst")])))
 
@@ -121,11 +176,13 @@ def _layout_from(d: dict) -> Layout:
     from ..fragment.fragment import Fragment, rep_var
 
     shape = check_shape(d["shape"])
+    if ("replicate" in d or "thread_range" in d) and "thread" not in d:
+        raise ProgramFormatError("$.annotations", "'thread' with 'replicate' / 'thread_range'", "no 'thread'")
     names: dict = {f"_{c}": placeholder(k, e) for k, (c, e) in enumerate(zip("ijklmnopqrstuvwxyz", shape))}
     if "thread" in d:
-        names["_rep"] = rep_var(int(d["replicate"]))
+        names["_rep"] = rep_var(int(d.get("replicate", 1)))
         tr = d.get("thread_range")
         return Fragment.from_exprs(shape, [parse_expr(t, names) for t in d["index"]], parse_expr(d["thread"], names),
-                                   int(d["replicate"]), None if tr is None else tuple(tr))
+                                   int(d.get("replicate", 1)), None if tr is None else tuple(tr))
     return Layout.from_exprs(shape, [parse_expr(t, names) for t in d["index"]])
 
