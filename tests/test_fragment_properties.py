@@ -79,3 +79,23 @@ def test_containment_reflexive_and_transitive(f, k1, k2):
     c = b.replicate(k2)
     assert a.contains(a) and b.contains(b)
     assert b.contains(a) and c.contains(b) and c.contains(a)
+
+
+@given(fragments(replicate=4), fragments(replicate=4), st.integers(1, 4))
+def test_contains_mask_and_sort_paths_agree(a, b, rep):
+    """Fragment.contains tests membership with a (thread, element) mask, or by sorting past a size limit: both
+    decide alike (the witness included)."""
+    from layoutkit.fragment import proofs
+
+    b = b if b.input_shape == a.input_shape else a.replicate(rep)
+    # more than 256 replica pairs: the mask (or sort) path, not the pairwise one
+    pairs = ((a.replicate(32), b.replicate(4)), (b.replicate(32), a.replicate(4)), (a.replicate(64), a),
+             (a.replicate(4), a.replicate(128)))  # the last is refuted: the witness must match too
+    for x, y in pairs:
+        fast = x.contains(y)
+        saved, proofs.MASK_LIMIT = proofs.MASK_LIMIT, 0
+        try:
+            slow = x.contains(y)
+        finally:
+            proofs.MASK_LIMIT = saved
+        assert (fast.verdict, fast.witness) == (slow.verdict, slow.witness)

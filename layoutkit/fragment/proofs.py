@@ -17,6 +17,9 @@ from ..errors import LayoutError
 from .fragment import Fragment
 
 
+MASK_LIMIT = 1 << 26  # cells of the (thread, element) mask before the sort-based test takes over
+
+
 def contains(fragment: Fragment, other: Fragment) -> Proof:
     """``fragment.contains(other)``: every replica of ``other`` lives where ``fragment`` holds it."""
     claim = "contains"
@@ -37,7 +40,13 @@ def contains(fragment: Fragment, other: Fragment) -> Proof:
     else:
         width = int(max(big.max(), small.max())) + 1
         x = np.arange(big.shape[1], dtype=np.int64)
-        ok = np.isin(small + x * width, np.unique((big + x * width).ravel()))
+        if width * big.shape[1] <= MASK_LIMIT:
+            # a (thread, element) mask: one scatter and one gather, no sort
+            held = np.zeros((width, big.shape[1]), dtype=bool)
+            held[big, x] = True
+            ok = held[small, x]
+        else:
+            ok = np.isin(small + x * width, np.unique((big + x * width).ravel()))
     if ok.all():
         return Proof(claim, True, "enumerate", detail=f"{small.size} (element, thread) pairs")
     r, flat = np.argwhere(~ok)[0]
