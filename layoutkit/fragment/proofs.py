@@ -16,7 +16,6 @@ from ..algebra.proof import Proof
 from ..errors import LayoutError
 from .fragment import Fragment
 
-
 MASK_LIMIT = 1 << 26  # cells of the (thread, element) mask before the sort-based test takes over
 
 
