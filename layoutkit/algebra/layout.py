@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from .linear import F2Linear
 
 ENUMERATION_LIMIT = 1 << 22
+"""Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
+_SLAB = 1 << 20  # coordinates per slab of linear_table
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
-"""Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
     "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "check_shape", "normalize_outputs", "placeholder",
@@ -286,9 +287,28 @@ class Layout:
         return hit
 
     def linear_table(self) -> NDArray[np.intp]:
-        """Row-major offsets over ``output_shape`` for every input coordinate (shape ``input_shape``)."""
-        out: NDArray[np.intp] = np.ravel_multi_index(tuple(np.moveaxis(self.table(), -1, 0)), self.output_shape)
-        return out
+        """Row-major offsets over ``output_shape`` for every input coordinate (shape ``input_shape``).
+
+        Evaluated from the linearized expression in slabs of the first input dim, so the memory is the
+        result plus one slab of temporaries (the per-output table is never built unless already cached).
+
+        >>> import layoutkit as lk
+        >>> lk.Layout([2, 3], lambda i, j: (j, i)).linear_table().tolist()
+        [[0, 2, 4], [1, 3, 5]]
+        """
+        if "table" in self._cache or not self._input_shape:
+            out: NDArray[np.intp] = np.ravel_multi_index(tuple(np.moveaxis(self.table(), -1, 0)), self.output_shape)
+            return out
+        (flat,) = self.linearized()._forward
+        fn = compile_numpy((flat,), self._vars)
+        shape = self._input_shape
+        result = np.empty(shape, dtype=np.intp)
+        step = max(1, _SLAB // max(1, math.prod(shape[1:])))
+        rest = grid(shape)[1:]
+        for r0 in range(0, shape[0], step):
+            rows = np.arange(r0, min(shape[0], r0 + step), dtype=np.int64).reshape((-1,) + (1,) * (len(shape) - 1))
+            result[r0 : r0 + len(rows)] = fn(rows, *rest)[0]
+        return result
 
     # ---- derived layouts --------------------------------------------------------------------
     def linearized(self) -> Layout:
