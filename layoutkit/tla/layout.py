@@ -291,6 +291,10 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
             raise ShapeError("make_layout of layouts takes no origin_shape")
         layouts = cast("tuple[Layout, ...]", args)
         return Layout._make(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
+    if len(args) in (1, 2, 3) and _has_empty_mode(args[0]):
+        # CuTe's rank-0 layout has no element to address; TLA refuses it, and so do we
+        raise ShapeError(f"make_layout needs a shape with at least one extent in every mode; found "
+                         f"{to_str(args[0]) if isinstance(args[0], (tuple, list)) else repr(args[0])}")
     if len(args) == 1:
         shape = args[0]
         if is_int(shape):
@@ -305,6 +309,13 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
         f"make_layout takes (shape), (shape, stride), (shape, stride, origin_shape) or layouts; found {len(args)} "
         f"arguments: {', '.join(type(a).__name__ for a in args)}"
     )
+
+
+def _has_empty_mode(shape: object) -> bool:
+    """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
+    if isinstance(shape, (tuple, list)):
+        return not shape or any(_has_empty_mode(m) for m in shape)
+    return False
 
 
 def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout:
