@@ -149,3 +149,45 @@ def test_unbounded_inputs_are_exact_or_refused(c, m, xs, ys):
             assert not fits
             continue
         assert fits and np.broadcast_to(got, (n,)).tolist() == w
+
+
+# ---- TLA layouts ---------------------------------------------------------------------------------
+
+
+def test_tla_tables_with_huge_strides_are_exact_or_refused():
+    from layoutkit import tla
+
+    L = tla.make_layout((4,), (2**62,))
+    with pytest.raises(lk.IntegerOverflowError, match=r"at \(2,\)"):
+        L.table()
+    with pytest.raises(lk.IntegerOverflowError):
+        L.offset_table()
+    with pytest.raises(lk.IntegerOverflowError):
+        L(np.arange(4))
+    assert L(np.arange(2)).tolist() == [0, 2**62]
+    assert L(3) == 3 * 2**62                                  # an int coordinate gives the exact int
+    M = tla.make_layout((4, 4), (2**61, 1))
+    assert M.table().tolist() == [r * 2**61 + c for c in range(4) for r in range(4)]
+    assert M((3, np.arange(4))).tolist() == [3 * 2**61 + c for c in range(4)]
+
+
+@given(shape=st.lists(st.integers(1, 5), min_size=1, max_size=3), data=st.data())
+def test_tla_tables_match_python_ints(shape, data):
+    from layoutkit import tla
+
+    stride = [data.draw(st.integers(0, 2**63)) for _ in shape]
+    L = tla.make_layout(tuple(shape), tuple(stride))
+    want = []
+    for i in range(int(np.prod(shape))):
+        off, rest = 0, i
+        for e, d in zip(shape, stride):
+            off += rest % e * d
+            rest //= e
+        want.append(off)
+    fits = all(v <= INT64_MAX for v in want)
+    try:
+        got = L.table()
+    except lk.IntegerOverflowError:
+        assert not fits
+        return
+    assert fits and got.tolist() == want

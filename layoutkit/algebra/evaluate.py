@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ExprError, IntegerOverflowError
+from ..errors import ExprError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
-from .overflow import INT32, INT64, fits, fits_values, topological
+from .overflow import INT32, INT64, fits, fits_values, narrow_int64, topological
 
 
 def _is_pow2(c: int) -> bool:
@@ -287,21 +287,7 @@ def _as_objects(a: Any) -> Any:
 def _exact(exprs: tuple[Expr, ...], variables: tuple[Var, ...], arrays: Sequence[Any]) -> tuple[NDArray[Any], ...]:
     """``exprs`` evaluated over Python ints, then narrowed to int64 (or refused)."""
     outs = _exact_program(exprs, variables)(*(_as_objects(a) for a in arrays))
-    return tuple(_narrow(o, e) for o, e in zip(outs, exprs))
-
-
-def _narrow(value: Any, expr: Expr) -> NDArray[np.int64]:
-    """``value`` (Python ints) as int64, or :class:`IntegerOverflowError` naming a point outside it."""
-    arr = np.asarray(value, dtype=object)
-    if arr.size:
-        bad = np.flatnonzero(((arr < -INT64) | (arr >= INT64)).reshape(-1))
-        if bad.size:
-            where = tuple(int(v) for v in np.unravel_index(int(bad[0]), arr.shape))
-            got = arr.reshape(-1)[bad[0]]
-            raise IntegerOverflowError(
-                f"{expr} evaluates to {got} at {where}, outside int64 [-2**63, 2**63): layoutkit tables and "
-                f"images are int64 and never wrap", {"expr": expr, "at": where, "value": got})
-    return arr.astype(np.int64)
+    return tuple(narrow_int64(o, e) for o, e in zip(outs, exprs))
 
 
 @functools.lru_cache(maxsize=4096)

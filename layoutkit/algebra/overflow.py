@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from ..errors import IntegerOverflowError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 
 INT32 = 1 << 31
@@ -127,3 +132,26 @@ def _bits(v: float) -> float:
     if math.isinf(v):
         return math.inf
     return int(v if v >= 0 else -v).bit_length()
+
+
+def narrow_int64(value: Any, what: object) -> NDArray[np.int64]:
+    """``value`` (Python ints, possibly an object array of them) as int64, or
+    :class:`~layoutkit.errors.IntegerOverflowError` naming the first position outside int64.
+
+    >>> narrow_int64(np.array([1, 2**62], dtype=object), "x").tolist()
+    [1, 4611686018427387904]
+    >>> narrow_int64(np.array([1, 2**63], dtype=object), "x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.IntegerOverflowError: x evaluates to 9223372036854775808 at (1,), outside int64 ...
+    """
+    arr = np.asarray(value, dtype=object)
+    if arr.size:
+        bad = np.flatnonzero(((arr < -INT64) | (arr >= INT64)).reshape(-1))
+        if bad.size:
+            where = tuple(int(v) for v in np.unravel_index(int(bad[0]), arr.shape))
+            got = arr.reshape(-1)[bad[0]]
+            raise IntegerOverflowError(
+                f"{what} evaluates to {got} at {where}, outside int64 [-2**63, 2**63): layoutkit tables and "
+                f"images are int64 and never wrap", {"expr": what, "at": where, "value": got})
+    return arr.astype(np.int64)
