@@ -76,7 +76,18 @@ _ALIASES: dict[str, str] = {
 
 
 def canonical_dtype(dtype: object) -> str:
-    """The TVM spelling of ``dtype`` (a string alias or a numpy dtype)."""
+    """The TVM spelling of ``dtype`` (a string alias or a numpy dtype).  ``None`` is refused: numpy would
+    read it as float64, a default no caller means.
+
+    >>> canonical_dtype("fp16")
+    'float16'
+    >>> canonical_dtype(None)
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.DtypeError: dtype must be given (a string such as 'float16' or a numpy dtype); found None
+    """
+    if dtype is None or isinstance(dtype, bool):
+        raise DtypeError(f"dtype must be given (a string such as 'float16' or a numpy dtype); found {dtype!r}")
     if isinstance(dtype, str):
         name = dtype.strip()
         if name.lower().startswith("torch."):

@@ -95,6 +95,15 @@ class UnsupportedError(LayoutError, NotImplementedError):
     """The operation is well defined but outside what layoutkit can do for this input."""
 
 
+class IntegerOverflowError(LayoutError, OverflowError):
+    """An integer result does not fit the int64 a table or image is returned in (layoutkit never wraps);
+    ``witness`` holds the expression, the point and the exact value."""
+
+    def __init__(self, message: str, witness: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.witness = witness
+
+
 class ProofError(LayoutError):
     """A proof method could not decide the property (for example islpy on a non-affine map)."""
 
@@ -113,4 +122,5 @@ __all__ = [
     "LayoutConflictError",
     "UnsupportedError",
     "ProofError",
+    "IntegerOverflowError",
 ]

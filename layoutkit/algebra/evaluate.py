@@ -7,6 +7,11 @@ two's-complement integers.  Inputs broadcast, so evaluating ``(i, j)`` over a 12
 :func:`evaluate_columns` runs the same instructions over arbitrary points (one column per variable)
 in cache-sized chunks, into reused buffers, and in int32 when that provably cannot overflow.
 
+Integers never wrap: numpy's int64 is used only where :mod:`.overflow` proves, from the node intervals
+(or from the intervals the inputs actually span), that no intermediate value can leave it.  Otherwise
+the same program runs over Python ints (object arrays, exact), and a result outside int64 raises
+:class:`~layoutkit.errors.IntegerOverflowError` instead of coming back wrapped.
+
 >>> import numpy as np
 >>> from layoutkit.algebra import Var
 >>> i, j = Var("_i", 4), Var("_j", 4)
@@ -18,6 +23,7 @@ in cache-sized chunks, into reused buffers, and in int32 when that provably cann
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,24 +32,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import ExprError
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
-
-
-def _topological(exprs: Sequence[Expr]) -> list[Expr]:
-    order: list[Expr] = []
-    seen: set[Expr] = set()
-    for root in exprs:
-        stack: list[tuple[Expr, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if node in seen:
-                continue
-            if expanded:
-                seen.add(node)
-                order.append(node)
-                continue
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(node.children()) if c not in seen)
-    return order
+from .overflow import INT32, INT64, fits, fits_values, narrow_int64, topological
 
 
 def _is_pow2(c: int) -> bool:
@@ -100,7 +89,7 @@ def _instruction(node: Expr) -> Callable[..., Any]:
 def _nodes(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> list[Expr]:
     """The non-input nodes of ``exprs`` in evaluation order."""
     nodes = []
-    for node in _topological(exprs):
+    for node in topological(exprs):
         if node in variables:
             continue
         if isinstance(node, Var):
@@ -109,9 +98,10 @@ def _nodes(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> list[Expr]:
     return nodes
 
 
-def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -> Callable[..., tuple[Any, ...]]:
+def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: Callable[[int], Any],
+             instruction: Callable[[Expr], Callable[..., Any]]) -> Callable[..., tuple[Any, ...]]:
     """Straight-line program over ``variables``; constants are ``dtype``, operands are used as given
-    and every instruction allocates its result (operands may broadcast)."""
+    and every instruction (``instruction(node)``) allocates its result (operands may broadcast)."""
     slot: dict[Expr, int] = {v: k for k, v in enumerate(variables)}
     program: list[tuple[Callable[..., Any], tuple[int, ...]]] = []
     for node in _nodes(exprs, variables):
@@ -120,7 +110,7 @@ def _program(exprs: tuple[Expr, ...], variables: tuple[Var, ...], dtype: type) -
             value = dtype(node.value)
             program.append((lambda v=value: v, ()))
             continue
-        program.append((_instruction(node), tuple(slot[c] for c in node.children())))
+        program.append((instruction(node), tuple(slot[c] for c in node.children())))
     outputs = tuple(slot[e] for e in exprs)
 
     def run(*arrays: NDArray[Any]) -> tuple[Any, ...]:
@@ -192,22 +182,25 @@ def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callab
     """Compile ``exprs`` over ``variables`` into ``f(*arrays) -> tuple of int64 arrays``.
 
     Results broadcast against each other only as far as the inputs do: an output that does not
-    depend on a variable keeps that axis at size 1 (callers use ``np.broadcast_to``).
+    depend on a variable keeps that axis at size 1 (callers use ``np.broadcast_to``).  Exact: int64
+    where it provably cannot overflow, Python ints otherwise (see the module doc).
+
+    >>> from layoutkit.algebra import Var
+    >>> i = Var("_i", 4)
+    >>> [a.tolist() for a in compile_numpy((i * (1 << 62) // (1 << 61),), (i,))(np.arange(4))]
+    [[0, 2, 4, 6]]
     """
-    program = _program(exprs, variables, np.int64)
+    program = _program(exprs, variables, np.int64, _instruction)
+    proven = fits(exprs, INT64)
 
     def run(*arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
-        outs = program(*(np.asarray(a, dtype=np.int64) for a in arrays))
-        return tuple(np.asarray(o, dtype=np.int64) for o in outs)
+        ints = _int64_inputs(arrays)
+        if ints is not None and _int64_safe(exprs, variables, ints, proven):
+            outs = program(*ints)
+            return tuple(np.asarray(o, dtype=np.int64) for o in outs)
+        return _exact(exprs, variables, arrays)
 
     return run
-
-
-_INT32 = 1 << 31
-
-
-def _small(value: float) -> bool:
-    return -_INT32 <= value < _INT32
 
 
 def fits_int32(exprs: tuple[Expr, ...]) -> bool:
@@ -219,37 +212,108 @@ def fits_int32(exprs: tuple[Expr, ...]) -> bool:
     >>> fits_int32((i * 4096 + 7,)), fits_int32((i * 65536,)), fits_int32((Var("_k", 1 << 40) // 2,))
     (True, False, False)
     """
-    for node in _topological(exprs):
-        if not (_small(node.lo) and _small(node.hi)):
-            return False
-        if isinstance(node, Sum):
-            # partial sums are bounded by the sum of the terms' magnitudes; coefficients are operands
-            reach = abs(node.const) + sum(abs(c) * max(abs(a.lo), abs(a.hi)) for a, c in node.terms)
-            if not (_small(reach) and all(_small(c) for _, c in node.terms)):
-                return False
-        elif isinstance(node, (FloorDiv, FloorMod)) and not _small(node.c):
-            return False
-    return True
+    return fits(exprs, INT32)
+
+
+def fits_int64(exprs: tuple[Expr, ...]) -> bool:
+    """:func:`fits_int32` for int64.
+
+    >>> from layoutkit.algebra import Var
+    >>> i = Var("_i", 4)
+    >>> fits_int64((i * (1 << 60),)), fits_int64((i * (1 << 62),)), fits_int64((i * (1 << 61) + (1 << 62),))
+    (True, False, False)
+    """
+    return fits(exprs, INT64)
+
+
+def _int64_inputs(arrays: Sequence[Any]) -> list[NDArray[np.int64]] | None:
+    """The inputs as int64 arrays, or None when some value does not fit int64."""
+    try:
+        return [np.asarray(a, dtype=np.int64) for a in arrays]
+    except OverflowError:
+        return None
+
+
+def _int64_safe(exprs: tuple[Expr, ...], variables: tuple[Var, ...], ints: Sequence[NDArray[np.int64]],
+                proven: bool) -> bool:
+    """Whether int64 evaluation of ``exprs`` at these inputs is exact: proven from the node intervals
+    when the inputs lie in their variables' ranges, else from the intervals the inputs span."""
+    # viewed as unsigned, a negative input is huge: one max per input checks both ends of its range
+    if proven and all(not a.size or int(a.view(np.uint64).max()) <= v.hi for v, a in zip(variables, ints)):
+        return True
+    spans = [(int(a.min()), int(a.max())) if a.size else (0, 0) for a in ints]
+    return fits_values(exprs, variables, spans, INT64)
+
+
+def _exact_instruction(node: Expr) -> Callable[..., Any]:
+    """``node`` with Python's operators, which are exact on Python ints and object arrays of them (numpy's
+    functions would turn a Python int into an int64)."""
+    if isinstance(node, Sum):
+        terms, const = tuple(c for _, c in node.terms), node.const
+
+        def total(*xs: Any) -> Any:
+            acc: Any = const
+            for x, c in zip(xs, terms):
+                acc = acc + x * c
+            return acc
+
+        return total
+    if isinstance(node, FloorDiv):
+        return lambda x, c=node.c: x // c
+    if isinstance(node, FloorMod):
+        return lambda x, c=node.c: x % c
+    ops: dict[type, Callable[..., Any]] = {Mul: operator.mul, Xor: operator.xor, And: operator.and_,
+                                           Or: operator.or_}
+    if type(node) in ops:
+        return ops[type(node)]
+    raise ExprError(f"cannot evaluate expression node {node!r}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _exact_program(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callable[..., tuple[Any, ...]]:
+    return _program(exprs, variables, int, _exact_instruction)
+
+
+def _as_objects(a: Any) -> Any:
+    """An input as Python ints: an object array (or a Python int for a scalar)."""
+    arr = np.asarray(a)
+    if arr.dtype == object:
+        return arr if arr.ndim else int(arr[()])
+    if arr.dtype.kind not in "iu":
+        arr = arr.astype(np.int64)
+    return arr.astype(object) if arr.ndim else int(arr[()])
+
+
+def _exact(exprs: tuple[Expr, ...], variables: tuple[Var, ...], arrays: Sequence[Any]) -> tuple[NDArray[Any], ...]:
+    """``exprs`` evaluated over Python ints, then narrowed to int64 (or refused)."""
+    outs = _exact_program(exprs, variables)(*(_as_objects(a) for a in arrays))
+    return tuple(narrow_int64(o, e) for o, e in zip(outs, exprs))
 
 
 @functools.lru_cache(maxsize=4096)
 def _column_program(
     exprs: tuple[Expr, ...], variables: tuple[Var, ...], in_range: bool
-) -> tuple[type, int, Callable[..., Any]]:
-    dtype = np.int32 if in_range and fits_int32(exprs) else np.int64
-    return (dtype, *_buffered_program(exprs, variables, dtype))
+) -> tuple[type, bool, int, Callable[..., Any]]:
+    dtype = np.int32 if in_range and fits(exprs, INT32) else np.int64
+    return (dtype, fits(exprs, INT64), *_buffered_program(exprs, variables, dtype))
 
 
 def evaluate(expr: Expr, env: dict[Var, int]) -> int:
-    """Value of ``expr`` at one point.
+    """Value of ``expr`` at one point, exactly (Python ints).
 
     >>> from layoutkit.algebra import Var
     >>> i = Var("_i", 16)
-    >>> evaluate(i % 8 * 4, {i: 11})
-    12
+    >>> evaluate(i % 8 * 4, {i: 11}), evaluate(i * (1 << 62) + (1 << 62), {i: 3})
+    (12, 18446744073709551616)
     """
     variables = tuple(env)
-    (out,) = compile_numpy((expr,), variables)(*(np.int64(env[v]) for v in variables))
+    values = []
+    for v in variables:
+        x = env[v]
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise ExprError(f"evaluate: {v.name} must be an integer; found {x!r}")
+        values.append(int(x))
+    (out,) = _exact_program((expr,), variables)(*values)
     return int(out)
 
 
@@ -301,10 +365,17 @@ def evaluate_columns(
     >>> evaluate_columns((i * 4 + j, j), (i, j), [np.array([1, 2]), np.array(3)], in_range=True).tolist()
     [[7, 3], [11, 3]]
     """
-    dtype, buffers, run = _column_program(tuple(exprs), tuple(variables), in_range)
+    exprs, variables = tuple(exprs), tuple(variables)
+    dtype, proven, buffers, run = _column_program(exprs, variables, in_range)
     cols = [np.asarray(c) for c in columns]
     n = next((c.shape[0] for c in cols if c.ndim), 1)
     out = np.empty((n, len(exprs)), dtype=np.int64)
+    if not (in_range and proven):
+        ints = _int64_inputs(cols)
+        if ints is None or not _int64_safe(exprs, variables, ints, proven):
+            for k, o in enumerate(_exact(exprs, variables, cols)):
+                out[:, k] = o
+            return out
     # columns of another dtype are converted chunk by chunk into extra scratch rows
     convert = [k for k, c in enumerate(cols) if c.ndim and c.dtype != dtype]
     rows = buffers + len(convert)

@@ -374,6 +374,9 @@ class Layout:
         for d, r in enumerate(region):
             if len(r) != 2:
                 raise ShapeError(f"region dim {d} must be (lo, hi_exclusive); found {r}")
+            if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in r):
+                # refused, not truncated: (0.5, 4.2) is no range of coordinates
+                raise ShapeError(f"region dim {d} must be integer bounds (lo, hi_exclusive); found {r!r}")
             lo, hi = int(r[0]), int(r[1])
             if not 0 <= lo < hi <= self._input_shape[d]:
                 raise CoordinateError(f"region dim {d} = [{lo}, {hi}) is empty or outside [0, {self._input_shape[d]})")
@@ -476,10 +479,13 @@ class Layout:
                     input_shape: Sequence[int] | None = None) -> Layout:
         """Build a layout from F2 bases: an :class:`F2Linear`, or ``{in_dim: [[out...], ...]}`` /
         a list of per-dim basis lists (input extents are ``2**len(bases[d])``)."""
-        from .linear import bases_from_mapping, expressions_from_bases
+        from .linear import F2Linear, bases_from_mapping, expressions_from_bases
 
         bases = bases_from_mapping(view)
         n_out = {len(img) for per in bases for img in per}
+        if isinstance(view, F2Linear):
+            # the view names its outputs even when no input bit has a basis image (every extent 1)
+            n_out.add(len(view.out_dims))
         if len(n_out) > 1:
             raise ShapeError(f"F2 bases must all have the same number of outputs; found {sorted(n_out)}")
         shape = tuple(2 ** len(per) for per in bases) if input_shape is None else check_shape(input_shape)

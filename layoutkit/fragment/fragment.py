@@ -460,9 +460,15 @@ def _check_range(thread_range: Any) -> tuple[int, int] | None:
     if thread_range is None:
         return None
     try:
-        start, extent = (int(v) for v in thread_range)
+        start, extent = thread_range
     except (TypeError, ValueError):
         raise ShapeError(f"thread_range must be (start, extent); found {thread_range!r}") from None
+    # a float bound is refused, not truncated: (0.5, 32) names no thread range
+    for name, v in (("start", start), ("extent", extent)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise ShapeError(f"thread_range {name} must be an integer; found {type(v).__name__} {v!r} in "
+                             f"{thread_range!r}")
+    start, extent = int(start), int(extent)
     if start < 0 or extent <= 0:
         raise ShapeError(f"thread_range must have start >= 0 and extent > 0; found {thread_range!r}")
     return start, extent

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Expr, as_expr
 from ..errors import ShapeError
@@ -44,20 +46,27 @@ class Buffer:
         if len(key) != len(self.shape):
             raise ShapeError(f"buffer {self.name} has rank {len(self.shape)}; indexed with {len(key)} subscripts")
         if not any(isinstance(k, slice) for k in key):
-            return Region(self, tuple(int(k) for k in key), None)
+            return Region(self, tuple(self._subscript(k, d) for d, k in enumerate(key)), None)
         starts, extents = [], []
-        for k, n in zip(key, self.shape):
+        for d, (k, n) in enumerate(zip(key, self.shape)):
             if isinstance(k, slice):
-                if k.step not in (None, 1):
+                if k.step is not None and not (type(k.step) is int and k.step == 1):
                     raise ShapeError(f"buffer {self.name}: region slices take no step; found {k}")
-                lo = 0 if k.start is None else int(k.start)
-                hi = n if k.stop is None else int(k.stop)
+                lo = 0 if k.start is None else self._subscript(k.start, d)
+                hi = n if k.stop is None else self._subscript(k.stop, d)
                 starts.append(lo)
                 extents.append(hi - lo)
             else:
-                starts.append(int(k))
+                starts.append(self._subscript(k, d))
                 extents.append(1)
         return Region(self, tuple(starts), tuple(extents))
+
+    def _subscript(self, k: object, dim: int) -> int:
+        """A subscript as an int; anything else (a float, None, a bool) is refused, not truncated."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+            raise ShapeError(f"buffer {self.name}: subscript {dim} must be an integer (or a slice of integers); "
+                             f"found {type(k).__name__} {k!r}")
+        return int(k)
 
     def to_dict(self) -> dict:
         d = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "scope": self.scope}

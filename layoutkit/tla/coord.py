@@ -21,7 +21,7 @@ import numpy as np
 
 from ..algebra.nodes import Expr
 from ..errors import CoordinateError, ShapeError
-from .int_tuple import Int, compact_col_major, congruent, leaves, to_str
+from .int_tuple import Int, as_int_tuple, compact_col_major, congruent, leaves, to_str
 
 Coord: TypeAlias = Any
 """A coordinate or index: an int, an integer numpy array or an index expression, or a nested tuple of
@@ -106,10 +106,24 @@ def crd2idx(coord: object, shape: object, stride: object = None) -> Coord:
         ...
     layoutkit.errors.CoordinateError: coordinate (1,2,3) does not fit the shape (4,8): at mode () the coordinate ...
     """
+    return _checked_crd2idx(coord, shape, stride, "crd2idx")
+
+
+def _checked_shape(shape: object, stride: object, what: str) -> tuple[Any, Any]:
+    """``shape`` (positive integer leaves) and ``stride`` (integer leaves, congruent; compact
+    column-major when None), normalised, or a :class:`ShapeError` naming the bad leaf: a float or
+    zero extent would give an offset of no coordinate (or divide by zero)."""
+    s = as_int_tuple(shape, f"{what} shape", minimum=1)
     if stride is None:
-        stride = compact_col_major(shape)
-    elif not congruent(shape, stride):
-        raise ShapeError(f"crd2idx: shape {to_str(shape)} and stride {to_str(stride)} are not congruent")
+        return s, compact_col_major(s)
+    d = as_int_tuple(stride, f"{what} stride")
+    if not congruent(s, d):
+        raise ShapeError(f"{what}: shape {to_str(s)} and stride {to_str(d)} are not congruent")
+    return s, d
+
+
+def _checked_crd2idx(coord: object, shape: object, stride: object, what: str) -> Coord:
+    shape, stride = _checked_shape(shape, stride, what)
     c = check_coord(coord)
     try:
         return _crd2idx(c, shape, stride, ())
@@ -122,12 +136,18 @@ def crd2idx(coord: object, shape: object, stride: object = None) -> Coord:
 def crd2offset(coord: object, shape: object, stride: object) -> Coord:
     """TLA ``crd2offset(coord, shape, stride)``: the memory offset of a logical coordinate.
 
-    Same map as :func:`crd2idx` with an explicit stride.
+    Same map as :func:`crd2idx` with an explicit stride; extents must be positive integers.
 
     >>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
     37
+    >>> crd2offset(1, (2.5, 4), (1, 2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: crd2offset shape must be an integer or a tuple of IntTuples; ... is float 2.5)
     """
-    return crd2idx(coord, shape, stride)
+    if stride is None:
+        raise ShapeError("crd2offset needs a stride (crd2idx defaults it to compact column-major)")
+    return _checked_crd2idx(coord, shape, stride, "crd2offset")
 
 
 def _crd2idx(c: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
@@ -164,11 +184,11 @@ def idx2crd(idx: object, shape: object, stride: object = None) -> Coord:
     ((1, 4), ((1, 2), 1), (1, 0))
     """
     i = check_coord(idx, "index")
+    strided = stride is not None
+    shape, stride = _checked_shape(shape, stride, "idx2crd")
     try:
-        if stride is None:
+        if not strided:
             return _idx2crd(i, shape, ())
-        if not congruent(shape, stride):
-            raise ShapeError(f"idx2crd: shape {to_str(shape)} and stride {to_str(stride)} are not congruent")
         return _idx2crd_strided(i, shape, stride, ())
     except _Mismatch as err:
         raise CoordinateError(

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
+from ..algebra.overflow import INT64, narrow_int64
 from ..errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
 from .coord import _crd2idx, _Mismatch, _show, check_coord
 from .int_tuple import (
@@ -165,18 +166,40 @@ class Layout:
             raise CoordinateError(f"{self} needs a coordinate")
         c = coord[0] if len(coord) == 1 else coord
         c = check_coord(c)
+        wide = False
+        if any(isinstance(v, np.ndarray) for v in leaves(c)):
+            # numpy arithmetic: exact only while no offset can leave int64 (integer leaves count too)
+            top = max([int(v.max()) for v in leaves(c) if isinstance(v, np.ndarray) and v.size]
+                      + [int(v) for v in leaves(c) if is_int(v)], default=0)
+            wide = not self._fits_int64(top)
         try:
-            value = _crd2idx(c, self._tla_shape, self._stride, ())
+            value = _crd2idx(_as_objects(c) if wide else c, self._tla_shape, self._stride, ())
         except _Mismatch as err:
             raise CoordinateError(
                 f"coordinate {_show(c)} does not fit the layout {self}: at mode {err.path} {err}"
             ) from None
+        if wide:
+            return narrow_int64(value, self)
         return int(value) if is_int(value) else value
 
+    def _fits_int64(self, top: int) -> bool:
+        """Whether offsets of coordinates whose leaves are at most ``top`` stay inside int64 in numpy:
+        every leaf's share of a coordinate is at most ``top``, so every partial sum is at most
+        ``top * sum(|stride|)``."""
+        return top * sum(abs(int(d)) for d in leaves(self._stride)) < INT64
+
     def table(self) -> NDArray[np.int64]:
-        """``layout(i)`` for every colexicographic index ``i < size`` (int64 array)."""
-        out = _crd2idx(np.arange(self.size, dtype=np.int64), self._tla_shape, self._stride, ())
-        flat: NDArray[np.int64] = np.broadcast_to(np.asarray(out, dtype=np.int64), (self.size,)).copy()
+        """``layout(i)`` for every colexicographic index ``i < size`` (int64 array; exact, or
+        :class:`~layoutkit.errors.IntegerOverflowError` for an offset past int64).
+
+        >>> make_layout((4,), (2**61,)).table().tolist()
+        [0, 2305843009213693952, 4611686018427387904, 6917529027641081856]
+        """
+        index: Any = np.arange(self.size, dtype=np.int64)
+        wide = not self._fits_int64(self.size - 1)
+        out = _crd2idx(index.astype(object) if wide else index, self._tla_shape, self._stride, ())
+        exact = narrow_int64(out, self) if wide else np.asarray(out, dtype=np.int64)
+        flat: NDArray[np.int64] = np.broadcast_to(exact, (self.size,)).copy()
         return flat
 
     def offset_table(self) -> NDArray[np.int64]:
@@ -184,12 +207,15 @@ class Layout:
         (one coordinate per top-level mode; numpy indexing)."""
         origin = self.origin_shape
         modes = self._modes()
+        wide = not self._fits_int64(max(origin, default=1) - 1)
         coords = tuple(
-            np.arange(e, dtype=np.int64).reshape([e if k == d else 1 for k in range(len(origin))])
+            np.arange(e, dtype=object if wide else np.int64).reshape([e if k == d else 1
+                                                                      for k in range(len(origin))])
             for d, e in enumerate(origin)
         )
         total = _crd2idx(coords, modes[0], modes[1], ())
-        table: NDArray[np.int64] = np.broadcast_to(np.asarray(total, dtype=np.int64), origin).copy()
+        exact = narrow_int64(total, self) if wide else np.asarray(total, dtype=np.int64)
+        table: NDArray[np.int64] = np.broadcast_to(exact, origin).copy()
         return table
 
     def _modes(self) -> tuple[tuple[object, ...], tuple[object, ...]]:
@@ -291,6 +317,10 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
             raise ShapeError("make_layout of layouts takes no origin_shape")
         layouts = cast("tuple[Layout, ...]", args)
         return Layout._make(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
+    if len(args) in (1, 2, 3) and _has_empty_mode(args[0]):
+        # CuTe's rank-0 layout has no element to address; TLA refuses it, and so do we
+        raise ShapeError(f"make_layout needs a shape with at least one extent in every mode; found "
+                         f"{to_str(args[0]) if isinstance(args[0], (tuple, list)) else repr(args[0])}")
     if len(args) == 1:
         shape = args[0]
         if is_int(shape):
@@ -305,6 +335,20 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
         f"make_layout takes (shape), (shape, stride), (shape, stride, origin_shape) or layouts; found {len(args)} "
         f"arguments: {', '.join(type(a).__name__ for a in args)}"
     )
+
+
+def _as_objects(coord: Any) -> Any:
+    """A coordinate with its array leaves as object arrays of Python ints (exact arithmetic)."""
+    if type(coord) is tuple:
+        return tuple(_as_objects(c) for c in coord)
+    return coord.astype(object) if isinstance(coord, np.ndarray) else coord
+
+
+def _has_empty_mode(shape: object) -> bool:
+    """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
+    if isinstance(shape, (tuple, list)):
+        return not shape or any(_has_empty_mode(m) for m in shape)
+    return False
 
 
 def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout:
