@@ -32,7 +32,9 @@ from .nodes import Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl
 from .shapes import (
     call_index_fn,
+    call_user,
     check_shape,
+    enumerable_grid,
     normalize_outputs,
     placeholder,
     positional_arity,
@@ -52,7 +54,9 @@ _SLAB = 1 << 20  # coordinates per slab of linear_table
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
-    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "check_shape", "normalize_outputs", "placeholder",
+    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "enumerable_grid",
+    "normalize_outputs",
+    "placeholder",
     "positional_arity", "positive_int", "reshape_mapping", "row_major_flat", "unflatten_mapping",
 ]
 
@@ -181,7 +185,8 @@ class Layout:
             if bl is not None:
                 hit = self._cache["output_shape"] = tuple(m + 1 for m in bl.max_values())
         if hit is None:
-            lows, highs = self._output_range(grid(self._input_shape))
+            coords = enumerable_grid(self._input_shape, f"output_shape of {self.describe()}")
+            lows, highs = self._output_range(coords)
             for k, lo in enumerate(lows):
                 if lo < 0:
                     witness = self._find(lambda outs, k=k, lo=lo: outs[k] == lo)
@@ -224,7 +229,15 @@ class Layout:
                 f"{self.describe()} takes {len(self._input_shape)} coordinates; found {len(coord)}: {coord}"
             )
         if all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coord):
+            for d, (c, e) in enumerate(zip(coord, self._input_shape)):
+                if not 0 <= c < e:  # before the int64 conversion, which would overflow on huge ints
+                    raise CoordinateError(f"coordinate {coord} is outside the input shape {self._input_shape} of "
+                                          f"{self.describe()} (dim {d})")
             return tuple(int(v) for v in self.apply(np.asarray(coord, dtype=np.int64)))
+        for d, c in enumerate(coord):
+            if not isinstance(c, (int, np.integer, Expr)) or isinstance(c, bool):
+                raise CoordinateError(f"{self.describe()}: coordinate {d} must be an integer or an index "
+                                      f"expression; found {type(c).__name__} {c!r}")
         mapping = {v: as_expr(c) for v, c in zip(self._vars, coord)}
         return tuple(substitute(e, mapping) for e in self._forward)
 
@@ -252,10 +265,18 @@ class Layout:
     def _flat_coords(self, coords: ArrayLike) -> tuple[NDArray[np.int64], tuple[int, ...]]:
         """Checked ``[N, n]`` int64 view (no copy for int64 input) of a coordinate array, and its
         leading shape."""
-        arr = np.asarray(coords)
-        if arr.dtype.kind not in "iu":
-            if arr.dtype.kind == "b" or arr.size and not np.all(np.equal(np.mod(arr, 1), 0)):
-                raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype}")
+        try:
+            arr = np.asarray(coords)
+        except (ValueError, TypeError, OverflowError) as err:  # ragged nesting, unconvertible objects
+            raise CoordinateError(f"coordinates must be a rectangular integer array; found {type(coords).__name__} "
+                                  f"({' '.join(str(err).split())[:80]})") from None
+        if arr.dtype.kind not in "iuf":
+            kind = "mixed, huge or non-numeric values" if arr.dtype.kind == "O" else "not integers"
+            raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} ({kind})")
+        if arr.dtype.kind == "f":
+            if arr.size and not (np.all(np.isfinite(arr)) and np.all(np.equal(np.mod(arr, 1), 0))):
+                raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} with fractional or "
+                                      f"non-finite values")
             arr = arr.astype(np.int64)
         n = len(self._input_shape)
         if arr.ndim == 0 or arr.shape[-1] != n:
@@ -280,7 +301,7 @@ class Layout:
         """All images as an int64 array of shape ``input_shape + (m,)``."""
         hit: NDArray[np.int64] | None = self._cache.get("table")
         if hit is None:
-            outs = self._evaluate(grid(self._input_shape))
+            outs = self._evaluate(enumerable_grid(self._input_shape, f"table of {self.describe()}"))
             hit = np.stack([np.broadcast_to(o, self._input_shape) for o in outs], axis=-1)
             hit.setflags(write=False)
             self._cache["table"] = hit
@@ -365,22 +386,12 @@ class Layout:
 
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
-        region = tuple(tuple(r) if not isinstance(r, slice) else (r.start or 0, r.stop) for r in region)
-        if len(region) != len(self._input_shape):
-            raise ShapeError(
-                f"region {region} has {len(region)} ranges; {self.describe()} has rank {len(self._input_shape)}"
-            )
+        ranges = _region_ranges(region, self._input_shape, self.describe())
         coords = []
-        for d, r in enumerate(region):
-            if len(r) != 2:
-                raise ShapeError(f"region dim {d} must be (lo, hi_exclusive); found {r}")
-            if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in r):
-                # refused, not truncated: (0.5, 4.2) is no range of coordinates
-                raise ShapeError(f"region dim {d} must be integer bounds (lo, hi_exclusive); found {r!r}")
-            lo, hi = int(r[0]), int(r[1])
+        for d, (lo, hi) in enumerate(ranges):
             if not 0 <= lo < hi <= self._input_shape[d]:
                 raise CoordinateError(f"region dim {d} = [{lo}, {hi}) is empty or outside [0, {self._input_shape[d]})")
-            shape = [1] * len(region)
+            shape = [1] * len(ranges)
             shape[d] = hi - lo
             coords.append(np.arange(lo, hi, dtype=np.int64).reshape(shape))
         lows, highs = self._output_range(coords)
@@ -396,7 +407,7 @@ class Layout:
 
     def first_difference(self, other: Layout) -> tuple[int, ...] | None:
         """A coordinate where the two layouts differ, or None (shapes must match)."""
-        g = grid(self._input_shape)
+        g = enumerable_grid(self._input_shape, f"comparing {self.describe()}")
         for a, b in zip(self._evaluate(g), other._evaluate(g)):
             diff = np.broadcast_to(a != b, self._input_shape)
             if diff.any():
@@ -530,6 +541,29 @@ class Layout:
 def tagged_layout(input_shape: Sequence[int], exprs: Sequence[Expr], tag: Hashable | None) -> Layout:
     """``Layout.from_exprs(input_shape, exprs).with_tag(tag)`` (what tagged layouts pickle to)."""
     return Layout.from_exprs(input_shape, exprs).with_tag(tag)
+
+
+def _region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tuple[int, int]]:
+    """``region`` (per dim a ``(lo, hi_exclusive)`` pair or a slice; open slice ends take the extent) as
+    integer pairs, checked for type and rank (not yet for bounds)."""
+    if isinstance(region, (str, bytes)) or not isinstance(region, Sequence):
+        raise ShapeError(f"region must be a sequence of (lo, hi) pairs or slices, one per dim; found {region!r}")
+    if len(region) != len(shape):
+        raise ShapeError(f"region {region} has {len(region)} ranges; {what} has rank {len(shape)}")
+    out = []
+    for d, r in enumerate(region):
+        if isinstance(r, slice):
+            if r.step not in (None, 1):
+                raise ShapeError(f"region dim {d}: slices take no step; found {r}")
+            pair: tuple[object, ...] = (0 if r.start is None else r.start, shape[d] if r.stop is None else r.stop)
+        elif isinstance(r, Sequence) and not isinstance(r, (str, bytes)):
+            pair = tuple(r)
+        else:
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) or a slice; found {r!r}")
+        if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) with integer bounds; found {r!r}")
+        out.append((int(pair[0]), int(pair[1])))  # type: ignore[call-overload]
+    return out
 
 
 def _tuple_text(items: Iterable[object]) -> str:

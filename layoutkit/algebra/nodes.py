@@ -23,9 +23,20 @@ import numbers
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
-from ..errors import ExprError, UnsupportedError
+from ..errors import ExprError, LimitError, UnsupportedError
 
 INF = math.inf
+
+MAX_DEPTH = 128
+"""Deepest expression tree (a Sum counts one level however many terms it has).  The printer, the
+simplifier and the evaluators recurse once per level; past this they would run out of stack."""
+MAX_EXTENT = 2**62
+"""Largest variable extent: every coordinate of a domain fits an int64."""
+MAX_SHIFT = 64
+"""Largest shift amount of ``<<`` / ``>>`` (``1 << 2**40`` would allocate a 2**40-bit integer)."""
+BOUND_CAP = 2**126
+"""Interval bounds of compound nodes past this magnitude widen to infinity (sound, and it keeps the
+bounds of ``x * x * x ...`` from growing into huge integers)."""
 
 
 def _as_int(value: object) -> int:
@@ -56,17 +67,28 @@ def as_expr(value: object) -> Expr:
 class Expr:
     """Base class of all index expressions (immutable and hashable)."""
 
-    __slots__ = ("_key", "_hash", "lo", "hi")
+    __slots__ = ("_key", "_hash", "lo", "hi", "depth")
     _key: tuple[Any, ...]
     _hash: int
     lo: float
     hi: float
+    depth: int
+    """Height of the tree (1 for constants and variables)."""
 
     def _init(self, key: tuple[Any, ...], lo: float, hi: float) -> None:
         object.__setattr__(self, "_key", key)
+        kids = self.children()
+        depth = 1 + max((k.depth for k in kids), default=0)
+        if depth > MAX_DEPTH:
+            raise LimitError(f"expression nesting deeper than {MAX_DEPTH} levels (found {depth}); build the map "
+                             f"from fewer nested operations", MAX_DEPTH, depth)
+        if kids:
+            lo = -INF if lo < -BOUND_CAP else lo
+            hi = INF if hi > BOUND_CAP else hi
         object.__setattr__(self, "_hash", hash(key))
         object.__setattr__(self, "lo", lo)
         object.__setattr__(self, "hi", hi)
+        object.__setattr__(self, "depth", depth)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
@@ -184,6 +206,12 @@ class Expr:
         factor: int = 2 ** _shift_amount(other)
         return self // factor
 
+    def __rlshift__(self, other: object) -> Expr:
+        return as_expr(other) << self
+
+    def __rrshift__(self, other: object) -> Expr:
+        return as_expr(other) >> self
+
     def __truediv__(self, other: object) -> Expr:
         raise ExprError(f"true division {self} / {other} is not an integer expression; use //")
 
@@ -191,6 +219,38 @@ class Expr:
 
     def __pow__(self, other: object) -> Expr:
         raise ExprError(f"{self} ** {other}: powers of index expressions are not supported")
+
+    def __rpow__(self, other: object) -> Expr:
+        raise ExprError(f"{other} ** {self}: powers of index expressions are not supported")
+
+    def _unsupported(self, what: str) -> ExprError:
+        return ExprError(f"{what} of the index expression {self} is not an index expression; index maps use "
+                         f"+ - * // % & | ^ << >> with integer constants")
+
+    def __abs__(self) -> Expr:
+        raise self._unsupported("abs()")
+
+    def __invert__(self) -> Expr:
+        raise self._unsupported("~ (bitwise not)")
+
+    def __round__(self, ndigits: int | None = None) -> Expr:
+        raise self._unsupported("round()")
+
+    def _compare(self, op: str, other: object) -> bool:
+        raise ExprError(f"{self} {op} {other}: comparisons of index expressions are unknown while the layout "
+                        f"is built (min, max, sorted and conditionals need them); write the map without them")
+
+    def __lt__(self, other: object) -> bool:
+        return self._compare("<", other)
+
+    def __le__(self, other: object) -> bool:
+        return self._compare("<=", other)
+
+    def __gt__(self, other: object) -> bool:
+        return self._compare(">", other)
+
+    def __ge__(self, other: object) -> bool:
+        return self._compare(">=", other)
 
     def __int__(self) -> int:
         raise ExprError(f"expression {self} is not a constant")
@@ -214,12 +274,15 @@ class Expr:
 
 def _shift_amount(value: object) -> int:
     if isinstance(value, Expr):
-        if isinstance(value, Const):
-            return value.value
-        raise UnsupportedError(f"shift by the non-constant expression {value}")
-    amount = _as_int(value)
+        if not isinstance(value, Const):
+            raise UnsupportedError(f"shift by the non-constant expression {value}")
+        amount = value.value
+    else:
+        amount = _as_int(value)
     if amount < 0:
         raise ExprError(f"shift amounts must be >= 0, found {amount}")
+    if amount > MAX_SHIFT:
+        raise LimitError(f"shift amounts must be at most {MAX_SHIFT}; found {amount}", MAX_SHIFT, amount)
     return amount
 
 
@@ -269,6 +332,9 @@ class Var(Expr):
             extent = _as_int(extent)
             if extent <= 0:
                 raise ExprError(f"variable {name} needs a positive extent, found {extent}")
+            if extent > MAX_EXTENT:
+                raise LimitError(f"variable {name}: extents must be at most 2**62; found {extent}", MAX_EXTENT,
+                                 extent)
         self._init(("var", name, extent), 0, INF if extent is None else extent - 1)
 
     @classmethod

@@ -16,8 +16,13 @@ import inspect
 import operator
 from collections.abc import Callable, Mapping
 
-from ..errors import ExprError
+from ..errors import ExprError, LimitError
 from .nodes import Const, Expr
+
+MAX_TEXT = 100_000
+"""Longest expression or lambda text, in characters."""
+MAX_PARSE_DEPTH = 400
+"""Deepest syntax tree accepted (a chain ``a + b + c ...`` nests one level per operator)."""
 
 _BINOPS = {
     ast.Add: operator.add,
@@ -37,14 +42,31 @@ def parse_expr(text: str, variables: Mapping[str, Expr]) -> Expr:
     """Parse ``text`` into an expression over ``variables`` (name -> Var)."""
     if not isinstance(text, str):
         raise ExprError(f"expected expression text, found {type(text).__name__}")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as err:
-        raise ExprError(f"cannot parse index expression {text!r}: {err.msg}") from None
+    tree = _parse(text, "index expression")
     return _build(tree.body, variables, text)
 
 
-def _build(node: ast.AST, variables: Mapping[str, Expr], text: str) -> Expr:
+def _parse(text: str, what: str) -> ast.Expression:
+    """``ast.parse`` within :data:`MAX_TEXT` characters; a tree too deep for the parser is a LimitError."""
+    if len(text) > MAX_TEXT:
+        raise LimitError(f"{what} text longer than {MAX_TEXT} characters (found {len(text)})", MAX_TEXT, len(text))
+    try:
+        return ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ExprError(f"cannot parse {what} {_excerpt(text)}: {err.msg}") from None
+    except (RecursionError, MemoryError):  # the parser's own stack: nesting far past MAX_PARSE_DEPTH
+        raise LimitError(f"{what} {_excerpt(text)} nests deeper than the parser allows "
+                         f"(at most {MAX_PARSE_DEPTH} levels are accepted)", MAX_PARSE_DEPTH) from None
+
+
+def _excerpt(text: str) -> str:
+    return repr(text) if len(text) <= 80 else repr(text[:77] + "...")
+
+
+def _build(node: ast.AST, variables: Mapping[str, Expr], text: str, depth: int = 0) -> Expr:
+    if depth > MAX_PARSE_DEPTH:
+        raise LimitError(f"index expression {_excerpt(text)} nests deeper than {MAX_PARSE_DEPTH} levels",
+                         MAX_PARSE_DEPTH, depth)
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return Const(node.value)
     if isinstance(node, ast.Name):
@@ -52,11 +74,11 @@ def _build(node: ast.AST, variables: Mapping[str, Expr], text: str) -> Expr:
             raise ExprError(f"unknown variable {node.id!r} in {text!r}; known: {sorted(variables)}")
         return variables[node.id]
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        inner = _build(node.operand, variables, text)
+        inner = _build(node.operand, variables, text, depth + 1)
         return -inner if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-        left = _build(node.left, variables, text)
-        right = _build(node.right, variables, text)
+        left = _build(node.left, variables, text, depth + 1)
+        right = _build(node.right, variables, text, depth + 1)
         out: Expr = _BINOPS[type(node.op)](left, right)
         return out
     raise ExprError(f"unsupported syntax {ast.dump(node)[:60]} in index expression {text!r}")
@@ -72,24 +94,22 @@ def parse_index_fn(text: str) -> Callable[..., Expr | tuple[Expr, ...]]:
     """
     if not isinstance(text, str):
         raise ExprError(f"expected lambda text, found {type(text).__name__}")
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as err:
-        raise ExprError(f"cannot parse index function {text!r}: {err.msg}") from None
-    lam = tree.body
+    lam = _parse(text, "index function").body
     if not isinstance(lam, ast.Lambda):
         raise ExprError(f"expected 'lambda <args>: <expressions>', found {text!r}")
     a = lam.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
         raise ExprError(f"index functions take plain positional arguments only: {text!r}")
     names = [arg.arg for arg in a.args]
+    if len(set(names)) != len(names):
+        raise ExprError(f"index function arguments must be distinct; found {names} in {_excerpt(text)}")
     body = lam.body.elts if isinstance(lam.body, (ast.Tuple, ast.List)) else [lam.body]
 
     def fn(*args: Expr) -> Expr | tuple[Expr, ...]:
         if len(args) != len(names):
             raise ExprError(f"{text!r} takes {len(names)} arguments, called with {len(args)}")
         env = dict(zip(names, args))
-        out = tuple(_build(node, env, text) for node in body)
+        out = tuple(_build(node, env, text, 1) for node in body)
         return out if isinstance(lam.body, (ast.Tuple, ast.List)) else out[0]
 
     fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]

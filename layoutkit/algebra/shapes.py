@@ -13,9 +13,11 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
-from ..errors import ExprError, ShapeError
-from .nodes import Const, Expr, Var, as_expr
+from ..errors import ExprError, LayoutError, LimitError, ShapeError, UserFunctionError
+from .evaluate import grid
+from .nodes import MAX_EXTENT, Const, Expr, Var, as_expr
 from .simplify import add, floordiv, floormod, scale
 
 _NAMES = "ijklmnopqrstuvwxyzabcdefgh"
@@ -30,8 +32,36 @@ def placeholder(dim: int, extent: int | None) -> Var:
     return Var("_" + _NAMES[dim % len(_NAMES)] + ("" if dim < len(_NAMES) else str(dim // len(_NAMES))), extent)
 
 
+MAX_RANK = 64
+"""Most input dims of a layout."""
+MAX_SIZE = MAX_EXTENT
+"""Most coordinates of a domain (``prod(shape)``): row-major offsets stay inside int64."""
+
+
+TABLE_LIMIT = 2**32
+"""Most points (coordinates times replicas) a table, an output box or an enumeration evaluates; larger
+domains are refused with a LimitError instead of allocating without bound."""
+
+
+def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[NDArray[np.int64], ...]:
+    """:func:`~layoutkit.algebra.evaluate.grid` of ``shape`` after checking that evaluating ``copies``
+    values per coordinate stays within :data:`TABLE_LIMIT`."""
+    points = math.prod(shape) * copies
+    if points > TABLE_LIMIT:
+        raise LimitError(f"{what} would evaluate {points} points; at most 2**32 are enumerated (a symbolic "
+                         f"method, e.g. prove_bijective('isl'), works on larger domains)", TABLE_LIMIT, points)
+    return grid(shape)
+
+
 def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, ...]:
-    """Validate a shape: a non-empty sequence of positive integers."""
+    """Validate a shape: a non-empty sequence of positive integers, at most :data:`MAX_RANK` of them,
+    whose product is at most :data:`MAX_SIZE`.
+
+    >>> check_shape([2**40, 2**40])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.LimitError: Layout input shape (1099511627776, 1099511627776) has ... coordinates; at most ...
+    """
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
@@ -47,6 +77,11 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
         if e <= 0:
             raise ShapeError(f"{what} must be positive integers; found {dims!r} (dim {d} is {e})")
         out.append(int(e))
+    if len(out) > MAX_RANK:
+        raise LimitError(f"{what} has rank {len(out)}; at most {MAX_RANK} dims are supported", MAX_RANK, len(out))
+    size = math.prod(out)
+    if size > MAX_SIZE:
+        raise LimitError(f"{what} {tuple(out)} has {size} coordinates; at most 2**62 are supported", MAX_SIZE, size)
     return tuple(out)
 
 
@@ -79,8 +114,25 @@ def call_index_fn(fn: Callable[..., object], args: Sequence[Expr], what: str) ->
     if arity is not None and not (arity[0] <= n and (arity[1] is None or n <= arity[1])):
         want = arity[0] if arity[0] == arity[1] else f"{arity[0]}..{arity[1]}"
         raise ShapeError(f"{what} must take {n} arguments (one per input dim); the function takes {want}")
-    result = fn(*args)
-    return normalize_outputs(result, what)
+    return normalize_outputs(call_user(fn, args, what), what)
+
+
+def call_user(fn: Callable[..., object], args: Sequence[object], what: str) -> object:
+    """``fn(*args)``; an exception the user code raises (other than a LayoutError, which the expression
+    operators raise on purpose) becomes a :class:`UserFunctionError` chaining the original.
+
+    >>> call_user(lambda i: i.nope, [0], "forward")
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.UserFunctionError: forward raised AttributeError: 'int' object has no attribute 'nope'
+    """
+    try:
+        return fn(*args)
+    except LayoutError:
+        raise
+    except Exception as err:  # noqa: BLE001 - user code may raise anything
+        text = " ".join(str(err).split())
+        raise UserFunctionError(f"{what} raised {type(err).__name__}: {text[:200]}") from err
 
 
 def normalize_outputs(result: object, what: str) -> tuple[Expr, ...]:

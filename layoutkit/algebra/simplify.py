@@ -25,6 +25,7 @@ x | x % 8 // 4 | x % 8
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
@@ -301,7 +302,16 @@ def _disjoint(a: Expr, b: Expr) -> bool:
 
 
 def _xor_operands(e: Expr) -> list[Expr]:
-    return _xor_operands(e.a) + _xor_operands(e.b) if isinstance(e, Xor) else [e]
+    """The operands of a xor chain, left to right (without recursion: chains can be long)."""
+    out: list[Expr] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Xor):
+            stack.extend((x.b, x.a))
+        else:
+            out.append(x)
+    return out
 
 
 def bitxor(a: Expr, b: Expr) -> Expr:
@@ -313,7 +323,8 @@ def bitxor(a: Expr, b: Expr) -> Expr:
         return Const(0)
     if isinstance(a, Xor) or isinstance(b, Xor):
         ops = _xor_operands(a) + _xor_operands(b)
-        kept = [x for x in dict.fromkeys(ops) if ops.count(x) % 2]
+        counts = Counter(ops)  # linear, not quadratic, in the chain length
+        kept = [x for x, n in counts.items() if n % 2]
         if len(kept) < len(ops):
             out: Expr = Const(0)
             for x in kept:

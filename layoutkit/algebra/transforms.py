@@ -16,11 +16,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import CoordinateError, LayoutError, NotBijectiveError, ShapeError, UnsupportedError
-from .evaluate import grid
 from .layout import Layout
 from .nodes import Const, Expr, Var
 from .proof import describe_witness
-from .shapes import check_shape, placeholder, positive_int, row_major_flat, unflatten_mapping
+from .shapes import check_shape, enumerable_grid, placeholder, positive_int, row_major_flat, unflatten_mapping
 from .simplify import add, floordiv, floormod, scale, substitute
 
 
@@ -120,7 +119,7 @@ def compose(layout: Layout, inner: Layout) -> Layout:
             f"compose: {inner} has {len(inner.forward_index)} outputs but {layout} takes "
             f"{len(layout._input_shape)} inputs"
         )
-    lows, highs = inner._output_range(grid(inner.input_shape))
+    lows, highs = inner._output_range(enumerable_grid(inner.input_shape, f"compose with {inner.describe()}"))
     for k, (lo, hi) in enumerate(zip(lows, highs)):
         if lo < 0 or hi >= layout._input_shape[k]:
             bad = lo if lo < 0 else hi

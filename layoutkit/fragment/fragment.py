@@ -28,10 +28,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..algebra.evaluate import compile_numpy, evaluate_columns, grid
+from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.layout import (
     Layout,
+    call_user,
     check_shape,
+    enumerable_grid,
     normalize_outputs,
     placeholder,
     positional_arity,
@@ -41,7 +43,7 @@ from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
 from ..algebra.simplify import add, scale, substitute
-from ..errors import ExprError, LayoutError, ShapeError
+from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
 from .splits import flatten_digits, unused_digits
 
 REP_NAME = "_rep"
@@ -86,11 +88,12 @@ class Fragment(Layout):
             result = _call(forward_fn, variables, rep, "Fragment forward_fn")
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
                 raise ExprError("Fragment forward_fn must return (thread, index)")
-            thread, index = as_expr(result[0]), normalize_outputs(result[1], "Fragment forward_fn index")
+            thread = _one_thread(normalize_outputs(result[0], "Fragment forward_fn thread"))
+            index = normalize_outputs(result[1], "Fragment forward_fn index")
         elif forward_thread_fn is not None:
             if callable(forward_thread_fn):
-                (thread,) = normalize_outputs(_call(forward_thread_fn, variables, rep, "forward_thread_fn"),
-                                              "forward_thread_fn")
+                thread = _one_thread(normalize_outputs(_call(forward_thread_fn, variables, rep, "forward_thread_fn"),
+                                                       "forward_thread_fn"))
             else:
                 thread = as_expr(forward_thread_fn)
         else:
@@ -208,7 +211,10 @@ class Fragment(Layout):
         if len(coord) != len(self.input_shape):
             raise ShapeError(f"{self.describe()} takes {len(self.input_shape)} coordinates; found {coord}")
         if all(isinstance(c, (int, np.integer)) for c in coord) and isinstance(rep, (int, np.integer)):
-            return int(self.apply_thread(np.asarray(coord, dtype=np.int64), rep=int(rep)))
+            if not all(0 <= c < e for c, e in zip(coord, self.input_shape)):
+                raise CoordinateError(f"coordinate {coord} is outside the input shape {self.input_shape} of "
+                                      f"{self.describe()}")
+            return int(self.apply_thread(np.asarray(coord, dtype=np.int64), rep=self._rep_index(int(rep))))
         mapping = {v: as_expr(c) for v, c in zip(self.forward_vars, coord)}
         mapping[self.rep_var] = as_expr(rep)
         return substitute(self._thread, mapping)
@@ -243,7 +249,8 @@ class Fragment(Layout):
         hit = self._cache.get("thread_table")
         if hit is None:
             run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
-            g = [c[None, ...] for c in grid(self.input_shape)]
+            g = [c[None, ...] for c in enumerable_grid(self.input_shape, f"thread table of {self.describe()}",
+                                                        self._replicate)]
             rep = np.arange(self._replicate, dtype=np.int64).reshape((-1,) + (1,) * len(self.input_shape))
             (t,) = run(*g, rep)
             hit = np.broadcast_to(t, (self._replicate,) + self.input_shape)
@@ -437,17 +444,24 @@ def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what:
     n = len(variables)
     arity = positional_arity(fn)
     if arity is None:
-        return fn(*variables)
+        return call_user(fn, variables, what)
     lo, hi = arity
 
     def accepts(k: int) -> bool:
         return lo <= k and (hi is None or k <= hi)
 
     if accepts(n + 1) and (lo == n + 1 or not accepts(n)):
-        return fn(*variables, rep)
+        return call_user(fn, (*variables, rep), what)
     if accepts(n):
-        return fn(*variables)
+        return call_user(fn, variables, what)
     raise ShapeError(f"{what} must take {n} arguments (one per input dim), or {n + 1} with _rep; it takes {lo}..{hi}")
+
+
+def _one_thread(outputs: tuple[Expr, ...]) -> Expr:
+    if len(outputs) != 1:
+        raise ExprError(f"a thread function returns one thread expression; found {len(outputs)}: "
+                        f"{', '.join(str(e) for e in outputs)}")
+    return outputs[0]
 
 
 def _call_index(fn: Callable[..., object], variables: tuple[Var, ...]) -> tuple[Expr, ...]:

@@ -18,12 +18,13 @@ first: ``_rep % combine_size`` enumerates the addend lanes a finishing collectiv
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..algebra.layout import Layout
+from ..algebra.layout import Layout, positive_int
 from ..algebra.nodes import Expr, Var
 from ..algebra.simplify import add, scale, split_view, substitute
 from ..errors import LayoutError, ShapeError
@@ -43,7 +44,7 @@ class PartialFragment(Fragment):
         if not isinstance(fragment, Fragment):
             raise LayoutError(f"PartialFragment wraps a Fragment, found {type(fragment).__name__}")
         r = fragment.replicate_size
-        c = r if combine_size is None else int(combine_size)
+        c = r if combine_size is None else positive_int(combine_size, "combine_size")
         if c < 1 or r % c:
             raise ShapeError(f"combine_size must divide the replicate size {r}; found {combine_size}")
         self._init_fragment(fragment.input_shape, fragment.forward_thread, r, fragment.forward_index,
@@ -67,7 +68,7 @@ class PartialFragment(Fragment):
         """The logical tile: reduce the addend lanes of copy group 0 (``op``: sum, max, min, prod)."""
         if op not in _REDUCE:
             raise LayoutError(f"unknown reduction {op!r}; expected one of {sorted(_REDUCE)}")
-        regs = np.asarray(registers)
+        regs = _register_file(registers, self)
         threads = self.thread_table()
         index = self.index_table()
         out: NDArray[Any] = regs[threads[0], index]
@@ -134,3 +135,19 @@ def _vars(e: Expr) -> tuple[Var, ...]:
     from ..algebra.nodes import free_vars
 
     return free_vars(e)
+
+
+def _register_file(registers: ArrayLike, fragment: Fragment) -> NDArray[Any]:
+    """``registers`` as a numeric ``[threads, registers]`` array big enough for ``fragment``."""
+    try:
+        regs = np.asarray(registers)
+    except (ValueError, TypeError) as err:
+        raise ShapeError(f"registers must be a rectangular numeric array; found {type(registers).__name__} "
+                         f"({' '.join(str(err).split())[:80]})") from None
+    if regs.dtype.kind not in "biufc":
+        raise ShapeError(f"registers must be numeric; found dtype {regs.dtype}")
+    need = (fragment.thread_extent, math.prod(fragment.output_shape))
+    if regs.ndim != 2 or regs.shape[0] < need[0] or regs.shape[1] < need[1]:
+        raise ShapeError(f"registers must be a [threads, registers] array of at least {need}; found shape "
+                         f"{regs.shape}")
+    return regs

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..algebra.layout import check_shape, placeholder, positive_int, reshape_mapping
 from ..algebra.nodes import Const, Expr, Var, free_vars
 from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
@@ -24,10 +26,15 @@ def repeat(
     fragment: Fragment, repeats: Sequence[int], repeat_on_thread: bool = False, lower_dim_first: bool = True
 ) -> Fragment:
     """``fragment.repeat(repeats, ...)``: the fragment tiled ``repeats[d]`` times along each dim."""
-    reps = tuple(repeats) if not isinstance(repeats, int) else (repeats,)
-    if len(reps) != len(fragment.input_shape):
-        raise ShapeError(f"repeat needs one factor per input dim ({len(fragment.input_shape)}); found {reps}")
-    reps = tuple(positive_int(r, "repeat factor") for r in reps)
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        given: tuple[object, ...] = (repeats,)
+    elif isinstance(repeats, Sequence) and not isinstance(repeats, (str, bytes)):
+        given = tuple(repeats)
+    else:
+        raise ShapeError(f"repeat needs a sequence of positive factors, one per input dim; found {repeats!r}")
+    if len(given) != len(fragment.input_shape):
+        raise ShapeError(f"repeat needs one factor per input dim ({len(fragment.input_shape)}); found {given}")
+    reps = tuple(positive_int(r, "repeat factor") for r in given)
     shape = tuple(e * r for e, r in zip(fragment.input_shape, reps))
     new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
     mapping = {v: floormod(nv, Const(e)) for v, nv, e in zip(fragment.forward_vars, new_vars, fragment.input_shape)}
