@@ -226,6 +226,19 @@ def test_fragment_view_at_another_width_is_refused():
         from_prim_func(main, TARGET)
 
 
+@pytest.mark.parametrize("dtype", K.TILELANG_DTYPES)
+def test_every_tilelang_dtype_is_read_and_laid_out_as_tilelang_does(dtype):
+    run = tilelang_inference(K.through_registers(dtype), TARGET)
+    assert not run.failed, run.error
+    assert run.program.buffers["f"].dtype == dtype
+    result = infer_layouts(run.program)
+    assert sorted(run.layouts) == ["f", "g"] and len(run.loop_layouts) == 1
+    for buf, theirs in run.layouts.items():
+        assert_same(result.layout_map[buf], theirs, f"{dtype}: {buf}")
+    for op, theirs in run.loop_layouts.items():
+        assert_same(result.loop_layouts[op], theirs, f"{dtype}: loop {op}")
+
+
 def test_parallel_loop_accesses_are_index_expressions():
     p = tilelang_run("gemm_rowmax_bias").program
     (loop,) = [op for op in p.ops if op.kind == "parallel"]

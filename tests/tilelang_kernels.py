@@ -382,6 +382,29 @@ def reshaped(M=64, N=128, threads=128):
     return main
 
 
+def through_registers(dtype, M=64, N=64, threads=128):
+    """``A`` copied into a fragment, copied in a parallel loop into another, and out: the layouts
+    (their vector widths) depend on the element width only."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            f = T.alloc_fragment((M, N), dtype)
+            g = T.alloc_fragment((M, N), dtype)
+            T.copy(A, f)
+            for i, j in T.Parallel(M, N):
+                g[i, j] = f[i, j]
+            T.copy(g, B)
+    return main
+
+
+TILELANG_DTYPES = ("bool", "int1", "uint1", "int2", "uint2", "int4", "uint4", "int8", "uint8", "int16", "uint16",
+                   "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3",
+                   "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                   "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float4_e2m1fnx2")
+"""Element types a TileLang 0.1.15 ``T.Tensor`` / ``T.alloc_fragment`` accepts (``float4_e2m1fnx2`` is a
+vector of two fp4 values per element)."""
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
