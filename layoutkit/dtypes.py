@@ -44,6 +44,12 @@ _BITS: dict[str, int] = {
     "float8_e8m0fnu": 8,
     "hifloat8": 8,
     "float4_e1m2": 4,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+    "int1": 1,
+    "uint1": 1,
+    "int2": 2,
+    "uint2": 2,
 }
 
 _ALIASES: dict[str, str] = {
@@ -106,14 +112,37 @@ def canonical_dtype(dtype: object) -> str:
         return key
     if key in _ALIASES:
         return _ALIASES[key]
+    base, lanes = _vector(key)
+    if lanes > 1 and base in _BITS:  # TVM's vector spelling: one element holds `lanes` values
+        return key
     raise DtypeError(
         f"unknown dtype {dtype!r}: expected one of {', '.join(sorted(_BITS))} (or an alias such as fp16, bf16, fp8e4m3)"
     )
 
 
+def _vector(name: str) -> tuple[str, int]:
+    """``(base, lanes)`` of a TVM vector dtype name such as ``float4_e2m1fnx2``; ``(name, 1)`` otherwise.
+
+    >>> _vector("float4_e2m1fnx2"), _vector("float16x4"), _vector("float16")
+    (('float4_e2m1fn', 2), ('float16', 4), ('float16', 1))
+    """
+    head, sep, tail = name.rpartition("x")
+    if sep and head and tail.isdigit() and int(tail) > 1:
+        return head, int(tail)
+    return name, 1
+
+
 def element_bits(dtype: object) -> int:
-    """Width of one element of ``dtype`` in bits."""
-    return _BITS[canonical_dtype(dtype)]
+    """Width of one element of ``dtype`` in bits (a vector dtype's element holds all its lanes).
+
+    >>> element_bits("float4_e2m1fnx2"), element_bits("int2"), element_bits("float6_e3m2fn")
+    (8, 2, 6)
+    """
+    name = canonical_dtype(dtype)
+    if name in _BITS:
+        return _BITS[name]
+    base, lanes = _vector(name)
+    return _BITS[base] * lanes
 
 
 def is_float8(dtype: object) -> bool:

@@ -168,6 +168,77 @@ def test_gemm_program_has_stages_ops_and_threads():
                                                                         "square")
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_kernel_without_threads_gets_tilelangs_default(arch):
+    """``T.Kernel(...)`` without ``threads=``: the Program has the 128 threads TileLang's CUDA backend
+    launches, not the 256 ``threadIdx.x`` a warp-specialised sm_90 kernel has by LayoutInference."""
+    for name in ("gemm_64_default_threads", "softmax_default_threads"):
+        assert tilelang_run(name, arch).program.threads == 128, name
+    assert tilelang_run("gemm_64_default_threads", arch).program.to_json() == \
+        tilelang_run("gemm_64", arch).program.to_json()
+
+
+def test_im2col_and_transpose_are_read_as_tilelang_sees_them():
+    """``T.im2col`` proposes no layout in TileLang (``Im2ColOp::InferLayout`` is empty), so the Program has
+    no op for it; ``T.transpose`` of shared tiles becomes the Program's transpose, which proposes none either."""
+    conv = tilelang_run("conv_im2col").program
+    assert [op.kind for op in conv.ops] == ["fill", "copy", "copy", "gemm", "gemm", "copy"]
+    assert conv.stages == {"data_shared": 2, "kernel_shared": 2}
+    tr = tilelang_run("transpose_shared").program
+    assert [op.kind for op in tr.ops] == ["copy", "transpose", "copy", "parallel", "copy"]
+    assert (tr.ops[1].args["src"], tr.ops[1].args["dst"]) == ("x", "y")
+
+
+def test_reshape_and_view_are_program_aliases():
+    """A ``T.reshape`` / ``T.view`` buffer shares its storage's data variable: the Program declares it as
+    an alias of the allocated buffer, which inference lays out by reshaping (as TileLang does)."""
+    p = tilelang_run("reshaped").program
+    views = {n: (b.alias_of, b.shape, b.dtype) for n, b in p.buffers.items() if b.alias_of}
+    assert views == {"g": ("f", (64, 2, 64), "float16"), "s_view": ("s", (8192,), "float16"),
+                     "s_view_1": ("s", (64, 64), "float32")}
+    loop = next(op for op in p.ops if op.kind == "parallel")
+    assert {a.buffer for a in loop.accesses} == {"g"}
+    assert_same(ours("reshaped").layout_map["g"], tilelang_run("reshaped").layouts["g"], "g")
+
+
+def test_copies_between_shapes_that_differ_by_unit_dims():
+    p = tilelang_run("unit_dim_copies").program
+    copies = [(op.args["src"], op.args["dst"], op.loop) for op in p.ops if op.kind == "copy"]
+    assert copies == [("A", "s", (64, 128)), ("s", "s3", (64, 128)), ("s3", "f", (64, 128)), ("f", "g", (64, 128)),
+                      ("g", "C", (64, 128))]
+
+
+def test_fragment_view_at_another_width_is_refused():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 128), "float16"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 128), "float16")
+            g = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, f)
+            v = T.view(f, (64, 64), dtype="float32")
+            for i, j in T.Parallel(64, 64):
+                g[i, j] = v[i, j]
+            T.copy(g, B)
+
+    with pytest.raises(UnsupportedError, match=r"view v \[64, 64\] float32 of fragment f \[64, 128\] float16"):
+        from_prim_func(main, TARGET)
+
+
+@pytest.mark.parametrize("dtype", K.TILELANG_DTYPES)
+def test_every_tilelang_dtype_is_read_and_laid_out_as_tilelang_does(dtype):
+    run = tilelang_inference(K.through_registers(dtype), TARGET)
+    assert not run.failed, run.error
+    assert run.program.buffers["f"].dtype == dtype
+    result = infer_layouts(run.program)
+    assert sorted(run.layouts) == ["f", "g"] and len(run.loop_layouts) == 1
+    for buf, theirs in run.layouts.items():
+        assert_same(result.layout_map[buf], theirs, f"{dtype}: {buf}")
+    for op, theirs in run.loop_layouts.items():
+        assert_same(result.loop_layouts[op], theirs, f"{dtype}: loop {op}")
+
+
 def test_parallel_loop_accesses_are_index_expressions():
     p = tilelang_run("gemm_rowmax_bias").program
     (loop,) = [op for op in p.ops if op.kind == "parallel"]
@@ -341,14 +412,15 @@ def test_tilelang_follows_a_layout_it_would_not_pick():
     assert_same(again.layouts["A_frag"], column_major, "A_frag")
 
 
-@pytest.mark.parametrize("name", ["gemm_64", "gemm_rowmax_bias"])
-def test_warp_specialised_sm90_kernels(name):
+@pytest.mark.parametrize("name, acc", [("gemm_64", "C_local"), ("gemm_rowmax_bias", "C_local"),
+                                       ("gemm_64_default_threads", "C_local"), ("conv_im2col", "out_local")])
+def test_warp_specialised_sm90_kernels(name, acc):
     """sm_90: TMA copies into mbarrier-guarded pipelines, consumer threads 128..255.  TileLang compares an
     annotated swizzle with its own by proving the expressions equal, which needs xor spelled its way."""
     run = tilelang_run(name, "sm_90")
     assert not run.failed, run.error
     result = ours(name, "sm_90")
-    assert result.layout_map["C_local"].thread_range == (128, 128)
+    assert result.layout_map[acc].thread_range == (128, 128)
     for buf, theirs in run.layouts.items():
         assert_same(result.layout_map[buf], theirs, f"{name}: {buf}")
     again = tilelang_inference(solved(name, "sm_90"), {**TARGET, "arch": "sm_90"})

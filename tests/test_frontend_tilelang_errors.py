@@ -80,3 +80,76 @@ def test_solve_with_its_own_result_is_accepted(gemm):
     func, program = gemm
     out = solve_prim_func(func, "sm_80", result=infer_layouts(program))
     assert type(out).__name__ == "PrimFunc" and out.body is not None
+
+
+# ---- TileLang's tile-op registry: every op read or refused by name ----------------------------------
+
+def test_every_registered_tile_op_is_read_or_refused_by_name():
+    """The installed TileLang's ``tl.tileop.*`` registry, name by name: a newer TileLang adding an op
+    fails here until the adapter reads or refuses it."""
+    from tilelang import tvm
+
+    from layoutkit.frontends.tilelang_tileops import READ, REFUSED
+
+    registered = {n for n in tvm.ir.Op.list_op_names() if n.startswith("tl.tileop.")}
+    assert len(registered) >= 20
+    assert registered - set(READ) - set(REFUSED) == set()
+    assert not set(READ) & set(REFUSED)
+
+
+def _cumsum():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((128,), "float32")
+            T.copy(A, s)
+            T.cumsum(s, dim=0)
+            T.copy(s, B)
+    return main
+
+
+def _atomic_max():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), Out: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, x)
+            T.atomic_max(Out[0, 0], x)
+    return main
+
+
+def _transpose_fragment():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), B: T.Tensor((64, 64), "float16")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 64), "float16")
+            y = T.alloc_fragment((64, 64), "float16")
+            T.copy(A, x)
+            T.transpose(x, y)
+            T.copy(y, B)
+    return main
+
+
+@pytest.mark.parametrize("build, construct, op", [
+    (_cumsum, "T.cumsum", "tl.tileop.cumsum"),
+    (_atomic_max, "T.atomic_max", "tl.tileop.atomicmax"),
+])
+def test_refused_tile_op_names_statement_and_construct(build, construct, op):
+    with pytest.raises(UnsupportedError, match=rf"from_prim_func: `T\.{op.split('.')[-1]}\(T\.region\(.*\)`: "
+                                               rf"{construct} \({op}\) has no layoutkit counterpart yet") as info:
+        from_prim_func(build(), "sm_80")
+    assert "T.region(" in str(info.value)  # the statement as TileLang wrote it, with its operands
+
+
+def test_transpose_of_fragments_is_refused():
+    """TileLang 0.1.15's transpose proposes no layout (its fragments would be laid out apart, by
+    their copies); layoutkit's carries the source layout across, so the adapter refuses rather
+    than differ from TileLang."""
+    with pytest.raises(UnsupportedError, match=r"T.transpose .*operand x is a fragment; expected shared memory"):
+        from_prim_func(_transpose_fragment(), "sm_80")

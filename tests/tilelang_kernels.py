@@ -3,7 +3,10 @@
 The first three are the kernels of the conformance data (the docs GEMM, the elementwise kernel and
 GEMM + bias + row max); the rest are GEMM variants, elementwise (one with a dynamic row count),
 row/column reductions, a softmax over a tile, GEMM + bias + ReLU, a tile atomic add, an annotated
-swizzle, an attention head (a GEMM with its A operand in registers), and two kernels TileLang
+swizzle, an attention head (a GEMM with its A operand in registers), two kernels written without
+``threads=`` (TileLang's default 128), a shared-memory ``T.transpose``, a convolution over ``T.im2col``
+tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, and two
+kernels TileLang
 0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
 
 Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
@@ -294,6 +297,114 @@ def reduce_4x100(M=400, N=100, threads=128, dtype="float32"):
     return main
 
 
+def transpose(M=256, N=256, b=64, threads=128, dtype="float16"):
+    """A ``b x b`` tile transposed in shared memory with ``T.transpose``, then scaled in registers."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
+        with T.Kernel(T.ceildiv(N, b), T.ceildiv(M, b), threads=threads) as (bx, by):
+            x = T.alloc_shared((b, b), dtype)
+            y = T.alloc_shared((b, b), dtype)
+            f = T.alloc_fragment((b, b), dtype)
+            T.copy(A[by * b, bx * b], x)
+            T.transpose(x, y)
+            T.copy(y, f)
+            for i, j in T.Parallel(b, b):
+                f[i, j] = f[i, j] * T.cast(2, dtype)
+            T.copy(f, B[bx * b, by * b])
+    return main
+
+
+def conv_im2col(N=2, C=64, H=16, W=16, F=64, KS=3, S=1, D=1, P=1, bM=64, bN=64, bK=32, threads=128,
+                dtype="float16", accum_dtype="float32"):
+    """An NHWC 2-D convolution as an implicit GEMM over ``T.im2col`` tiles (after TileLang's
+    examples/convolution/example_convolution.py, small parameters)."""
+    OH = (H + 2 * P - D * (KS - 1) - 1) // S + 1
+    OW = (W + 2 * P - D * (KS - 1) - 1) // S + 1
+    KK = KS * KS * C
+
+    @T.prim_func
+    def main(data: T.Tensor((N, H, W, C), dtype), kernel: T.Tensor((KK, F), dtype),
+             out: T.Tensor((N * OH * OW, F), dtype)):
+        with T.Kernel(T.ceildiv(F, bN), T.ceildiv(N * OH * OW, bM), threads=threads) as (bx, by):
+            data_shared = T.alloc_shared((bM, bK), dtype)
+            kernel_shared = T.alloc_shared((bK, bN), dtype)
+            out_local = T.alloc_fragment((bM, bN), accum_dtype)
+            T.clear(out_local)
+            for k in T.Pipelined(T.ceildiv(KK, bK), num_stages=2):
+                T.im2col(data, data_shared, by, k, KS, S, D, P)
+                T.copy(kernel[k * bK, bx * bN], kernel_shared)
+                T.gemm(data_shared, kernel_shared, out_local)
+            T.copy(out_local, out[by * bM, bx * bN])
+    return main
+
+
+def unit_dim_copies(B=4, M=64, N=128, threads=128, dtype="float16"):
+    """Copies between shapes that differ by unit dims: a 3-D global slice into a 2-D shared tile, a
+    ``(1, M, N)`` shared / fragment tile to and from 2-D ones (TileLang drops unit dims)."""
+    @T.prim_func
+    def main(A: T.Tensor((B, M, N), dtype), C: T.Tensor((B, M, N), dtype)):
+        with T.Kernel(B, threads=threads) as bz:
+            s = T.alloc_shared((M, N), dtype)
+            s3 = T.alloc_shared((1, M, N), dtype)
+            f = T.alloc_fragment((M, N), dtype)
+            g = T.alloc_fragment((1, M, N), dtype)
+            T.copy(A[bz, :, :], s)
+            T.copy(s, s3[0, :, :])
+            T.copy(s3[0, :, :], f)
+            for i, j in T.Parallel(M, N):
+                f[i, j] = f[i, j] * T.cast(2, dtype)
+            T.copy(f, g[0, :, :])
+            T.copy(g[0, :, :], C[bz, :, :])
+    return main
+
+
+def reshaped(M=64, N=128, threads=128):
+    """``T.reshape`` of a fragment (a 3-D loop over a 2-D tile) and ``T.view`` of a shared tile,
+    flat and at another element width."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float16"), B: T.Tensor((M, N), "float16"), C: T.Tensor((M * N,), "float16"),
+             D: T.Tensor((M, N // 2), "float32")):
+        with T.Kernel(1, threads=threads):
+            f = T.alloc_fragment((M, N), "float16")
+            s = T.alloc_shared((M, N), "float16")
+            flat = T.alloc_fragment((M * N,), "float16")
+            wide = T.alloc_fragment((M, N // 2), "float32")
+            T.copy(A, f)
+            g = T.reshape(f, (M, 2, N // 2))
+            for i, j, k in T.Parallel(M, 2, N // 2):
+                g[i, j, k] = g[i, j, k] * T.cast(2, "float16")
+            T.copy(f, B)
+            T.copy(A, s)
+            T.copy(T.view(s, (M * N,)), flat)
+            T.copy(flat, C)
+            T.copy(T.view(s, (M, N // 2), dtype="float32"), wide)
+            T.copy(wide, D)
+    return main
+
+
+def through_registers(dtype, M=64, N=64, threads=128):
+    """``A`` copied into a fragment, copied in a parallel loop into another, and out: the layouts
+    (their vector widths) depend on the element width only."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            f = T.alloc_fragment((M, N), dtype)
+            g = T.alloc_fragment((M, N), dtype)
+            T.copy(A, f)
+            for i, j in T.Parallel(M, N):
+                g[i, j] = f[i, j]
+            T.copy(g, B)
+    return main
+
+
+TILELANG_DTYPES = ("bool", "int1", "uint1", "int2", "uint2", "int4", "uint4", "int8", "uint8", "int16", "uint16",
+                   "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3",
+                   "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                   "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float4_e2m1fnx2")
+"""Element types a TileLang 0.1.15 ``T.Tensor`` / ``T.alloc_fragment`` accepts (``float4_e2m1fnx2`` is a
+vector of two fp4 values per element)."""
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -321,6 +432,13 @@ KERNELS: dict[str, Callable] = {
     "gemm_annotated": lambda: gemm_annotated(1024, 1024, 1024, 64, 64, 32),
     "atomic_accumulate": lambda: atomic_accumulate(1024, 1024, 64, 64),
     "attention_fullrow": lambda: attention(),
+    # T.Kernel without threads=: TileLang's CUDA backend launches its default of 128 threads
+    "gemm_64_default_threads": lambda: gemm(1024, 1024, 1024, 64, 64, 32, threads=None),
+    "softmax_default_threads": lambda: softmax(1024, 128, 64, threads=None),
+    "transpose_shared": lambda: transpose(),
+    "conv_im2col": lambda: conv_im2col(),
+    "unit_dim_copies": lambda: unit_dim_copies(),
+    "reshaped": lambda: reshaped(),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }

@@ -42,7 +42,8 @@ from ..fragment.fragment import Fragment
 from ..infer import Program, infer_layouts
 from ..infer.result import InferenceResult
 from .tilelang_exprs import from_tilelang, to_tilelang
-from .tilelang_walk import LOOP_TAG, Walked, allocated_shapes, nodes, walk
+from .tilelang_ir import allocated_shapes, nodes, thread_extent
+from .tilelang_walk import LOOP_TAG, Walked, walk
 
 __all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "solve_prim_func", "tilelang_inference", "to_tilelang"]
 
@@ -98,19 +99,34 @@ class _Capture:
     after: object = None
     error: Exception | None = None
     seconds: float | None = None
+    threads: int | None = None
 
 
 def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) -> _Capture:
     """Run ``tilelang.lower`` until LayoutInference; keep the module it would receive (and, with
-    ``run_inference``, TileLang's own result and the pass's wall time).  The pass factory
-    ``tilelang.transform.LayoutInference`` is swapped for the call and always restored; two threads
-    lowering at once would see each other's hook, so callers serialise."""
+    ``run_inference``, TileLang's own result and the pass's wall time), and the block's thread count
+    as TileLang's ``MaterializeKernelLaunch`` pass fixes it (``T.Kernel`` without ``threads=`` gets the
+    CUDA backend's default there; later passes such as warp specialisation may grow ``threadIdx.x``).
+    The pass factories ``tilelang.transform.LayoutInference`` and ``MaterializeKernelLaunch`` are
+    swapped for the call and always restored; two threads lowering at once would see each other's
+    hooks, so callers serialise."""
     import tilelang
     import tilelang.transform as tl_transform
     from tilelang import tvm
 
     cap = _Capture()
     original = tl_transform.LayoutInference
+    original_launch = tl_transform.MaterializeKernelLaunch
+
+    def hooked_launch(*args, **kwargs):
+        inner = original_launch(*args, **kwargs)
+
+        def run(mod):
+            out = inner(mod)
+            cap.threads = thread_extent(_main(out))
+            return out
+
+        return run
 
     def hooked(*args, **kwargs):
         inner = original(*args, **kwargs)
@@ -129,6 +145,7 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
         return run
 
     tl_transform.LayoutInference = hooked
+    tl_transform.MaterializeKernelLaunch = hooked_launch
     try:
         with tvm.target.Target(target):
             tilelang.lower(func, target=target)
@@ -140,6 +157,7 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
                                f"{first}") from err
     finally:
         tl_transform.LayoutInference = original
+        tl_transform.MaterializeKernelLaunch = original_launch
     if cap.before is None:
         raise UnsupportedError("TileLang's lowering ended without reaching its LayoutInference pass")
     return cap
@@ -185,7 +203,7 @@ def _walk(func, target, what: str = "from_prim_func") -> Walked:
     tgt = _target(target)
     _check_func(func, what)
     cap = _lower_to_layout_inference(_tag_loops(func), tgt)
-    return walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
+    return walk(_main(cap.before), tgt["arch"], allocated_shapes(func), cap.threads)
 
 
 # ---- public API -----------------------------------------------------------------------------------
@@ -238,7 +256,7 @@ def tilelang_inference(func, target) -> TileLangRun:
     tgt = _target(target)
     _check_func(func, "tilelang_inference")
     cap = _lower_to_layout_inference(_tag_loops(func), tgt, run_inference=True)
-    walked = walk(_main(cap.before), tgt["arch"], allocated_shapes(func))
+    walked = walk(_main(cap.before), tgt["arch"], allocated_shapes(func), cap.threads)
     run = TileLangRun(walked.program, seconds=cap.seconds or 0.0)
     if cap.error is not None:
         run.error = str(cap.error).strip().splitlines()[0][:300] if str(cap.error).strip() else type(cap.error).__name__
@@ -247,8 +265,9 @@ def tilelang_inference(func, target) -> TileLangRun:
     for node in nodes(_main(cap.after).body, tirx.SBlock, tirx.For):
         if isinstance(node, tirx.SBlock) and LAYOUT_MAP in node.annotations:
             for key, lay in node.annotations[LAYOUT_MAP].items():
-                data = getattr(key, "data", key)  # the pass's output keys by Buffer, its input by data var
-                name = next((n for n, v in walked.data_vars.items() if v.same_as(data)), None)
+                # the pass's output keys by Buffer (views of one storage apart), its input by data var
+                name = walked.name_of(key) if hasattr(key, "data") else next(
+                    (n for n, v in walked.data_vars.items() if v.same_as(key)), None)
                 if name is not None and name not in run.layouts:
                     run.layouts[name] = from_tilelang(lay)
         if isinstance(node, tirx.For) and LOOP_LAYOUT in node.annotations and LOOP_TAG in node.annotations:
@@ -281,7 +300,7 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
     else:  # a result of another kernel would annotate layouts of the wrong shapes, found only by TileLang
         check_result(program, result, "solve_prim_func")
     _check_lowerable(result, program)
-    # TileLang objects are built here, not inside the IR callbacks (see tilelang_walk.nodes)
+    # TileLang objects are built here, not inside the IR callbacks (see tilelang_ir.nodes)
     tag_layout: dict[int, object] = {}
     for op, tag in walked.loop_tags.items():
         if op in result.loop_layouts and tag not in tag_layout:

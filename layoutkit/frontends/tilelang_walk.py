@@ -2,9 +2,12 @@
 :class:`~layoutkit.infer.Program`.
 
 The walk keeps the statement order and maps, one to one, the tile ops LayoutInference sees:
-``tl.tileop.copy`` / ``fill`` / ``gemm`` / ``reduce`` / ``atomicadd`` calls, parallel loop nests (their
-buffer accesses become index expressions over the loop placeholders ``_i, _j, ...``) and
-``layout_map`` block annotations (``T.annotate_layout``).  Pipelined shared buffers arrive with their
+``tl.tileop.copy`` / ``tma_copy`` / ``async_copy`` / ``fill`` / ``gemm`` / ``reduce`` / ``atomicadd`` /
+``transpose`` calls (``im2col`` proposes no layout and has no op; every other registered tile op is
+refused by name, see :mod:`.tilelang_tileops`), parallel loop nests (their buffer accesses become
+index expressions over the loop placeholders ``_i, _j, ...``) and ``layout_map`` block annotations
+(``T.annotate_layout``).  A ``T.reshape`` / ``T.view`` buffer (another shape or dtype over the same
+data variable) is a Program alias of the allocated buffer.  Pipelined shared buffers arrive with their
 stage dim; the Program declares them with their logical shape and records the stage count (compared
 against the source ``PrimFunc``).  Serial loops, ``if`` statements, blocks and attributes are walked
 through; fragments read or written outside tile ops (an ``if`` condition, a scalar statement) are
@@ -21,8 +24,8 @@ their positions.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
@@ -30,6 +33,12 @@ from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
 from .tilelang_exprs import from_prim_expr, from_tilelang
+from .tilelang_ir import allocated_shapes, launch_threads, nodes, thread_extent, view_key
+from .tilelang_ir import int_value as _int
+from .tilelang_tileops import READ, refuse
+
+__all__ = ["DYNAMIC_EXTENT", "LOOP_TAG", "Walked", "allocated_shapes", "launch_threads", "nodes", "thread_extent",
+           "walk"]
 
 LOOP_TAG = "layoutkit.loop_id"
 """For-loop annotation the adapter puts on every parallel loop nest root before lowering, to find the
@@ -42,7 +51,8 @@ enter layout inference; only bounds checks and the io-aware model's address stri
 _SCOPE_ALIASES = {"local.var": "local"}
 _NO_LAYOUT_SCOPES = ("shared.barrier",)
 """Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
-_COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy")
+_COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
+_IM2COL = ("tl.tileop.im2col", "tl.tileop.c2d_im2col")
 
 
 def _program_scope(scope: str) -> str:
@@ -55,86 +65,30 @@ class Walked:
     """The Program plus what the adapter needs to write answers back: the TIR data variable of every
     buffer and the loop tag of every parallel op (by Program name), and the loop layouts the kernel
     already pins (``parallel_loop_layout``): those are kept as written, but a Program cannot pin a
-    loop, so inference does not see them."""
+    loop, so inference does not see them.  ``views`` keys every buffer by its TIR shape and dtype: a
+    ``T.reshape`` / ``T.view`` of a buffer shares its data variable and is a Program alias."""
 
     program: Program
-    data_vars: dict[str, object] = field(default_factory=dict)
+    data_vars: dict[str, Any] = field(default_factory=dict)
     loop_tags: dict[str, int] = field(default_factory=dict)
     pinned_loops: dict[str, object] = field(default_factory=dict)
+    views: dict[str, tuple] = field(default_factory=dict)
 
-
-def _int(x, what: str) -> int:
-    from tilelang import tvm
-
-    if isinstance(x, int):
-        return x
-    if isinstance(x, tvm.tirx.IntImm):
-        return int(x.value)
-    raise UnsupportedError(f"{what}: expected a constant integer; found `{x}`")
-
-
-def nodes(stmt, *types) -> list:
-    """The nodes of ``types`` under ``stmt`` in post order.  Collected first and handled afterwards:
-    an exception raised inside a TVM visitor callback would come back as a bare ``RuntimeError``.
-
-    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
-
-    >>> from tilelang import tvm  # doctest: +SKIP
-    >>> len(nodes(gemm.body, tvm.tirx.For))  # doctest: +SKIP
-    3
-    """
-    from tilelang import tvm
-
-    out: list = []
-    tvm.tirx.stmt_functor.post_order_visit(stmt, lambda n: out.append(n) if isinstance(n, types) else None)
-    return out
-
-
-def launch_threads(func) -> int:
-    """The block's thread count: the ``tl.launch_threads`` block attribute.
-
-    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
-
-    >>> launch_threads(gemm)  # doctest: +SKIP
-    128
-    """
-    from tilelang import tvm
-
-    for block in nodes(func.body, tvm.tirx.SBlock):
-        if "tl.launch_threads" in block.annotations:
-            return math.prod(_int(x, "tl.launch_threads") for x in block.annotations["tl.launch_threads"])
-    raise UnsupportedError("from_prim_func: no tl.launch_threads attribute found; expected a kernel written "
-                           "with `with T.Kernel(..., threads=...)`")
-
-
-def allocated_shapes(func) -> dict[str, tuple[int, ...]]:
-    """Shapes of the buffers a ``PrimFunc`` allocates, by name (to recognise stage dims later).
-
-    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
-
-    >>> allocated_shapes(gemm)  # doctest: +SKIP
-    {'A_shared': (64, 32), 'B_shared': (32, 64), 'C_local': (64, 64)}
-    """
-    from tilelang import tvm
-
-    tirx = tvm.tirx
-    out: dict[str, tuple[int, ...]] = {}
-    for node in nodes(func.body, tirx.SBlock, tirx.AllocBuffer, tirx.DeclBuffer):
-        bufs = list(node.alloc_buffers) if isinstance(node, tirx.SBlock) else [node.buffer]
-        for b in bufs:
-            if all(isinstance(x, tirx.IntImm) for x in b.shape):
-                out.setdefault(b.name, tuple(int(x.value) for x in b.shape))
-    return out
+    def name_of(self, buf) -> str | None:
+        """The Program name of TIR buffer ``buf`` (a view of a storage by its shape and dtype; else
+        the storage's first buffer)."""
+        names = [n for n, v in self.data_vars.items() if v.same_as(buf.data)]
+        return next((n for n in names if self.views.get(n) == view_key(buf)), names[0] if names else None)
 
 
 class _Walker:
-    def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]]):
+    def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]], threads: int | None = None):
         from tilelang import tvm
 
         self.tirx = tvm.tirx
         self.func = func
         self.source_shapes = source_shapes
-        self.p = Program(threads=launch_threads(func), target=arch)
+        self.p = Program(threads=launch_threads(func, threads), target=arch)
         self.walked = Walked(self.p)
         self._data: list[tuple[object, str]] = []
         self._pending: list[tuple[object, object, str]] = []
@@ -151,9 +105,9 @@ class _Walker:
         return None
 
     def _declare(self, buf, global_: bool = False) -> str | None:
-        name = self._name_of(buf.data)
-        if name is not None:
-            return name
+        base = self._name_of(buf.data)
+        if base is not None:
+            return self._view(buf, base)
         scope = "global" if global_ else _program_scope(buf.scope())
         if scope in _NO_LAYOUT_SCOPES:
             return None
@@ -179,8 +133,38 @@ class _Walker:
             self.p.alloc(name, shape, str(buf.dtype), scope)
         if stages > 1:
             self.p.stages[name] = stages
+        self._record(buf, name)
+        return name
+
+    def _record(self, buf, name: str) -> None:
         self._data.append((buf.data, name))
         self.walked.data_vars[name] = buf.data
+        self.walked.views[name] = view_key(buf)
+
+    def _view(self, buf, base: str) -> str:
+        """The Program buffer of ``buf``, whose storage ``base`` already names: ``base`` itself or a
+        view of that shape and dtype, else (``T.reshape`` / ``T.view``) a new Program alias, whose layout
+        TileLang and layoutkit both derive from the storage's by reshaping."""
+        key = view_key(buf)
+        for name, view in self.walked.views.items():
+            if view == key and self.walked.data_vars[name].same_as(buf.data):
+                return name
+        b = self.p.buffers[base]
+        if b.scope == "global":  # global positions never enter layout inference
+            return base
+        if base in self.p.stages:
+            raise UnsupportedError(f"from_prim_func: view {buf.name} {list(buf.shape)} of pipelined {base}; expected "
+                                   f"views of buffers without a stage dim")
+        shape = tuple(_int(x, f"shape of view {buf.name}") for x in buf.shape)
+        if b.is_fragment and str(buf.dtype) != b.dtype:  # the engine reshapes fragments at equal widths only
+            raise UnsupportedError(f"from_prim_func: view {buf.name} {list(shape)} {buf.dtype} of fragment {base} "
+                                   f"{list(b.shape)} {b.dtype}; expected a fragment view of the same dtype")
+        stem = buf.name or f"{base}_view"  # a view written inline in a call has no name
+        name, k = stem, 1
+        while name in self.p.buffers:
+            name, k = f"{stem}_{k}", k + 1
+        self.p.alias(name, b, shape, str(buf.dtype))
+        self._record(buf, name)
         return name
 
     def _buffer(self, buf) -> Buffer | None:
@@ -262,8 +246,9 @@ class _Walker:
             return
         name = call.op.name
         handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.reduce": self.reduce,
-                   "tl.tileop.atomicadd": self.atomic_add, **{c: self.copy for c in _COPIES}}.get(name)
-        if handler is not None:
+                   "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.transpose": self.transpose,
+                   **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL}}.get(name)
+        if handler is not None and name in READ:
             try:
                 handler(call)
             except LayoutError as err:
@@ -271,7 +256,7 @@ class _Walker:
                     raise
                 raise UnsupportedError(f"from_prim_func: `{s}`: {err}") from None
         elif name.startswith("tl.tileop."):
-            raise UnsupportedError(f"from_prim_func: tile op {name} has no layoutkit counterpart yet: `{s}`")
+            raise refuse(name, str(s).strip().splitlines()[-1])  # the call, without TVM's buffer preamble
         else:
             self._float(s)
 
@@ -327,6 +312,27 @@ class _Walker:
         value = call.args[1]
         v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
         self.p.fill(self.region(call.args[0], what), v)
+
+    def transpose(self, call) -> None:
+        what = f"T.transpose `{call}`"
+        src, dst = self._whole(call.args[0], what), self._whole(call.args[1], what)
+        if len(src.shape) != 2:
+            raise UnsupportedError(f"{what}: {src.name} has rank {len(src.shape)}; expected a 2-D buffer (the "
+                                   f"Program's transpose swaps two dims)")
+        for b in (src, dst):
+            if b.is_fragment:  # layoutkit's transpose carries a layout across; TileLang's proposes none
+                raise UnsupportedError(f"{what}: operand {b.name} is a fragment; expected shared memory (TileLang "
+                                       f"0.1.15's transpose lays out no fragment, layoutkit's would)")
+        self.p.transpose(src, dst)
+
+    def im2col(self, call) -> None:
+        """TileLang's ``Im2ColOp::InferLayout`` proposes no layout: the op constrains nothing, so the
+        Program has no op for it; its column tile is written through shared memory only."""
+        what = f"T.im2col `{call}`"
+        col = self.region(call.args[1], what).buffer
+        if col.scope not in ("shared", "shared.dyn"):
+            raise UnsupportedError(f"{what}: column buffer {col.name} has scope {col.scope}; expected shared memory")
+        self.region(call.args[0], what)
 
     def _whole(self, arg, what: str) -> Buffer:
         r = self.region(arg, what)
@@ -450,8 +456,9 @@ def _const_fn(indices: tuple[Expr, ...]):
     return lambda *_vars: indices
 
 
-def walk(func, arch: str, source_shapes: dict[str, tuple[int, ...]]) -> Walked:
+def walk(func, arch: str, source_shapes: dict[str, tuple[int, ...]], threads: int | None = None) -> Walked:
     """The :class:`Walked` program of ``func`` (a ``PrimFunc`` just before LayoutInference, as
     :func:`layoutkit.frontends.tilelang.from_prim_func` captures it; ``source_shapes`` from
-    :func:`allocated_shapes` of the source kernel).  Use ``from_prim_func`` rather than this directly."""
-    return _Walker(func, arch, source_shapes).run()
+    :func:`allocated_shapes` of the source kernel; ``threads`` the launch TileLang materialised, used
+    when the kernel gives no ``threads=``).  Use ``from_prim_func`` rather than this directly."""
+    return _Walker(func, arch, source_shapes, threads).run()

@@ -58,11 +58,16 @@ def complete_region(r: Region, other: Region, what: str) -> tuple[tuple[int, ...
     return r.starts, tuple([1] * (len(r.starts) - len(ext)) + ext)
 
 
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(n for n in shape if n != 1)
+
+
 def copy_regions(src: Region, dst: Region, what: str):
     """Check a copy's two regions; returns ``(src_region, dst_region, loop_shape)``."""
     whole = (src.extents == src.buffer.shape and not any(src.starts)
              and dst.extents == dst.buffer.shape and not any(dst.starts))
-    if whole and src.buffer.shape != dst.buffer.shape:
+    # shapes that differ by unit dims only copy element for element, as TileLang's copy (which drops them)
+    if whole and _squeezed(src.buffer.shape) != _squeezed(dst.buffer.shape):
         raise OpValidationError(f"{what}: whole-buffer copy needs equal shapes; {src.buffer.name} is "
                                 f"{src.buffer.shape}, {dst.buffer.name} is {dst.buffer.shape}", what, dst.buffer.name)
     s = complete_region(src, dst, what)

@@ -1,0 +1,116 @@
+"""Small readers of TileLang's TIR used by the adapter: node collection, constant integers, the
+block's thread count and the shapes a kernel allocates.  TileLang is imported inside each function."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import UnsupportedError
+
+__all__ = ["allocated_shapes", "int_value", "launch_threads", "nodes", "thread_extent", "view_key"]
+
+
+def int_value(x, what: str) -> int:
+    """``x`` as a Python int when it is a constant (an ``int`` or TIR ``IntImm``), else
+    :class:`UnsupportedError` naming ``what``.
+
+    >>> int_value(3, "extent")
+    3
+    """
+    if isinstance(x, int):
+        return x
+    from tilelang import tvm
+
+    if isinstance(x, tvm.tirx.IntImm):
+        return int(x.value)
+    raise UnsupportedError(f"{what}: expected a constant integer; found `{x}`")
+
+
+def nodes(stmt, *types) -> list:
+    """The nodes of ``types`` under ``stmt`` in post order.  Collected first and handled afterwards:
+    an exception raised inside a TVM visitor callback would come back as a bare ``RuntimeError``.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> from tilelang import tvm  # doctest: +SKIP
+    >>> len(nodes(gemm.body, tvm.tirx.For))  # doctest: +SKIP
+    3
+    """
+    from tilelang import tvm
+
+    out: list = []
+    tvm.tirx.stmt_functor.post_order_visit(stmt, lambda n: out.append(n) if isinstance(n, types) else None)
+    return out
+
+
+def launch_threads(func, default: int | None = None) -> int:
+    """The block's thread count: the ``tl.launch_threads`` block attribute (``T.Kernel(..., threads=...)``),
+    else ``default`` (the launch TileLang materialised for a kernel written without ``threads=``).
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> launch_threads(gemm)  # doctest: +SKIP
+    128
+    """
+    from tilelang import tvm
+
+    for block in nodes(func.body, tvm.tirx.SBlock):
+        if "tl.launch_threads" in block.annotations:
+            return math.prod(int_value(x, "tl.launch_threads") for x in block.annotations["tl.launch_threads"])
+    if default is not None:
+        return default
+    raise UnsupportedError("from_prim_func: no tl.launch_threads attribute and no threadIdx launch found; expected "
+                           "a CUDA kernel written with `with T.Kernel(...)`")
+
+
+def thread_extent(func) -> int | None:
+    """The product of the ``threadIdx.x/y/z`` launch extents of ``func`` (None when it launches no
+    threads, or launches them with a symbolic extent).
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` lowered past TileLang's MaterializeKernelLaunch:
+
+    >>> thread_extent(gemm)  # doctest: +SKIP
+    128
+    """
+    from tilelang import tvm
+
+    extents: dict[str, int] = {}
+    for node in nodes(func.body, tvm.tirx.AttrStmt):
+        if node.attr_key == "thread_extent" and str(node.node.thread_tag).startswith("threadIdx."):
+            if not isinstance(node.value, tvm.tirx.IntImm):
+                return None
+            extents.setdefault(str(node.node.thread_tag), int(node.value.value))
+    return math.prod(extents.values()) if extents else None
+
+
+def allocated_shapes(func) -> dict[str, tuple[int, ...]]:
+    """Shapes of the buffers a ``PrimFunc`` allocates, by name (to recognise stage dims later).
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
+
+    >>> allocated_shapes(gemm)  # doctest: +SKIP
+    {'A_shared': (64, 32), 'B_shared': (32, 64), 'C_local': (64, 64)}
+    """
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    out: dict[str, tuple[int, ...]] = {}
+    for node in nodes(func.body, tirx.SBlock, tirx.AllocBuffer, tirx.DeclBuffer):
+        bufs = list(node.alloc_buffers) if isinstance(node, tirx.SBlock) else [node.buffer]
+        for b in bufs:
+            if all(isinstance(x, tirx.IntImm) for x in b.shape):
+                out.setdefault(b.name, tuple(int(x.value) for x in b.shape))
+    return out
+
+
+def view_key(buf) -> tuple:
+    """What tells two TIR buffers over one data variable apart: shape (as text, symbolic extents
+    included) and dtype.
+
+    Needs TileLang (skipped as a doctest):
+
+    >>> from tilelang import tvm  # doctest: +SKIP
+    >>> view_key(tvm.tirx.decl_buffer((4, 8), "float16"))  # doctest: +SKIP
+    (('4', '8'), 'float16')
+    """
+    return tuple(str(x) for x in buf.shape), str(buf.dtype)
