@@ -339,6 +339,9 @@ class Layout:
 
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
+        for d, r in enumerate(region):
+            if isinstance(r, slice) and r.step is not None and not (type(r.step) is int and r.step == 1):
+                raise ShapeError(f"region dim {d} must be a contiguous range; found the slice {r} with a step")
         region = tuple(tuple(r) if not isinstance(r, slice) else (r.start or 0, r.stop) for r in region)
         if len(region) != len(self._input_shape):
             raise ShapeError(
