@@ -68,3 +68,22 @@ def test_annotate_layout_accepts_exactly_the_sound_fragments(rows, cols, stride,
         assert not sound
     else:
         assert sound
+
+
+@pytest.mark.parametrize("mapping,message", [
+    (None, "expects a {buffer: layout} mapping; found NoneType"),
+    ([("x", 1)], "expects a {buffer: layout} mapping; found list"),
+])
+def test_annotate_layout_needs_a_mapping(mapping, message):
+    p, x, s = _annotated_program()
+    with pytest.raises(infer.OpValidationError, match=message.replace("{", r"\{").replace("}", r"\}")):
+        p.annotate_layout(mapping)
+
+
+def test_annotate_layout_keys_are_whole_buffers():
+    p, x, s = _annotated_program()
+    frag = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
+    with pytest.raises(infer.OpValidationError, match="the key for x must be the buffer itself; found Region"):
+        p.annotate_layout({x[0:4, 0:8]: frag})
+    with pytest.raises(lk.ShapeError, match="expected a Buffer"):
+        p.annotate_layout({"x": frag})

@@ -143,3 +143,18 @@ def test_from_linear_round_trips(shape, n_out, data):
     back = lk.Layout.from_linear(L.to_linear())
     assert len(back.forward_index) == len(L.forward_index) == n_out
     assert back.table().tolist() == L.table().tolist()
+
+
+def test_a_strided_region_slice_is_refused():
+    L = lk.Layout([8, 8], lambda i, j: i * 8 + j)
+    with pytest.raises(lk.ShapeError, match="contiguous range"):
+        L.map_region_bounds([slice(0, 8, 2), (0, 8)])
+    assert L.map_region_bounds([slice(0, 8), slice(2, 4, 1)]) == ((2, 60),)
+
+
+@pytest.mark.parametrize("shape", [(), ((), 4), (2, ())])
+def test_coordinate_maps_refuse_an_empty_mode(shape):
+    with pytest.raises(lk.ShapeError, match="has an empty mode"):
+        tla.crd2idx(1, shape)
+    with pytest.raises(lk.ShapeError, match="has an empty mode"):
+        tla.idx2crd(1, shape)

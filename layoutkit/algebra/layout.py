@@ -554,7 +554,7 @@ def _region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tu
     for d, r in enumerate(region):
         if isinstance(r, slice):
             if r.step not in (None, 1):
-                raise ShapeError(f"region dim {d}: slices take no step; found {r}")
+                raise ShapeError(f"region dim {d} must be a contiguous range: slices take no step; found {r}")
             pair: tuple[object, ...] = (0 if r.start is None else r.start, shape[d] if r.stop is None else r.stop)
         elif isinstance(r, Sequence) and not isinstance(r, (str, bytes)):
             pair = tuple(r)

@@ -24,7 +24,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from ..algebra.layout import Layout, check_shape, placeholder
@@ -223,8 +223,15 @@ class Program:
         x | annotate_layout: the fragment for x puts two elements on one thread register: (0,) and (4,) are \
 both in thread 0, register 0
         """
+        if not isinstance(mapping, Mapping):
+            raise validate.OpValidationError(f"annotate_layout expects a {{buffer: layout}} mapping; found "
+                                             f"{type(mapping).__name__}", "annotate_layout")
         for buf, layout in mapping.items():
             name = self.own(buf).buffer.name
+            if not isinstance(buf, Buffer):
+                # a region would annotate part of a buffer, which no layout describes
+                raise validate.OpValidationError(f"annotate_layout: the key for {name} must be the buffer itself; "
+                                                 f"found {type(buf).__name__} {buf!r}", "annotate_layout", name)
             if not isinstance(layout, Layout):
                 raise validate.OpValidationError(f"annotate_layout: {name} needs a Layout or Fragment; found "
                                                  f"{type(layout).__name__}", "annotate_layout", name)

@@ -114,12 +114,21 @@ def _checked_shape(shape: object, stride: object, what: str) -> tuple[Any, Any]:
     column-major when None), normalised, or a :class:`ShapeError` naming the bad leaf: a float or
     zero extent would give an offset of no coordinate (or divide by zero)."""
     s = as_int_tuple(shape, f"{what} shape", minimum=1)
+    if _has_empty_mode(s):
+        raise ShapeError(f"{what}: the shape {to_str(s)} has an empty mode (no extent to address)")
     if stride is None:
         return s, compact_col_major(s)
     d = as_int_tuple(stride, f"{what} stride")
     if not congruent(s, d):
         raise ShapeError(f"{what}: shape {to_str(s)} and stride {to_str(d)} are not congruent")
     return s, d
+
+
+def _has_empty_mode(shape: object) -> bool:
+    """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
+    if isinstance(shape, (tuple, list)):
+        return not shape or any(_has_empty_mode(m) for m in shape)
+    return False
 
 
 def _checked_crd2idx(coord: object, shape: object, stride: object, what: str) -> Coord:

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from ..algebra.overflow import INT64, narrow_int64
 from ..errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
-from .coord import _crd2idx, _Mismatch, _show, check_coord
+from .coord import _crd2idx, _has_empty_mode, _Mismatch, _show, check_coord
 from .int_tuple import (
     Int,
     as_int_tuple,
@@ -342,13 +342,6 @@ def _as_objects(coord: Any) -> Any:
     if type(coord) is tuple:
         return tuple(_as_objects(c) for c in coord)
     return coord.astype(object) if isinstance(coord, np.ndarray) else coord
-
-
-def _has_empty_mode(shape: object) -> bool:
-    """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
-    if isinstance(shape, (tuple, list)):
-        return not shape or any(_has_empty_mode(m) for m in shape)
-    return False
 
 
 def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout:
