@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import math
 
+from ..algebra.nodes import Const, Expr
 from ..errors import UnsupportedError
+from .tilelang_exprs import from_prim_expr
 
-__all__ = ["allocated_shapes", "int_value", "launch_threads", "nodes", "thread_extent", "view_key"]
+__all__ = ["allocated_shapes", "int_value", "launch_threads", "nodes", "selection_index", "thread_extent",
+           "view_key"]
 
 
 def int_value(x, what: str) -> int:
@@ -114,3 +117,31 @@ def view_key(buf) -> tuple:
     (('4', '8'), 'float16')
     """
     return tuple(str(x) for x in buf.shape), str(buf.dtype)
+
+
+def selection_index(x, n: int, loop_var=None) -> int | None:
+    """A shared-memory index that selects a slice by variables outside the parallel loop (a serial loop,
+    a block index: ``A_shared[b, i, j]``, ``T.copy(A_shared[b, :, :], ...)``), read with them at 0 and
+    clamped into ``[0, n)``; None when it uses a variable of the loop (``loop_var(v)`` not None) or
+    cannot be read.  Exact for layouts: a shared buffer has one layout, so every slice it selects is
+    laid out alike.
+
+    >>> selection_index(3, 4), selection_index(7, 4)
+    (3, 3)
+    """
+    if isinstance(x, int):
+        return min(max(x, 0), n - 1)
+    moving = []
+
+    def look(v) -> Expr:
+        if loop_var is not None and loop_var(v) is not None:
+            moving.append(v)
+        return Const(0)
+
+    try:
+        e = from_prim_expr(x, look, "selection")
+    except UnsupportedError:
+        return None
+    if moving:
+        return None
+    return min(max(e.value if isinstance(e, Const) else 0, 0), n - 1)
