@@ -232,6 +232,25 @@ def test_shared_slice_selected_by_a_serial_loop_variable():
         from_prim_func(main, TARGET)
 
 
+def test_copy_loops_over_the_lower_level_sides_extents():
+    """TileLang's ``CopyNode::MakeIterVars``: the copy loop takes the fragment side's extents; a
+    fragment side smaller than the source is refused (TileLang fails on it too)."""
+    p = tilelang_run("copy_extents_differ").program
+    copies = [(op.args["src"], op.args["dst"], op.loop) for op in p.ops if op.kind == "copy"]
+    assert copies == [("A", "f", (64, 3)), ("f", "B", (64, 4))]
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 4), "float32")
+            T.copy(A[:, 0:3], f[:, 0:2])
+            T.copy(f, B[:, 0:4])
+
+    with pytest.raises(UnsupportedError, match=r"the copy loops over f \[64, 2\], smaller than the source A"):
+        from_prim_func(main, TARGET)
+
+
 def test_fragment_view_at_another_width_is_refused():
     import tilelang.language as T
 

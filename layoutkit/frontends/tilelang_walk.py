@@ -34,7 +34,15 @@ from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
 from .tilelang_exprs import from_prim_expr, from_tilelang
-from .tilelang_ir import allocated_shapes, launch_threads, nodes, selection_index, thread_extent, view_key
+from .tilelang_ir import (
+    allocated_shapes,
+    copy_loop_regions,
+    launch_threads,
+    nodes,
+    selection_index,
+    thread_extent,
+    view_key,
+)
 from .tilelang_ir import int_value as _int
 from .tilelang_tileops import READ, refuse
 
@@ -313,7 +321,8 @@ class _Walker:
 
     def copy(self, call) -> None:
         what = f"T.copy `{call}`"
-        self.p.copy(self.region(call.args[0], what), self.region(call.args[1], what))
+        src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
+        self.p.copy(src, dst)
 
     def fill(self, call) -> None:
         what = f"T.fill `{call}`"
