@@ -208,6 +208,49 @@ def test_copies_between_shapes_that_differ_by_unit_dims():
                       ("g", "C", (64, 128))]
 
 
+def test_shared_slice_selected_by_a_serial_loop_variable():
+    """``s[b, :, :]`` / ``s[b, i, j]`` with ``b`` a serial loop variable: read at ``b = 0`` (one layout per
+    shared buffer lays every slice out alike); a fragment region starting at a loop variable is refused."""
+    p = tilelang_run("serial_slices").program
+    copy = next(op for op in p.ops if op.kind == "copy" and op.args["src"] == "s")
+    assert copy.args["src_region"] == ((0, 0, 0), (1, 64, 64))
+    loop = next(op for op in p.ops if op.kind == "parallel")
+    assert [str(e) for e in next(a for a in loop.accesses if a.buffer == "s").indices] == ["0", "_i", "_j"]
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            lse = T.alloc_fragment((4, 64), "float32")
+            row = T.alloc_fragment((64,), "float32")
+            T.copy(A, lse)
+            for k in T.serial(4):
+                T.copy(lse[k, 0:64], row)
+                T.copy(row, B[k, 0:64])
+
+    with pytest.raises(UnsupportedError, match=r"T.copy .*start of lse: cannot translate Var node `k`"):
+        from_prim_func(main, TARGET)
+
+
+def test_copy_loops_over_the_lower_level_sides_extents():
+    """TileLang's ``CopyNode::MakeIterVars``: the copy loop takes the fragment side's extents; a
+    fragment side smaller than the source is refused (TileLang fails on it too)."""
+    p = tilelang_run("copy_extents_differ").program
+    copies = [(op.args["src"], op.args["dst"], op.loop) for op in p.ops if op.kind == "copy"]
+    assert copies == [("A", "f", (64, 3)), ("f", "B", (64, 4))]
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            f = T.alloc_fragment((64, 4), "float32")
+            T.copy(A[:, 0:3], f[:, 0:2])
+            T.copy(f, B[:, 0:4])
+
+    with pytest.raises(UnsupportedError, match=r"the copy loops over f \[64, 2\], smaller than the source A"):
+        from_prim_func(main, TARGET)
+
+
 def test_fragment_view_at_another_width_is_refused():
     import tilelang.language as T
 

@@ -5,8 +5,8 @@ GEMM + bias + row max); the rest are GEMM variants, elementwise (one with a dyna
 row/column reductions, a softmax over a tile, GEMM + bias + ReLU, a tile atomic add, an annotated
 swizzle, an attention head (a GEMM with its A operand in registers), two kernels written without
 ``threads=`` (TileLang's default 128), a shared-memory ``T.transpose``, a convolution over ``T.im2col``
-tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, and two
-kernels TileLang
+tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, shared
+slices selected by a serial loop variable, copies whose sides' extents differ, and two kernels TileLang
 0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
 
 Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
@@ -382,6 +382,40 @@ def reshaped(M=64, N=128, threads=128):
     return main
 
 
+def serial_slices(B=4, M=64, N=64, threads=128, dtype="float16"):
+    """A shared tile of ``B`` slices, each selected by a serial loop variable: in a copy's start
+    (``T.copy(s[b, :, :], f)``) and in a parallel loop's index (``s[b, i, j]``)."""
+    @T.prim_func
+    def main(A: T.Tensor((B, M, N), dtype), C: T.Tensor((B, M, N), dtype), D: T.Tensor((B, M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            s = T.alloc_shared((B, M, N), dtype)
+            f = T.alloc_fragment((M, N), dtype)
+            g = T.alloc_fragment((M, N), dtype)
+            T.copy(A, s)
+            for b in T.serial(B):
+                T.copy(s[b, :, :], f)
+                T.copy(f, C[b, :, :])
+                for i, j in T.Parallel(M, N):
+                    g[i, j] = s[b, i, j] * T.cast(2, dtype)
+                T.copy(g, D[b, :, :])
+    return main
+
+
+def copy_extents_differ(M=64, threads=128, dtype="float32"):
+    """Copies whose two sides have different extents: TileLang loops over the fragment side's
+    (``T.copy(A[:, 0:2], f[:, 0:3])`` reads three columns of ``A``)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, 64), dtype), B: T.Tensor((M, 64), dtype)):
+        with T.Kernel(1, threads=threads):
+            f = T.alloc_fragment((M, 4), dtype)
+            T.fill(f, 0)
+            T.copy(A[:, 0:2], f[:, 0:3])
+            for i, j in T.Parallel(M, 4):
+                f[i, j] = f[i, j] + T.cast(1, dtype)
+            T.copy(f[:, 0:4], B[:, 0:3])
+    return main
+
+
 def through_registers(dtype, M=64, N=64, threads=128):
     """``A`` copied into a fragment, copied in a parallel loop into another, and out: the layouts
     (their vector widths) depend on the element width only."""
@@ -439,6 +473,8 @@ KERNELS: dict[str, Callable] = {
     "conv_im2col": lambda: conv_im2col(),
     "unit_dim_copies": lambda: unit_dim_copies(),
     "reshaped": lambda: reshaped(),
+    "serial_slices": lambda: serial_slices(),
+    "copy_extents_differ": lambda: copy_extents_differ(),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import math
 
+from ..algebra.nodes import Const, Expr
 from ..errors import UnsupportedError
+from ..infer.program import Region
+from .tilelang_exprs import from_prim_expr
 
-__all__ = ["allocated_shapes", "int_value", "launch_threads", "nodes", "thread_extent", "view_key"]
+__all__ = ["allocated_shapes", "copy_loop_regions", "int_value", "launch_threads", "nodes", "selection_index",
+           "thread_extent", "view_key"]
 
 
 def int_value(x, what: str) -> int:
@@ -114,3 +118,77 @@ def view_key(buf) -> tuple:
     (('4', '8'), 'float16')
     """
     return tuple(str(x) for x in buf.shape), str(buf.dtype)
+
+
+def selection_index(x, n: int, loop_var=None) -> int | None:
+    """A shared-memory index that selects a slice by variables outside the parallel loop (a serial loop,
+    a block index: ``A_shared[b, i, j]``, ``T.copy(A_shared[b, :, :], ...)``), read with them at 0 and
+    clamped into ``[0, n)``; None when it uses a variable of the loop (``loop_var(v)`` not None) or
+    cannot be read.  Exact for layouts: a shared buffer has one layout, so every slice it selects is
+    laid out alike.
+
+    >>> selection_index(3, 4), selection_index(7, 4)
+    (3, 3)
+    """
+    if isinstance(x, int):
+        return min(max(x, 0), n - 1)
+    moving = []
+
+    def look(v) -> Expr:
+        if loop_var is not None and loop_var(v) is not None:
+            moving.append(v)
+        return Const(0)
+
+    try:
+        e = from_prim_expr(x, look, "selection")
+    except UnsupportedError:
+        return None
+    if moving:
+        return None
+    return min(max(e.value if isinstance(e, Const) else 0, 0), n - 1)
+
+
+def _level(scope: str) -> int:
+    return 2 if scope.startswith("local") else 1 if scope.startswith("shared") else 0
+
+
+def copy_loop_regions(src: Region, dst: Region, what: str) -> tuple[Region, Region]:
+    """The two regions of a copy as TileLang's ``CopyNode::MakeIterVars`` loops over them: when their
+    non-unit extents differ (``T.copy(A[:, 0:2], f[:, 0:3])``), the loop takes the extents of the side
+    in the lower memory level (fragment < shared < global; the source on a tie) and both sides are
+    accessed over them.  Refused like TileLang when that side is smaller than the source, and when
+    the other side would then run past its buffer (TileLang guards it with a predicate a Program
+    copy cannot express).
+
+    >>> from layoutkit.infer import Program
+    >>> p = Program(); A = p.tensor("A", (64, 64), "float32"); f = p.alloc_fragment("f", (64, 4), "float32")
+    >>> s, d = copy_loop_regions(Region(A, (0, 0), (64, 2)), Region(f, (0, 0), (64, 3)), "copy")
+    >>> s.extents, d.extents
+    ((64, 3), (64, 3))
+    """
+    se = [(k, e) for k, e in enumerate(src.extents or ()) if e != 1]
+    de = [(k, e) for k, e in enumerate(dst.extents or ()) if e != 1]
+    if [e for _, e in se] == [e for _, e in de] or src.extents is None or dst.extents is None:
+        return src, dst
+    if len(se) != len(de):
+        raise UnsupportedError(f"{what}: {src.buffer.name} {list(src.extents)} and {dst.buffer.name} "
+                               f"{list(dst.extents)} have different numbers of non-unit extents")
+    base_is_src = _level(src.buffer.scope) >= _level(dst.buffer.scope)
+    base, other, pairs = (src, dst, list(zip(se, de))) if base_is_src else (dst, src, list(zip(de, se)))
+    for (_, b), (_, o) in pairs:
+        if not base_is_src and b < o:
+            raise UnsupportedError(f"{what}: the copy loops over {base.buffer.name} {list(base.extents or ())}, "
+                                   f"smaller than the source {other.buffer.name} {list(other.extents or ())}")
+    ext = list(other.extents or ())
+    for (_, b), (k, _) in pairs:
+        ext[k] = b
+    for k, (lo, e, n) in enumerate(zip(other.starts, ext, other.buffer.shape)):
+        if e > n or (lo + e > n and other.buffer.scope != "global"):
+            raise UnsupportedError(f"{what}: {other.buffer.name} accessed over [{lo}:{lo + e}] of dim {k} runs past "
+                                   f"its {n}; expected extents inside the buffer")
+    if other.buffer.scope == "global":  # global starts were clamped for the region's own extents
+        starts = tuple(min(lo, n - e) for lo, e, n in zip(other.starts, ext, other.buffer.shape))
+    else:
+        starts = other.starts
+    widened = Region(other.buffer, starts, tuple(ext))
+    return (base, widened) if base_is_src else (widened, base)

@@ -16,7 +16,8 @@ through; fragments read or written outside tile ops (an ``if`` condition, a scal
 
 Global-memory starts and indices that use block or serial loop variables are read with those
 variables at 0 (clamped into the tensor): layout inference uses only their element types, never
-their positions.
+their positions.  So are shared-memory indices that only select a slice (``s[b, :, :]``, ``s[b, i, j]``
+with ``b`` outside the parallel loop): a shared buffer has one layout for all its slices.
 
 >>> _program_scope("local.var"), _program_scope("shared.dyn")
 ('local', 'shared.dyn')
@@ -33,7 +34,15 @@ from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
 from .tilelang_exprs import from_prim_expr, from_tilelang
-from .tilelang_ir import allocated_shapes, launch_threads, nodes, thread_extent, view_key
+from .tilelang_ir import (
+    allocated_shapes,
+    copy_loop_regions,
+    launch_threads,
+    nodes,
+    selection_index,
+    thread_extent,
+    view_key,
+)
 from .tilelang_ir import int_value as _int
 from .tilelang_tileops import READ, refuse
 
@@ -49,6 +58,7 @@ DYNAMIC_EXTENT = 1 << 20
 enter layout inference; only bounds checks and the io-aware model's address strides see it."""
 
 _SCOPE_ALIASES = {"local.var": "local"}
+_SHARED = ("shared", "shared.dyn")
 _NO_LAYOUT_SCOPES = ("shared.barrier",)
 """Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
@@ -298,14 +308,21 @@ class _Walker:
             except UnsupportedError:
                 value = 0
             return min(max(value, 0), max(n - extent, 0))
-        v = from_prim_expr(x, lambda _v: None, f"{what}: start of {b.name}")
+        try:
+            v = from_prim_expr(x, lambda _v: None, f"{what}: start of {b.name}")
+        except UnsupportedError:
+            sel = selection_index(x, n) if extent == 1 and b.scope in _SHARED else None
+            if sel is None:
+                raise
+            return sel
         if not isinstance(v, Const):
             raise UnsupportedError(f"{what}: start `{x}` of {b.name} is not a constant")
         return v.value
 
     def copy(self, call) -> None:
         what = f"T.copy `{call}`"
-        self.p.copy(self.region(call.args[0], what), self.region(call.args[1], what))
+        src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
+        self.p.copy(src, dst)
 
     def fill(self, call) -> None:
         what = f"T.fill `{call}`"
@@ -417,7 +434,16 @@ class _Walker:
                     e = Const(0)
                 out.append(e if e.lo >= 0 and e.hi <= n - 1 else Const(0))
             return tuple(out)
-        return tuple(from_prim_expr(x, loop_var, f"{where}: index of {b.name}") for x in indices)
+        out = []
+        for x, n in zip(indices, b.shape):
+            try:
+                out.append(from_prim_expr(x, loop_var, f"{where}: index of {b.name}"))
+            except UnsupportedError:
+                sel = selection_index(x, n, loop_var) if b.scope in _SHARED else None
+                if sel is None:
+                    raise
+                out.append(Const(sel))
+        return tuple(out)
 
     # ---- annotations ----------------------------------------------------------------------------
     def _annotate(self, data, tl_layout, where: str) -> None:
