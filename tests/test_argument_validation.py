@@ -125,3 +125,20 @@ def test_partial_combine_checks_its_registers():
     for size in ("x", None, 1.5, 0, 3):
         with pytest.raises(lk.ShapeError):
             lk.PartialFragment(frag, size) if size is not None else lk.PartialFragment(frag, "")
+
+
+def test_enumeration_proof_with_a_huge_output_box():
+    spread = lk.Layout([4], lambda i: i * 2**40)
+    proof = spread.prove_bijective("enumerate")
+    assert not proof and proof.witness == {"size_mismatch": (4, 3 * 2**40 + 1)}
+    clash = lk.Layout([4, 2], lambda i, j: (i // 2 * 2**40, j))
+    proof = clash.prove_bijective("enumerate")
+    assert not proof and proof.witness["collision"][:2] == ((0, 0), (1, 0))
+
+
+@pytest.mark.parametrize("coord", [None, 3, "ab", object()])
+def test_coordinates_that_are_not_sequences(coord):
+    with pytest.raises(lk.ShapeError):
+        L.map_forward_index(coord)
+    with pytest.raises(lk.ShapeError):
+        F.map_forward_thread(coord)

@@ -33,6 +33,7 @@ from .shapes import (
     call_index_fn,
     call_user,
     check_shape,
+    coordinate_tuple,
     enumerable_grid,
     normalize_outputs,
     placeholder,
@@ -51,10 +52,9 @@ ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"``."""
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
-    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "enumerable_grid",
-    "normalize_outputs",
-    "placeholder",
-    "positional_arity", "positive_int", "reshape_mapping", "row_major_flat", "unflatten_mapping",
+    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "coordinate_tuple",
+    "enumerable_grid", "normalize_outputs", "placeholder", "positional_arity", "positive_int", "reshape_mapping",
+    "row_major_flat", "unflatten_mapping",
 ]
 
 
@@ -216,11 +216,7 @@ class Layout:
         >>> lk.Layout([8, 8], lambda i, j: i * 8 + j).map_forward_index([2, 3])
         (19,)
         """
-        coord = tuple(coord)
-        if len(coord) != len(self._input_shape):
-            raise ShapeError(
-                f"{self.describe()} takes {len(self._input_shape)} coordinates; found {len(coord)}: {coord}"
-            )
+        coord = coordinate_tuple(coord, len(self._input_shape), self.describe())
         if all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coord):
             for d, (c, e) in enumerate(zip(coord, self._input_shape)):
                 if not 0 <= c < e:  # before the int64 conversion, which would overflow on huge ints

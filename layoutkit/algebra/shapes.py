@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,9 +39,10 @@ MAX_SIZE = MAX_EXTENT
 """Most coordinates of a domain (``prod(shape)``): row-major offsets stay inside int64."""
 
 
-TABLE_LIMIT = 2**32
-"""Most points (coordinates times replicas) a table, an output box or an enumeration evaluates; larger
-domains are refused with a LimitError instead of allocating without bound."""
+TABLE_LIMIT = 2**26
+"""Most points (coordinates times replicas) a table, an output box or an enumeration evaluates (each
+int64 column of such a table is 512 MiB); larger domains are refused with a LimitError instead of
+allocating without bound."""
 
 
 def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[NDArray[np.int64], ...]:
@@ -48,9 +50,19 @@ def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[N
     values per coordinate stays within :data:`TABLE_LIMIT`."""
     points = math.prod(shape) * copies
     if points > TABLE_LIMIT:
-        raise LimitError(f"{what} would evaluate {points} points; at most 2**32 are enumerated (a symbolic "
+        raise LimitError(f"{what} would evaluate {points} points; at most 2**26 are enumerated (a symbolic "
                          f"method, e.g. prove_bijective('isl'), works on larger domains)", TABLE_LIMIT, points)
     return grid(shape)
+
+
+def coordinate_tuple(coord: object, rank: int, what: str) -> tuple[Any, ...]:
+    """``coord`` as a tuple of ``rank`` entries, or a ShapeError naming ``what``."""
+    if isinstance(coord, (str, bytes)) or not isinstance(coord, (Sequence, np.ndarray)):
+        raise ShapeError(f"{what} takes a sequence of {rank} coordinates; found {type(coord).__name__} {coord!r}")
+    out = tuple(coord)
+    if len(out) != rank:
+        raise ShapeError(f"{what} takes {rank} coordinates; found {len(out)}: {out}")
+    return out
 
 
 def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, ...]:
