@@ -193,3 +193,30 @@ def positive_int(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ShapeError(f"{what} must be a positive integer; found {value!r}")
     return int(value)
+
+
+def region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tuple[int, int]]:
+    """``region`` (per dim a ``(lo, hi_exclusive)`` pair or a slice; open slice ends take the extent) as
+    integer pairs, checked for type and rank (not yet for bounds).
+
+    >>> region_ranges([(0, 2), slice(1, None)], (4, 4), "L")
+    [(0, 2), (1, 4)]
+    """
+    if isinstance(region, (str, bytes)) or not isinstance(region, Sequence):
+        raise ShapeError(f"region must be a sequence of (lo, hi) pairs or slices, one per dim; found {region!r}")
+    if len(region) != len(shape):
+        raise ShapeError(f"region {region} has {len(region)} ranges; {what} has rank {len(shape)}")
+    out = []
+    for d, r in enumerate(region):
+        if isinstance(r, slice):
+            if r.step not in (None, 1):
+                raise ShapeError(f"region dim {d}: slices take no step; found {r}")
+            pair: tuple[object, ...] = (0 if r.start is None else r.start, shape[d] if r.stop is None else r.stop)
+        elif isinstance(r, Sequence) and not isinstance(r, (str, bytes)):
+            pair = tuple(r)
+        else:
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) or a slice; found {r!r}")
+        if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) with integer bounds; found {r!r}")
+        out.append((int(pair[0]), int(pair[1])))  # type: ignore[call-overload]
+    return out
