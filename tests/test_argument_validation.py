@@ -61,8 +61,8 @@ def test_bad_single_coordinates(coord):
 
 @pytest.mark.parametrize("coords", [
     [[1, 2], [3]], [["a", "b"]], [[None, 1]], [[object(), 1]], [[1j, 1]], [[2**70, 1]], [[float("nan"), 1]],
-    [[float("inf"), 1]], np.array([[2**63, 1]], dtype=np.uint64), None,
-], ids=["ragged", "str", "none", "object", "complex", "huge", "nan", "inf", "uint64", "None"])
+    [[float("inf"), 1]], np.array([[2**63, 1]], dtype=np.uint64), None, [[1e30, 1.0]],
+], ids=["ragged", "str", "none", "object", "complex", "huge", "nan", "inf", "uint64", "None", "huge-float"])
 def test_bad_coordinate_arrays(coords):
     with pytest.raises(lk.CoordinateError):
         L.apply(coords)
@@ -113,6 +113,8 @@ def test_bad_thread_coordinates():
         F.map_forward_thread([None, 1])
     with pytest.raises(lk.ShapeError):
         F.map_forward_thread([1, 1], rep=5)
+    with pytest.raises(lk.ShapeError):
+        F.bind_thread_range(float("inf"), 4)
 
 
 def test_partial_combine_checks_its_registers():

@@ -474,7 +474,7 @@ def _check_range(thread_range: Any) -> tuple[int, int] | None:
         return None
     try:
         start, extent = (int(v) for v in thread_range)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         raise ShapeError(f"thread_range must be (start, extent); found {thread_range!r}") from None
     if start < 0 or extent <= 0:
         raise ShapeError(f"thread_range must have start >= 0 and extent > 0; found {thread_range!r}")
