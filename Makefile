@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint lint-imports typecheck check bench clean
+.PHONY: demo test fuzz lint lint-imports typecheck check bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(VENV)/.installed-plot
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -n auto
+
+# the hostile-input suite at length (10,000 examples per test; FUZZ_EXAMPLES=N to change); `make test`
+# runs the same tests under the bounded, derandomised CI profile
+fuzz: $(VENV)/.installed-test
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -p no:cacheprovider -n auto tests/fuzz
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools

@@ -169,7 +169,7 @@ def _run_program_file(file) -> object:
         raise
     except SyntaxError as err:
         raise CliError(f"{file.name}:{err.lineno}: SyntaxError: {err.msg}") from None
-    except Exception as err:  # noqa: BLE001 - the user's program is arbitrary code
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's program is arbitrary code
         frames = [f for f in traceback.extract_tb(err.__traceback__) if f.filename == str(file)]
         where = f"{file.name}:{frames[-1].lineno}" if frames else file.name
         raise CliError(f"{where}: {type(err).__name__}: {_one_line(err)}") from err
@@ -185,8 +185,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
     prog = load_program(args.program)
     if args.target:
         prog.target = args.target
-    print(f"inferring {len(prog.ops)} ops on {prog.threads} threads, target {prog.target}", file=sys.stderr)
     result = infer.infer_layouts(prog, cost_model=args.cost_model or "register-count")
+    # after solving, so that a failure is the one error line on stderr
+    print(f"inferred {len(prog.ops)} ops on {prog.threads} threads, target {prog.target}", file=sys.stderr)
     if args.json:
         payload = {
             name: {"repr": str(layout), "input_shape": list(layout.input_shape),

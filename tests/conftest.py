@@ -16,6 +16,15 @@ settings.register_profile(
     print_blob=True,
 )
 settings.register_profile("dev", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# `make fuzz`: the hostile-input suite (tests/fuzz) at length; an input that takes over 5 s counts as a hang
+settings.register_profile(
+    "fuzz",
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "10000")),
+    deadline=5000,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+    database=None,
+    print_blob=True,
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 

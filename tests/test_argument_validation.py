@@ -65,8 +65,8 @@ def test_bad_single_coordinates(coord):
 
 @pytest.mark.parametrize("coords", [
     [[1, 2], [3]], [["a", "b"]], [[None, 1]], [[object(), 1]], [[1j, 1]], [[2**70, 1]], [[float("nan"), 1]],
-    [[float("inf"), 1]], np.array([[2**63, 1]], dtype=np.uint64), None,
-], ids=["ragged", "str", "none", "object", "complex", "huge", "nan", "inf", "uint64", "None"])
+    [[float("inf"), 1]], np.array([[2**63, 1]], dtype=np.uint64), None, [[1e30, 1.0]],
+], ids=["ragged", "str", "none", "object", "complex", "huge", "nan", "inf", "uint64", "None", "huge-float"])
 def test_bad_coordinate_arrays(coords):
     with pytest.raises(lk.CoordinateError):
         L.apply(coords)
@@ -117,6 +117,8 @@ def test_bad_thread_coordinates():
         F.map_forward_thread([None, 1])
     with pytest.raises(lk.ShapeError):
         F.map_forward_thread([1, 1], rep=5)
+    with pytest.raises(lk.ShapeError):
+        F.bind_thread_range(float("inf"), 4)
 
 
 def test_partial_combine_checks_its_registers():
@@ -129,3 +131,20 @@ def test_partial_combine_checks_its_registers():
     for size in ("x", None, 1.5, 0, 3):
         with pytest.raises(lk.ShapeError):
             lk.PartialFragment(frag, size) if size is not None else lk.PartialFragment(frag, "")
+
+
+def test_enumeration_proof_with_a_huge_output_box():
+    spread = lk.Layout([4], lambda i: i * 2**40)
+    proof = spread.prove_bijective("enumerate")
+    assert not proof and proof.witness == {"size_mismatch": (4, 3 * 2**40 + 1)}
+    clash = lk.Layout([4, 2], lambda i, j: (i // 2 * 2**40, j))
+    proof = clash.prove_bijective("enumerate")
+    assert not proof and proof.witness["collision"][:2] == ((0, 0), (1, 0))
+
+
+@pytest.mark.parametrize("coord", [None, 3, "ab", object()])
+def test_coordinates_that_are_not_sequences(coord):
+    with pytest.raises(lk.ShapeError):
+        L.map_forward_index(coord)
+    with pytest.raises(lk.ShapeError):
+        F.map_forward_thread(coord)

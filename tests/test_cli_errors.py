@@ -17,6 +17,7 @@ BAD_PROGRAMS = {
     "syntax_error.py": "def program(:\n    pass\n",
     "raises_at_import.py": "import json\njson.loads('{')\n",
     "neither.py": "x = 1\n",
+    "exits.py": "import sys\nsys.exit(3)\n",
     "wrong_type.py": "def program():\n    return 42\n",
     "builder_error.py": ("from layoutkit import infer\ndef program():\n    p = infer.Program(threads=32)\n"
                          "    return p.alloc_fragment('x', (0,), 'float32')\n"),
@@ -116,3 +117,13 @@ def test_installed_command_bad_json_one_line(tmp_path):
                              timeout=60)
         _check_one_line_exit_2(out.returncode, out.stderr)
         assert out.stdout == ""
+
+
+def test_inference_failure_is_the_only_stderr_line(tmp_path, capsys):
+    doc = programs.gemm(bM=64, bN=64, bK=32).to_dict()
+    doc["threads"] = 1  # valid document, refused by the GEMM rule
+    path = _write(tmp_path, "one_thread.json", json.dumps(doc))
+    code = main(["infer", str(path)])
+    err = capsys.readouterr().err
+    _check_one_line_exit_2(code, err)
+    assert "whole warps" in err

@@ -34,11 +34,13 @@ from .shapes import (
     call_index_fn,
     call_user,
     check_shape,
+    coordinate_tuple,
     enumerable_grid,
     normalize_outputs,
     placeholder,
     positional_arity,
     positive_int,
+    region_ranges,
     reshape_mapping,
     row_major_flat,
     unflatten_mapping,
@@ -54,10 +56,9 @@ _SLAB = 1 << 20  # coordinates per slab of linear_table
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
-    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "enumerable_grid",
-    "normalize_outputs",
-    "placeholder",
-    "positional_arity", "positive_int", "reshape_mapping", "row_major_flat", "unflatten_mapping",
+    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "coordinate_tuple",
+    "enumerable_grid", "normalize_outputs", "placeholder", "positional_arity", "positive_int", "reshape_mapping",
+    "row_major_flat", "unflatten_mapping",
 ]
 
 
@@ -223,11 +224,7 @@ class Layout:
         >>> lk.Layout([8, 8], lambda i, j: i * 8 + j).map_forward_index([2, 3])
         (19,)
         """
-        coord = tuple(coord)
-        if len(coord) != len(self._input_shape):
-            raise ShapeError(
-                f"{self.describe()} takes {len(self._input_shape)} coordinates; found {len(coord)}: {coord}"
-            )
+        coord = coordinate_tuple(coord, len(self._input_shape), self.describe())
         if all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in coord):
             for d, (c, e) in enumerate(zip(coord, self._input_shape)):
                 if not 0 <= c < e:  # before the int64 conversion, which would overflow on huge ints
@@ -277,6 +274,9 @@ class Layout:
             if arr.size and not (np.all(np.isfinite(arr)) and np.all(np.equal(np.mod(arr, 1), 0))):
                 raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} with fractional or "
                                       f"non-finite values")
+            if arr.size and float(np.abs(arr).max()) >= 2.0**62:  # would not survive the int64 cast
+                raise CoordinateError(f"coordinate value {float(np.abs(arr).max())} is outside the input shape "
+                                      f"{self._input_shape} of {self.describe()}")
             arr = arr.astype(np.int64)
         n = len(self._input_shape)
         if arr.ndim == 0 or arr.shape[-1] != n:
@@ -386,7 +386,7 @@ class Layout:
 
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
-        ranges = _region_ranges(region, self._input_shape, self.describe())
+        ranges = region_ranges(region, self._input_shape, self.describe())
         coords = []
         for d, (lo, hi) in enumerate(ranges):
             if not 0 <= lo < hi <= self._input_shape[d]:
@@ -541,29 +541,6 @@ class Layout:
 def tagged_layout(input_shape: Sequence[int], exprs: Sequence[Expr], tag: Hashable | None) -> Layout:
     """``Layout.from_exprs(input_shape, exprs).with_tag(tag)`` (what tagged layouts pickle to)."""
     return Layout.from_exprs(input_shape, exprs).with_tag(tag)
-
-
-def _region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tuple[int, int]]:
-    """``region`` (per dim a ``(lo, hi_exclusive)`` pair or a slice; open slice ends take the extent) as
-    integer pairs, checked for type and rank (not yet for bounds)."""
-    if isinstance(region, (str, bytes)) or not isinstance(region, Sequence):
-        raise ShapeError(f"region must be a sequence of (lo, hi) pairs or slices, one per dim; found {region!r}")
-    if len(region) != len(shape):
-        raise ShapeError(f"region {region} has {len(region)} ranges; {what} has rank {len(shape)}")
-    out = []
-    for d, r in enumerate(region):
-        if isinstance(r, slice):
-            if r.step not in (None, 1):
-                raise ShapeError(f"region dim {d} must be a contiguous range: slices take no step; found {r}")
-            pair: tuple[object, ...] = (0 if r.start is None else r.start, shape[d] if r.stop is None else r.stop)
-        elif isinstance(r, Sequence) and not isinstance(r, (str, bytes)):
-            pair = tuple(r)
-        else:
-            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) or a slice; found {r!r}")
-        if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
-            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) with integer bounds; found {r!r}")
-        out.append((int(pair[0]), int(pair[1])))  # type: ignore[call-overload]
-    return out
 
 
 def _tuple_text(items: Iterable[object]) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
 from ..errors import ExprError, LimitError, UnsupportedError
+from .refused import RefusedOperators
 
 INF = math.inf
 
@@ -64,7 +65,7 @@ def as_expr(value: object) -> Expr:
     return Const(_as_int(value))
 
 
-class Expr:
+class Expr(RefusedOperators):
     """Base class of all index expressions (immutable and hashable)."""
 
     __slots__ = ("_key", "_hash", "lo", "hi", "depth")
@@ -216,41 +217,6 @@ class Expr:
         raise ExprError(f"true division {self} / {other} is not an integer expression; use //")
 
     __rtruediv__ = __truediv__
-
-    def __pow__(self, other: object) -> Expr:
-        raise ExprError(f"{self} ** {other}: powers of index expressions are not supported")
-
-    def __rpow__(self, other: object) -> Expr:
-        raise ExprError(f"{other} ** {self}: powers of index expressions are not supported")
-
-    def _unsupported(self, what: str) -> ExprError:
-        return ExprError(f"{what} of the index expression {self} is not an index expression; index maps use "
-                         f"+ - * // % & | ^ << >> with integer constants")
-
-    def __abs__(self) -> Expr:
-        raise self._unsupported("abs()")
-
-    def __invert__(self) -> Expr:
-        raise self._unsupported("~ (bitwise not)")
-
-    def __round__(self, ndigits: int | None = None) -> Expr:
-        raise self._unsupported("round()")
-
-    def _compare(self, op: str, other: object) -> bool:
-        raise ExprError(f"{self} {op} {other}: comparisons of index expressions are unknown while the layout "
-                        f"is built (min, max, sorted and conditionals need them); write the map without them")
-
-    def __lt__(self, other: object) -> bool:
-        return self._compare("<", other)
-
-    def __le__(self, other: object) -> bool:
-        return self._compare("<=", other)
-
-    def __gt__(self, other: object) -> bool:
-        return self._compare(">", other)
-
-    def __ge__(self, other: object) -> bool:
-        return self._compare(">=", other)
 
     def __int__(self) -> int:
         raise ExprError(f"expression {self} is not a constant")

@@ -60,11 +60,34 @@ def describe_witness(witness: dict[str, Any]) -> str:
     return str(witness)
 
 
+BOX_COUNT_LIMIT = 2**26
+"""Largest output box enumeration counts hits in; past it (and past the domain size) the box cannot be
+covered, and only a collision is looked for."""
+
+
+def _collision_or_mismatch(table: NDArray[np.integer[Any]], input_shape: tuple[int, ...],
+                           output_shape: Sequence[int], claim: str) -> Proof:
+    """Refutation for an output box larger than the domain: two inputs with one image (found by sorting
+    the images, without allocating the box), else the size mismatch."""
+    rows = table.reshape(-1, table.shape[-1])
+    order = np.lexsort(rows.T[::-1])
+    ranked = rows[order]
+    dup = np.flatnonzero(np.all(ranked[1:] == ranked[:-1], axis=1))
+    if dup.size:
+        a, b = sorted((int(order[dup[0]]), int(order[dup[0] + 1])))
+        x = tuple(int(v) for v in np.unravel_index(a, input_shape))
+        y = tuple(int(v) for v in np.unravel_index(b, input_shape))
+        return Proof(claim, False, "enumerate", {"collision": (x, y, tuple(int(v) for v in rows[a]))})
+    return Proof(claim, False, "enumerate", {"size_mismatch": (len(rows), math.prod(output_shape))})
+
+
 def bijection_by_enumeration(table: NDArray[np.integer[Any]], output_shape: Sequence[int]) -> Proof:
     """Decide bijectivity from a full table ``input_shape + (m,)`` of images."""
     input_shape = table.shape[:-1]
     claim = "bijective onto the output box"
     size_in = int(np.prod(input_shape))
+    if math.prod(output_shape) > max(size_in, BOX_COUNT_LIMIT):
+        return _collision_or_mismatch(table, input_shape, output_shape, claim)
     flat_out = np.ravel_multi_index(tuple(np.moveaxis(table.reshape(size_in, -1), -1, 0)), tuple(output_shape))
     size_out = int(np.prod(output_shape))
     counts = np.bincount(flat_out, minlength=size_out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,9 +39,10 @@ MAX_SIZE = MAX_EXTENT
 """Most coordinates of a domain (``prod(shape)``): row-major offsets stay inside int64."""
 
 
-TABLE_LIMIT = 2**32
-"""Most points (coordinates times replicas) a table, an output box or an enumeration evaluates; larger
-domains are refused with a LimitError instead of allocating without bound."""
+TABLE_LIMIT = 2**26
+"""Most points (coordinates times replicas) a table, an output box or an enumeration evaluates (each
+int64 column of such a table is 512 MiB); larger domains are refused with a LimitError instead of
+allocating without bound."""
 
 
 def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[NDArray[np.int64], ...]:
@@ -48,9 +50,19 @@ def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[N
     values per coordinate stays within :data:`TABLE_LIMIT`."""
     points = math.prod(shape) * copies
     if points > TABLE_LIMIT:
-        raise LimitError(f"{what} would evaluate {points} points; at most 2**32 are enumerated (a symbolic "
+        raise LimitError(f"{what} would evaluate {points} points; at most 2**26 are enumerated (a symbolic "
                          f"method, e.g. prove_bijective('isl'), works on larger domains)", TABLE_LIMIT, points)
     return grid(shape)
+
+
+def coordinate_tuple(coord: object, rank: int, what: str) -> tuple[Any, ...]:
+    """``coord`` as a tuple of ``rank`` entries, or a ShapeError naming ``what``."""
+    if isinstance(coord, (str, bytes)) or not isinstance(coord, (Sequence, np.ndarray)):
+        raise ShapeError(f"{what} takes a sequence of {rank} coordinates; found {type(coord).__name__} {coord!r}")
+    out = tuple(coord)
+    if len(out) != rank:
+        raise ShapeError(f"{what} takes {rank} coordinates; found {len(out)}: {out}")
+    return out
 
 
 def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, ...]:
@@ -181,3 +193,30 @@ def positive_int(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ShapeError(f"{what} must be a positive integer; found {value!r}")
     return int(value)
+
+
+def region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tuple[int, int]]:
+    """``region`` (per dim a ``(lo, hi_exclusive)`` pair or a slice; open slice ends take the extent) as
+    integer pairs, checked for type and rank (not yet for bounds).
+
+    >>> region_ranges([(0, 2), slice(1, None)], (4, 4), "L")
+    [(0, 2), (1, 4)]
+    """
+    if isinstance(region, (str, bytes)) or not isinstance(region, Sequence):
+        raise ShapeError(f"region must be a sequence of (lo, hi) pairs or slices, one per dim; found {region!r}")
+    if len(region) != len(shape):
+        raise ShapeError(f"region {region} has {len(region)} ranges; {what} has rank {len(shape)}")
+    out = []
+    for d, r in enumerate(region):
+        if isinstance(r, slice):
+            if r.step not in (None, 1):
+                raise ShapeError(f"region dim {d} must be a contiguous range: slices take no step; found {r}")
+            pair: tuple[object, ...] = (0 if r.start is None else r.start, shape[d] if r.stop is None else r.stop)
+        elif isinstance(r, Sequence) and not isinstance(r, (str, bytes)):
+            pair = tuple(r)
+        else:
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) or a slice; found {r!r}")
+        if len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
+            raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) with integer bounds; found {r!r}")
+        out.append((int(pair[0]), int(pair[1])))  # type: ignore[call-overload]
+    return out

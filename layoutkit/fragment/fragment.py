@@ -33,6 +33,7 @@ from ..algebra.layout import (
     Layout,
     call_user,
     check_shape,
+    coordinate_tuple,
     enumerable_grid,
     normalize_outputs,
     placeholder,
@@ -207,9 +208,7 @@ class Fragment(Layout):
     # ---- evaluation ---------------------------------------------------------------------------
     def map_forward_thread(self, coord: Sequence[int | Expr], rep: int | Expr = 0) -> int | Expr:
         """Thread of replica ``rep`` of ``coord`` (ints in, int out; expressions in, expression out)."""
-        coord = tuple(coord)
-        if len(coord) != len(self.input_shape):
-            raise ShapeError(f"{self.describe()} takes {len(self.input_shape)} coordinates; found {coord}")
+        coord = coordinate_tuple(coord, len(self.input_shape), self.describe())
         if all(isinstance(c, (int, np.integer)) for c in coord) and isinstance(rep, (int, np.integer)):
             if not all(0 <= c < e for c, e in zip(coord, self.input_shape)):
                 raise CoordinateError(f"coordinate {coord} is outside the input shape {self.input_shape} of "
