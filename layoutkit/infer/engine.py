@@ -44,7 +44,7 @@ from .guards import Predicate
 from .guards import texts as guard_texts
 from .loops import RuleConflict
 from .result import Derivation, InferenceResult, NameKeyed
-from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, RuleContext, RuleResult, get_merge, get_rule
+from .rules import COMMON, FREE, LEVEL_NAMES, STRICT, ProgramView, RuleContext, RuleResult, get_merge, get_rule
 from .serialize import op_dict
 from .soundness import check_solved
 from .target import get_target
@@ -60,7 +60,7 @@ class Conflict(LayoutError):
         self.layouts = tuple(layouts)
 
 
-class Context:
+class Context(ProgramView):
     """The solver's state; rules see it through :meth:`view` (a read-only :class:`~.rules.RuleContext`)
     and the engine commits what they return."""
 
@@ -118,15 +118,6 @@ class Context:
         elif not old.is_equal(new):
             raise Conflict(f"{op.name}: two views of converted {name}: {old.describe()} and {new.describe()}",
                            name, (op.name,), (old, new))
-
-    def buffer(self, name: str):
-        return self.program.buffers[name]
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self.program.shape_of(name)
-
-    def is_fragment(self, name: str) -> bool:
-        return self.program.buffers[name].scope == FRAGMENT
 
     # ---- committing proposals -------------------------------------------------------------------
     def commit(self, name: str, new: Layout, op: str, level: int, rule: str) -> bool:

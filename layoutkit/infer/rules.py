@@ -47,7 +47,24 @@ EMPTY = RuleResult()
 _MISSING = object()
 
 
-class RuleContext:
+class ProgramView:
+    """Read-only lookups of a solver state's program by buffer name (shared by the solver's context and the
+    read-only :class:`RuleContext` rules see)."""
+
+    __slots__ = ()
+    program: Any
+
+    def buffer(self, name: str):
+        return self.program.buffers[name]
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.program.shape_of(name)
+
+    def is_fragment(self, name: str) -> bool:
+        return self.program.buffers[name].scope == FRAGMENT
+
+
+class RuleContext(ProgramView):
     """The solver state a rule sees, read-only: the program, target and thread range, the layouts and loop
     layouts so far, whether fills plan layouts (``fallback``), and :meth:`once`, a per-solve memo."""
 
@@ -61,15 +78,6 @@ class RuleContext:
         self.loops = MappingProxyType(loops)
         self.fallback = fallback
         self._memo = memo
-
-    def buffer(self, name: str):
-        return self.program.buffers[name]
-
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self.program.shape_of(name)
-
-    def is_fragment(self, name: str) -> bool:
-        return self.program.buffers[name].scope == FRAGMENT
 
     def once(self, rule: Callable, key, compute: Callable[[], Any]):
         """``compute()`` the first time ``rule`` asks for ``key`` in this solve, the same value after
