@@ -148,3 +148,10 @@ def test_coordinates_that_are_not_sequences(coord):
         L.map_forward_index(coord)
     with pytest.raises(lk.ShapeError):
         F.map_forward_thread(coord)
+
+
+def test_huge_region_is_a_limit_error():
+    big = lk.Layout([2**31], lambda i: i)
+    with pytest.raises(lk.LimitError):
+        big.map_region_bounds([slice(None)])
+    assert big.map_region_bounds([(5, 9)]) == ((5, 9),)

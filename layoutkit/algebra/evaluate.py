@@ -190,12 +190,16 @@ def compile_numpy(exprs: tuple[Expr, ...], variables: tuple[Var, ...]) -> Callab
     >>> [a.tolist() for a in compile_numpy((i * (1 << 62) // (1 << 61),), (i,))(np.arange(4))]
     [[0, 2, 4, 6]]
     """
-    program = _program(exprs, variables, np.int64, _instruction)
-    proven = fits(exprs, INT64)
+    program: Callable[..., tuple[Any, ...]] | None
+    try:
+        program = _program(exprs, variables, np.int64, _instruction)
+    except OverflowError:  # a constant past int64 (``2**63``): only the exact path can evaluate these
+        program = None
+    proven = program is not None and fits(exprs, INT64)
 
     def run(*arrays: NDArray[Any]) -> tuple[NDArray[Any], ...]:
         ints = _int64_inputs(arrays)
-        if ints is not None and _int64_safe(exprs, variables, ints, proven):
+        if program is not None and ints is not None and _int64_safe(exprs, variables, ints, proven):
             outs = program(*ints)
             return tuple(np.asarray(o, dtype=np.int64) for o in outs)
         return _exact(exprs, variables, arrays)

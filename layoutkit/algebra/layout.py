@@ -25,12 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, ProofError, ShapeError
+from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofError, ShapeError
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl
 from .shapes import (
+    TABLE_LIMIT,
     call_index_fn,
     call_user,
     check_shape,
@@ -387,6 +388,10 @@ class Layout:
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
         ranges = region_ranges(region, self._input_shape, self.describe())
+        points = math.prod(max(hi - lo, 0) for lo, hi in ranges)
+        if points > TABLE_LIMIT:  # the image is evaluated over the whole box
+            raise LimitError(f"region {ranges} of {self.describe()} has {points} points; at most 2**26 are "
+                             f"evaluated", TABLE_LIMIT, points)
         coords = []
         for d, (lo, hi) in enumerate(ranges):
             if not 0 <= lo < hi <= self._input_shape[d]:
