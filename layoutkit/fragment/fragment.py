@@ -31,13 +31,11 @@ from numpy.typing import ArrayLike, NDArray
 from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.layout import (
     Layout,
-    call_user,
     check_shape,
     coordinate_tuple,
     enumerable_grid,
     normalize_outputs,
     placeholder,
-    positional_arity,
     positive_int,
 )
 from ..algebra.linear import F2Linear
@@ -45,6 +43,7 @@ from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
 from ..algebra.proof import Proof
 from ..algebra.simplify import add, scale, substitute
 from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
+from .arguments import _call, _call_index, _check_range, _one_thread
 from .splits import flatten_digits, unused_digits
 
 REP_NAME = "_rep"
@@ -436,55 +435,6 @@ class Fragment(Layout):
             f"Index:     {', '.join(str(e) for e in self.forward_index)}",
             f"Replicate: {self._replicate}",
         ])
-
-
-def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what: str) -> object:
-    """Call a thread function with the placeholders, plus ``_rep`` when it takes one more."""
-    n = len(variables)
-    arity = positional_arity(fn)
-    if arity is None:
-        return call_user(fn, variables, what)
-    lo, hi = arity
-
-    def accepts(k: int) -> bool:
-        return lo <= k and (hi is None or k <= hi)
-
-    if accepts(n + 1) and (lo == n + 1 or not accepts(n)):
-        return call_user(fn, (*variables, rep), what)
-    if accepts(n):
-        return call_user(fn, variables, what)
-    raise ShapeError(f"{what} must take {n} arguments (one per input dim), or {n + 1} with _rep; it takes {lo}..{hi}")
-
-
-def _one_thread(outputs: tuple[Expr, ...]) -> Expr:
-    if len(outputs) != 1:
-        raise ExprError(f"a thread function returns one thread expression; found {len(outputs)}: "
-                        f"{', '.join(str(e) for e in outputs)}")
-    return outputs[0]
-
-
-def _call_index(fn: Callable[..., object], variables: tuple[Var, ...]) -> tuple[Expr, ...]:
-    from ..algebra.layout import call_index_fn
-
-    return call_index_fn(fn, variables, "Fragment forward_index_fn")
-
-
-def _check_range(thread_range: Any) -> tuple[int, int] | None:
-    if thread_range is None:
-        return None
-    try:
-        start, extent = thread_range
-    except (TypeError, ValueError):
-        raise ShapeError(f"thread_range must be (start, extent); found {thread_range!r}") from None
-    # a float bound is refused, not truncated: (0.5, 32) names no thread range
-    for name, v in (("start", start), ("extent", extent)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            raise ShapeError(f"thread_range {name} must be an integer; found {type(v).__name__} {v!r} in "
-                             f"{thread_range!r}")
-    start, extent = int(start), int(extent)
-    if start < 0 or extent <= 0:
-        raise ShapeError(f"thread_range must have start >= 0 and extent > 0; found {thread_range!r}")
-    return start, extent
 
 
 def make_fully_replicated_fragment(shape: Sequence[int], threads: int) -> Fragment:
