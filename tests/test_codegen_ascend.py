@@ -256,8 +256,10 @@ def test_atomic_add_accumulates_split_k(tmp_path):
     np.testing.assert_allclose(got, c + want, rtol=1e-5, atol=1e-4)
     rolled = lower(p, r)  # the two full K steps of each M tile roll into a loop: the same stores
     assert rolled.count(ir.Fixpipe) < k.count(ir.Fixpipe)
+    # bitwise: one executor, the same MADs in the same K steps (rolling changes the loop, not the arithmetic)
     assert np.array_equal(run(rolled, {"A": a, "B": b, "C": c})["C"], got)
     q, _ = run_ascend_passes(p, r)
+    # bitwise on any machine: both executors accumulate through layoutkit.numerics.mad in the same K steps
     assert np.array_equal(got, run_ascend(q, {"A": a, "B": b, "C": c})["C"])
     src = print_kernel(k)
     assert src.count("AscendC::SetAtomicAdd<float>();") == 6 and src.count("AscendC::SetAtomicNone();") == 6

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Sum, Var, Xor
 from .proof import Proof
@@ -161,17 +162,12 @@ class BitLinear:
                 return False
             vec |= diff << shift
             shift += w
-        basis: dict[int, int] = {}
-        for col in self.columns():
-            for lead in sorted(basis, reverse=True):
-                if col >> lead & 1:
-                    col ^= basis[lead]
-            if col:
-                basis[col.bit_length() - 1] = col
-        for lead in sorted(basis, reverse=True):
-            if vec >> lead & 1:
-                vec ^= basis[lead]
-        return vec == 0
+        return _reduce(vec, self._basis) == 0
+
+    @cached_property
+    def _basis(self) -> dict[int, int]:
+        """A reduced basis of the column span (leading bit -> vector), computed once per map."""
+        return _span(self.columns())
 
     def linear_image(self, bits: int) -> tuple[int, ...]:
         """The outputs of the linear part at the input whose bits are ``bits`` (the constants left out)."""
@@ -196,13 +192,7 @@ class BitLinear:
         """The exact maximum of every output over the domain (greedy over a reduced basis of its span)."""
         out = []
         for v in self.outputs:
-            basis: dict[int, int] = {}  # leading bit -> vector
-            for col in self._output_columns(v):
-                for lead in sorted(basis, reverse=True):
-                    if col >> lead & 1:
-                        col ^= basis[lead]
-                if col:
-                    basis[col.bit_length() - 1] = col
+            basis = _span(self._output_columns(v))
             best = v.const
             for lead in sorted(basis, reverse=True):
                 if not best >> lead & 1:
@@ -218,6 +208,24 @@ class BitLinear:
                 cols[low.bit_length() - 1] |= 1 << p
                 row ^= low
         return cols
+
+
+def _reduce(vec: int, basis: dict[int, int]) -> int:
+    """``vec`` with every leading bit of ``basis`` cleared (0 exactly when ``vec`` is in the span)."""
+    for lead in sorted(basis, reverse=True):
+        if vec >> lead & 1:
+            vec ^= basis[lead]
+    return vec
+
+
+def _span(cols: Sequence[int]) -> dict[int, int]:
+    """A reduced basis (leading bit -> vector) of the span of ``cols`` over F2."""
+    basis: dict[int, int] = {}
+    for col in cols:
+        col = _reduce(col, basis)
+        if col:
+            basis[col.bit_length() - 1] = col
+    return basis
 
 
 def _rank_and_kernel(cols: Sequence[int]) -> tuple[int, int | None]:
