@@ -27,6 +27,12 @@ test: $(VENV)/.installed-test
 fuzz: $(VENV)/.installed-test
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -p no:cacheprovider -n auto tests/fuzz
 
+# every CUDA kernel the tests emit, run on the CPU harness (layoutkit.testing.cuda_cpu) against numpy;
+# `make test` runs a representative subset
+.PHONY: test-cuda-cpu
+test-cuda-cpu: $(VENV)/.installed-test
+	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py
+
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
 
