@@ -95,6 +95,11 @@ class UnsupportedError(LayoutError, NotImplementedError):
     """The operation is well defined but outside what layoutkit can do for this input."""
 
 
+class RaceError(LayoutError, RuntimeError):
+    """A kernel run (the numpy executor of the NVIDIA IR) read shared memory another thread wrote with no
+    barrier in between; the message names the element, the reading and the writing thread."""
+
+
 class IntegerOverflowError(LayoutError, OverflowError):
     """An integer result does not fit the int64 a table or image is returned in (layoutkit never wraps);
     ``witness`` holds the expression, the point and the exact value."""

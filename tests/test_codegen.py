@@ -11,8 +11,8 @@ import pytest
 
 from layoutkit.codegen import emit, emit_cuda, execute, ir, lower
 from layoutkit.codegen.cuda import print_module
-from layoutkit.codegen.execute import run
-from layoutkit.errors import UnsupportedError
+from layoutkit.codegen.execute import np_dtype, run
+from layoutkit.errors import RaceError, UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program
 
@@ -115,6 +115,59 @@ def test_executor_catches_a_pipeline_that_does_not_wait():
     bad = run(broken, {"A": a, "B": b, "C": np.zeros((M, N), np.float16)})["C"]
     assert np.allclose(good.reshape(M, N), a.astype(np.float64) @ b, rtol=1e-2, atol=1e-2)
     assert not np.allclose(bad.reshape(M, N), a.astype(np.float64) @ b, rtol=1e-2, atol=1e-2)
+
+
+def _drop_barrier(body, which: int):
+    """``body`` without its ``which``-th ``Barrier`` (in program order, loops counted once)."""
+    seen = [0]
+
+    def keep(st):
+        if isinstance(st, ir.Barrier):
+            seen[0] += 1
+            return seen[0] - 1 != which
+        return True
+
+    def walk(b):
+        out = []
+        for st in b:
+            if isinstance(st, ir.For):
+                out.append(dataclasses.replace(st, body=walk(st.body)))
+            elif keep(st):
+                out.append(st)
+        return tuple(out)
+
+    return walk(body)
+
+
+@pytest.mark.parametrize("make", ["gemm", "rowmax"])
+def test_executor_models_barriers(make):
+    """A shared read of another thread's write with no barrier in between is a race, as on the GPU: removing
+    any one barrier of the pipelined GEMM, or of the cross-warp reduction, raises RaceError."""
+    if make == "gemm":
+        p, r = _solve(100, 72, 160, 64, 64, 32, False, num_stages=3)
+        arrays = dict(zip("AB", _operands(100, 72, 160, False, "float16")))
+    else:
+        p = programs.gemm_rowmax_bias(M=100, N=64, K=64, bM=64, bN=64, bK=32)
+        r = infer_layouts(p)
+        a, b = _operands(100, 64, 64, False, "float16")
+        arrays = {"A": a, "B": b, "Bias": np.zeros(64, np.float32)}
+    k = lower(p, r)
+    full = {b.name: np.zeros(b.size, np_dtype(b.dtype)) for b in k.scoped("global")}
+    full.update({n: v.reshape(-1) for n, v in arrays.items()})
+    run(k, full)  # the kernel as lowered has every barrier it needs
+    count = sum(1 for _ in _barriers(k.body))
+    assert count == {"gemm": 1, "rowmax": 2}[make]
+    for i in range(count):
+        with pytest.raises(RaceError, match="wrote it with no barrier between"):
+            run(dataclasses.replace(k, body=_drop_barrier(k.body, i)), full)
+
+
+def _barriers(body):
+    for st in body:
+        if isinstance(st, ir.For):
+            yield from _barriers(st.body)
+        elif isinstance(st, ir.Barrier):
+            yield st
 
 
 @pytest.mark.parametrize("case", INT8, ids=lambda c: "x".join(map(str, c[:6])))

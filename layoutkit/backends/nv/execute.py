@@ -11,7 +11,9 @@ the tensor core reads them).  ``bfloat16`` buffers hold their bit patterns as ``
 see :func:`to_bf16` / :func:`from_bf16`).  ``__shfl_xor_sync`` reads every lane's register before any lane
 writes, exactly as the warp does.  ``cp.async`` copies read global memory when issued and
 write shared memory only when a ``cp.async.wait_group`` retires their group, so a pipeline that reads a
-stage before waiting for it computes wrong numbers here too.
+stage before waiting for it computes wrong numbers here too.  Barriers are modelled (:mod:`.races`): a
+thread reading a shared element another thread wrote since the last ``__syncthreads()`` raises
+:class:`~layoutkit.errors.RaceError`, so a kernel missing a barrier fails here as it would on the GPU.
 
 >>> import numpy as np
 >>> from layoutkit.algebra.nodes import Const
@@ -38,6 +40,7 @@ from ...targets.nv.dtype import element_bits
 from ...targets.nv.mma import mma_atom
 from ..dispatch import OpTable
 from . import ir
+from .races import SharedWriters
 
 NV_DTYPES = ("float16", "float32", "int8", "int32", "uint8", "float64", "bfloat16")
 """Buffer dtypes this executor models (bfloat16 as ``uint16`` bit patterns: :func:`~layoutkit.dtypes.to_bf16`)."""
@@ -107,6 +110,7 @@ class _State:
         self.mem = {}
         self.group: list = []  # cp.async copies issued since the last commit
         self.pending: list = []  # committed groups, oldest first; they land in shared memory at a wait
+        self.writers = SharedWriters({b.name: b.size for b in kernel.scoped(SHARED)}, self.blocks)
         for b in kernel.buffers:
             if b.scope == GLOBAL:
                 self.mem[b.name] = _parameter(kernel, b, arrays)
@@ -194,13 +198,14 @@ def _commit_group(s: _State, st: ir.CommitGroup) -> None:
 @STATEMENTS.register("WaitGroup")
 def _wait_group(s: _State, st: ir.WaitGroup) -> None:
     while len(s.pending) > st.n:
-        for dst, index, vals in s.pending.pop(0):
+        for dst, index, vals, threads in s.pending.pop(0):
             s.mem[dst][index] = vals
+            s.writers.wrote(dst, index[0], index[1], threads)
 
 
 @STATEMENTS.register("Barrier")
 def _barrier(s: _State, st: ir.Barrier) -> None:
-    return  # every thread runs each statement before the next: a barrier is implicit
+    s.writers.barrier()  # the statements already ran in order; what the barrier adds is visibility
 
 
 @STATEMENTS.register("Fill")
@@ -241,10 +246,12 @@ def _copy(s: _State, st: ir.Copy, env: dict | None = None, rows: np.ndarray | No
         raise CoordinateError(f"copy {st.src} -> {st.dst}: {st.vec}-element vectors must be aligned")
     vals[ok] = src[sa[ok]]
     index = (blk, da[live])
+    threads = np.broadcast_to((np.asarray(rows) % s.T)[live, None], blk.shape)
     if st.async_:  # lands at the cp.async.wait_group that retires its group
-        s.group.append((st.dst, index, vals[live]))
+        s.group.append((st.dst, index, vals[live], threads))
     else:
         dst[index] = vals[live]
+        s.writers.wrote(st.dst, index[0], index[1], threads)
     return True
 
 
@@ -267,6 +274,9 @@ def _store(s: _State, st: ir.Store, env: dict | None = None, rows: np.ndarray | 
     ro = np.broadcast_to(_ev(st.src_off, env), (n,))[:, None] + _lanes(st.vec)
     vals = _cast(reg[rows[:, None], ro], s.buffers[st.src].dtype, s.buffers[st.dst].dtype)
     dst[where] = vals[ok]
+    if len(where) == 2:
+        thread = np.broadcast_to((np.asarray(rows) % s.T)[:, None], da.shape)[ok]
+        s.writers.wrote(st.dst, where[0], where[1], thread)
     return True
 
 
@@ -290,7 +300,9 @@ def _load(s: _State, st: ir.Load) -> None:
     ro = np.broadcast_to(_ev(st.dst_off, s.env), (n,))[:, None] + _lanes(st.vec)
     vals = np.zeros((n, st.vec), reg.dtype)
     if s.k.buffer(st.src).scope == SHARED:
-        got = src[np.broadcast_to(s.block[:, None], sa.shape)[ok], sa[ok]]
+        blk = np.broadcast_to(s.block[:, None], sa.shape)[ok]
+        s.writers.read(st.src, blk, sa[ok], np.broadcast_to((s.rows % s.T)[:, None], sa.shape)[ok], "load")
+        got = src[blk, sa[ok]]
     else:
         got = src[sa[ok]]
     vals[ok] = _cast(got, s.k.buffer(st.src).dtype, s.k.buffer(st.dst).dtype)
@@ -366,6 +378,8 @@ def _ldmatrix(s: _State, st: ir.Ldmatrix) -> None:
     if np.any(lane_src % E):
         raise CoordinateError(f"ldmatrix from {st.src}: row addresses must be 16-byte aligned; found element "
                               f"offsets {np.unique(lane_src[lane_src % E != 0])[:8].tolist()}")
+    reader = (np.arange(W)[:, None] * 32 + np.arange(8 * st.num)) % s.T  # lane 8m + r reads row r of matrix m
+    s.writers.read(st.src, blk[:, :, None], lane_src[:, :, None] + _lanes(E), reader[:, :, None], "ldmatrix")
     rows = smem[blk[:, :, None], lane_src[:, :, None] + _lanes(E)].reshape(W, st.num, 8, E)
     m, r, c = np.meshgrid(np.arange(st.num), np.arange(8), np.arange(E), indexing="ij")
     if st.trans:
