@@ -96,7 +96,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
         print(ascii_table(layout, max_cells=args.table_cells))
     if not isinstance(layout, Fragment):
-        proof = layout.prove_bijective(args.method)
+        proof = layout.prove_bijective(args.method, budget_s=args.budget)
         print(proof)
         if proof:
             print("inverse:", layout.inverse())
@@ -115,7 +115,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if isinstance(layout, Fragment):
         proof = layout.prove_injective()
     else:
-        proof = layout.prove_bijective(args.method)
+        proof = layout.prove_bijective(args.method, budget_s=args.budget)
     print(f"verdict: {'bijective' if proof else 'not bijective'}" if not isinstance(layout, Fragment)
           else f"verdict: {'injective' if proof else 'not injective'}")
     print(f"method:  {proof.method}")
@@ -232,7 +232,10 @@ def _layout_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr", nargs="+", metavar="EXPR",
                    help='index function, e.g. "lambda i, j: (j, i)" (or the old form: SHAPE EXPR)')
     p.add_argument("--shape", type=parse_shape, help="input shape, e.g. 8,64 or 8x64")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl"], help="proof method")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl", "f2"], help="proof method")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="stop the proof after this many seconds (default: none for an explicit method; auto "
+                        "bounds islpy itself)")
     p.add_argument("--thread", help="thread function: EXPR becomes a fragment's register index")
     p.add_argument("--replicate", type=int, default=1, help="replicas of a fragment (with --thread)")
 

@@ -127,7 +127,7 @@ def _vector(name: str) -> tuple[str, int]:
     (('float4_e2m1fn', 2), ('float16', 4), ('float16', 1))
     """
     head, sep, tail = name.rpartition("x")
-    if sep and head and tail.isdigit() and int(tail) > 1:
+    if sep and head and tail.isascii() and tail.isdigit() and int(tail) > 1:  # not '¹': isdigit() alone is unicode
         return head, int(tail)
     return name, 1
 

@@ -60,7 +60,7 @@ class LimitError(LayoutError, ValueError):
     """An input is past an explicit size limit (expression size, shift amount, extent) that keeps the
     work bounded; ``limit`` is the limit and ``found`` the size asked for."""
 
-    def __init__(self, message: str, limit: int | None = None, found: object = None):
+    def __init__(self, message: str, limit: float | None = None, found: object = None):
         super().__init__(message)
         self.limit = limit
         self.found = found
@@ -113,6 +113,11 @@ class ProofError(LayoutError):
     """A proof method could not decide the property (for example islpy on a non-affine map)."""
 
 
+class ProofBudgetError(LimitError, ProofError):
+    """A proof ran past its time budget (``budget_s``) and was stopped undecided; ``limit`` is the budget
+    and ``found`` the seconds it had run."""
+
+
 __all__ = [
     "LayoutError",
     "ShapeError",
@@ -127,5 +132,6 @@ __all__ = [
     "LayoutConflictError",
     "UnsupportedError",
     "ProofError",
+    "ProofBudgetError",
     "IntegerOverflowError",
 ]

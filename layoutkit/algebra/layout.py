@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofError, ShapeError
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
+from .budget import check_budget, run_with_budget
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
+AUTO_BUDGET_S = 4.0
+"""Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
+stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
 _SLAB = 1 << 20  # coordinates per slab of linear_table
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
@@ -420,7 +424,7 @@ class Layout:
         return None
 
     # ---- proofs and inverse -----------------------------------------------------------------
-    def prove_bijective(self, method: str = "auto") -> Proof:
+    def prove_bijective(self, method: str = "auto", *, budget_s: float | None = None) -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
 
         ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy), ``"f2"`` (the
@@ -428,25 +432,36 @@ class Layout:
         :mod:`.bitlinear`) or ``"auto"``: ``f2`` when the map has that structure, else enumeration up to
         :data:`ENUMERATION_LIMIT` coordinates and islpy beyond.  The proof's ``method`` says which decided.
 
+        ``budget_s``: seconds the method may run before it is stopped with a
+        :class:`~layoutkit.errors.ProofBudgetError` (islpy can take minutes on xor-heavy maps).  None: no
+        limit for an explicit method; ``"auto"`` then bounds islpy by :data:`AUTO_BUDGET_S` (f2 and
+        enumeration up to the limit are bounded by the layout's size).
+
         >>> import layoutkit as lk
         >>> L = lk.Layout([4096, 4096], lambda i, j: (i, j ^ i))
         >>> p = L.prove_bijective(); p.method, p.verdict
         ('f2', True)
+        >>> lk.Layout([1024], lambda i: i ^ (i & 85)).prove_bijective("isl", budget_s=0.05)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+            ...
+        layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout(1024,) ...: still running after ...
         """
+        budget = check_budget(budget_s, "prove_bijective")
+        if not isinstance(method, str) or method not in ("auto", "enumerate", "isl", "f2"):
+            raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
         if method == "auto":
             method = "f2" if self._bit_linear() is not None else (
                 "enumerate" if self.size <= ENUMERATION_LIMIT else "isl")
+            if method == "isl" and budget is None:
+                budget = AUTO_BUDGET_S
         key = ("proof", method)
         hit: Proof | None = self._cache.get(key)
         if hit is None:
-            if method == "enumerate":
-                hit = bijection_by_enumeration(self.table(), self.output_shape)
-            elif method == "isl":
-                hit = bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape)
-            elif method == "f2":
-                hit = self._f2_proof()
-            else:
-                raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
+            methods: dict[str, Callable[[], Proof]] = {
+                "enumerate": lambda: bijection_by_enumeration(self.table(), self.output_shape),
+                "isl": lambda: bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape),
+                "f2": self._f2_proof}
+            hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
             self._cache[key] = hit
         return hit
 
@@ -463,8 +478,9 @@ class Layout:
                              "output is not built from bit shifts, masks, xors and carry-free sums)")
         return bijection_by_f2(bl)
 
-    def is_bijective(self) -> bool:
-        return self.prove_bijective().verdict
+    def is_bijective(self, *, budget_s: float | None = None) -> bool:
+        """``prove_bijective("auto", budget_s=budget_s).verdict``."""
+        return self.prove_bijective(budget_s=budget_s).verdict
 
     def inverse(self) -> Layout:
         """The inverse layout in closed form (xor swizzles included).

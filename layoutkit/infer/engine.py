@@ -34,7 +34,7 @@ from ..algebra.layout import Layout
 from ..caches import clear_all
 from ..cost import Operand, Statement, add_costs, conversion_price
 from ..dtypes import element_bits
-from ..errors import LayoutConflictError, LayoutError
+from ..errors import LayoutConflictError, LayoutError, ShapeError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..scopes import FRAGMENT
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
@@ -467,6 +467,11 @@ def clear_caches() -> None:
 def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bool = True) -> InferenceResult:
     """Infer a layout for every buffer and loop of ``program`` (see the module doc).  A conflict raises
     :class:`~layoutkit.errors.LayoutConflictError` with a minimal set of constraints."""
+    from .program import Program
+
+    if not isinstance(program, Program):
+        raise ShapeError(f"infer_layouts: expected a layoutkit.infer.Program; found {type(program).__name__} "
+                         f"{program!r:.80}")
     try:
         ctx = solve(program, cost_model=cost_model)
     except Conflict as err:

@@ -44,7 +44,10 @@ class Program:
 
     def __init__(self, threads: int = 128, target: str = "sm_80"):
         self.threads = validate.positive(threads, "Program threads")
-        self.target = str(target)
+        if not isinstance(target, str) or not target:
+            raise ShapeError(f"Program target must be a target name such as 'sm_80'; found {type(target).__name__} "
+                             f"{target!r}")
+        self.target = target
         self.buffers: dict[str, Buffer] = {}
         self.ops: list[Op] = []
         self.annotations: dict[str, Layout] = {}
@@ -73,6 +76,8 @@ class Program:
 
     # ---- buffers --------------------------------------------------------------------------------
     def _add(self, name: str, shape, dtype, scope: str, alias_of: str | None = None) -> Buffer:
+        if not isinstance(name, str) or not name:
+            raise ShapeError(f"buffer name must be a non-empty string; found {type(name).__name__} {name!r}")
         if name in self.buffers:
             raise ShapeError(f"buffer {name!r} is already declared")
         scopes = self.hooks.scopes
@@ -102,12 +107,20 @@ class Program:
     def alias(self, name: str, base: Buffer, shape=None, dtype=None) -> Buffer:
         """A view of ``base``'s storage (same scope); layouts are copied to it after inference,
         rescaled by the element-width ratio."""
+        if not isinstance(base, Buffer):
+            raise ShapeError(f"alias {name!r}: base must be a Buffer of this program; found {type(base).__name__} "
+                             f"{base!r}")
+        self.own(base)
         root = base.alias_of or base.name
         return self._add(name, base.shape if shape is None else shape, dtype or base.dtype, base.scope, root)
 
     def shape_of(self, buf: Buffer | str) -> tuple[int, ...]:
         """The buffer's shape as layout inference sees it (pipeline stage dim included)."""
-        b = self.buffers[buf if isinstance(buf, str) else buf.name]
+        key = buf if isinstance(buf, str) else buf.name if isinstance(buf, Buffer) else None
+        if key not in self.buffers:
+            raise ShapeError(f"shape_of: expected a Buffer of this program or its name; found {type(buf).__name__} "
+                             f"{buf!r}")
+        b = self.buffers[key]
         s = self.stages.get(b.name) or self.stages.get(b.alias_of or "", 1)
         return ((s,) + b.shape) if s > 1 else b.shape
 
@@ -121,6 +134,8 @@ class Program:
     # ---- ops ------------------------------------------------------------------------------------
     def emit(self, kind: str, args: dict, loop=None, accesses=()) -> Op:
         """Append an op (into the open region, if any) with the next uid."""
+        validate.text(kind, "emit: op kind", "emit")
+        validate.mapping(args, f"emit {kind}: args", "emit")
         names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
                                                                       if k in ("A", "B", "C", "src", "dst")
                                                                       and isinstance(v, str)]))
@@ -143,11 +158,17 @@ class Program:
 
     def gemm(self, A: Buffer, B: Buffer, C: Buffer, transpose_A: bool = False, transpose_B: bool = False,
              policy: str = "square", clear_accum: bool = False) -> Op:
+        what = f"gemm#{self.next_uid}"
         for b in (A, B, C):
             self.own(b)
-        args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": bool(transpose_A),
-                "transpose_B": bool(transpose_B), "policy": str(policy).lower(), "clear_accum": bool(clear_accum)}
-        self.hooks.check_gemm(A, B, C, args, f"gemm#{self.next_uid}")
+            if not isinstance(b, Buffer):
+                raise validate.OpValidationError(f"{what}: operands are whole buffers; found a region of "
+                                                 f"{b.buffer.name}", what, b.buffer.name)
+        args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": validate.flag(transpose_A, "transpose_A", what),
+                "transpose_B": validate.flag(transpose_B, "transpose_B", what),
+                "policy": validate.text(policy, "gemm policy", what).lower(),
+                "clear_accum": validate.flag(clear_accum, "clear_accum", what)}
+        self.hooks.check_gemm(A, B, C, args, what)
         return self.emit("gemm", args)
 
     def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None) -> Op:
@@ -156,17 +177,25 @@ class Program:
         loop = check_shape(shape, "parallel loop shape")
         what = f"parallel#{self.next_uid}"
         accesses = []
-        for is_write, group in ((True, writes), (False, reads)):
-            for buf, fn in group:
+        if compute is not None:
+            validate.text(compute, f"{what} compute", what)
+        for is_write, group, label in ((True, writes, "writes"), (False, reads, "reads")):
+            for buf, fn in validate.access_pairs(group, f"{what} {label}", what):
                 self.own(buf)
+                if not isinstance(buf, Buffer):
+                    raise validate.OpValidationError(f"{what} {label}: index functions address whole buffers; "
+                                                     f"found a region of {buf.buffer.name}", what, buf.buffer.name)
                 accesses.append(Access(buf.name, validate.loop_indices(buf, fn, loop, what), is_write))
-        return self.emit("parallel", {} if compute is None else {"compute": str(compute)}, loop, accesses)
+        return self.emit("parallel", {} if compute is None else {"compute": compute}, loop, accesses)
 
     def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:
         r = self.own(buf)
+        what = f"fill#{self.next_uid}"
+        number = validate.scalar(value, f"{what} value", what, r.buffer.name)
         ext = r.extents if r.extents is not None else r.buffer.shape
+        validate.region_bounds(r.buffer, r.starts, ext, what)
         acc = region_access(r.buffer, (r.starts, tuple(ext)), tuple(ext), True)
-        args = {"dst": r.buffer.name, "value": float(value)}
+        args = {"dst": r.buffer.name, "value": number}
         args.update(self.hooks.fill_args(tuple(r.starts), tuple(ext)))
         return self.emit("fill", args, tuple(ext), (acc,))
 
@@ -174,15 +203,22 @@ class Program:
         return self.fill(buf, 0.0)
 
     def reduce(self, src: Buffer, dst: Buffer, dim: int = -1, kind: str = "sum", clear: bool = True) -> Op:
-        self.own(src)
-        self.own(dst)
-        d = validate.reduce(src, dst, dim, kind, f"reduce#{self.next_uid}")
+        what = f"reduce#{self.next_uid}"
+        self._whole(what, src, dst)
+        d = validate.reduce(src, dst, dim, kind, what)
         return self.emit("reduce", {"src": src.name, "dst": dst.name, "dim": d, "kind": kind,
-                                     "clear": bool(clear)})
+                                     "clear": validate.flag(clear, "reduce clear", what)})
+
+    def _whole(self, what: str, *bufs: Buffer) -> None:
+        """Each of ``bufs`` is a whole buffer of this program (ops that take no regions)."""
+        for b in bufs:
+            self.own(b)
+            if not isinstance(b, Buffer):
+                raise validate.OpValidationError(f"{what}: expected whole buffers; found a region of {b.buffer.name}",
+                                                 what, b.buffer.name)
 
     def transpose(self, src: Buffer, dst: Buffer) -> Op:
-        self.own(src)
-        self.own(dst)
+        self._whole(f"transpose#{self.next_uid}", src, dst)
         validate.transpose(src, dst, f"transpose#{self.next_uid}")
         n, m = src.shape
         i, j = placeholder(0, n), placeholder(1, m)
@@ -194,11 +230,13 @@ class Program:
         return_prev=...)``; only the scalar form may return the previous value."""
         what = f"atomic_add#{self.next_uid}"
         d = self.own(dst)
-        if isinstance(src, (int, float)):
+        prev = validate.flag(return_prev, "atomic_add return_prev", what)
+        if not isinstance(src, (Buffer, Region)):
+            value = validate.scalar(src, f"{what} value", what, d.buffer.name)
             validate.atomic_scalar(d, what)
-            return self.emit("atomic_add", {"dst": d.buffer.name, "starts": list(d.starts), "value": float(src),
-                                             "return_prev": bool(return_prev)})
-        if return_prev:
+            return self.emit("atomic_add", {"dst": d.buffer.name, "starts": list(d.starts), "value": value,
+                                             "return_prev": prev})
+        if prev:
             raise validate.OpValidationError(f"{what}: the tile-region form of atomic_add cannot return the "
                                              f"previous value (only the scalar form can)", what, d.buffer.name)
         s = self.own(src)
@@ -257,6 +295,8 @@ both in thread 0, register 0
     def region(self, kind: str, args: dict, label: str = "") -> Iterator[None]:
         """Ops built inside go into the body of one ``kind`` op (``program.regions[uid]``), which rules see
         as one op over the body's buffers (a target's vector regions); ``label`` names it in errors."""
+        validate.text(kind, "region kind", "region")
+        validate.mapping(args, f"{kind} region args", "region")
         if self._region_stack:
             raise ShapeError(f"{label or kind + ':'} regions do not nest")
         body: list[Op] = []

@@ -15,7 +15,10 @@ copy#0 b
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from ..algebra.layout import call_index_fn, placeholder
 from ..algebra.nodes import Expr, as_expr
@@ -42,6 +45,62 @@ def positive(value: object, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ShapeError(f"{what} must be a positive integer; found {value!r}")
     return value
+
+
+def _found(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def scalar(value: object, what: str, op: str, buffer: str | None = None) -> float:
+    """A fill or atomic value: a real number (Python or numpy; not a bool, a string or None) that a float
+    holds; NaN and infinities are values too (``-inf`` starts a max reduction)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise OpValidationError(f"{what}: expected a real number; found {_found(value)}", op, buffer)
+    try:
+        return float(value)
+    except OverflowError:
+        raise OpValidationError(f"{what}: expected a number a float holds; found the integer {value} "
+                                f"({int(value).bit_length()} bits)", op, buffer) from None
+
+
+def flag(value: object, what: str, op: str) -> bool:
+    """A boolean option (True/False, a numpy bool, or 0/1); strings and None are refused, not read as truthy."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+        return bool(value)
+    raise OpValidationError(f"{what}: expected True or False; found {_found(value)}", op)
+
+
+def text(value: object, what: str, op: str) -> str:
+    """A string option (a reduction kind, a GEMM policy, a compute description)."""
+    if not isinstance(value, str):
+        raise OpValidationError(f"{what}: expected a string; found {_found(value)}", op)
+    return value
+
+
+def access_pairs(group: object, what: str, op: str) -> tuple[tuple[Any, Any], ...]:
+    """A parallel loop's ``writes`` / ``reads``: a sequence of ``(buffer, index function)`` pairs."""
+    if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+        raise OpValidationError(f"{what}: expected a sequence of (buffer, index function) pairs; found "
+                                f"{_found(group)}", op)
+    for k, pair in enumerate(group):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise OpValidationError(f"{what}[{k}]: expected a (buffer, index function) pair; found {_found(pair)}",
+                                    op)
+    return tuple((pair[0], pair[1]) for pair in group)
+
+
+def mapping(value: object, what: str, op: str) -> Mapping:
+    if not isinstance(value, Mapping):
+        raise OpValidationError(f"{what}: expected a mapping; found {_found(value)}", op)
+    return value
+
+
+def region_bounds(buf: Buffer, starts: Sequence[int], extents: Sequence[int], what: str) -> None:
+    """Every dim of ``buf[starts : starts + extents]`` is non-empty and inside the buffer."""
+    for k, (lo, e, n) in enumerate(zip(starts, extents, buf.shape)):
+        if lo < 0 or e <= 0 or lo + e > n:
+            raise OpValidationError(f"{what}: region [{lo}:{lo + e}] of dim {k} lies outside {buf.name} "
+                                    f"{buf.shape}", what, buf.name)
 
 
 def complete_region(r: Region, other: Region, what: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -73,10 +132,7 @@ def copy_regions(src: Region, dst: Region, what: str):
     s = complete_region(src, dst, what)
     d = complete_region(dst, src, what)
     for (starts, extents), b in ((s, src.buffer), (d, dst.buffer)):
-        for k, (lo, e, n) in enumerate(zip(starts, extents, b.shape)):
-            if lo < 0 or e <= 0 or lo + e > n:
-                raise OpValidationError(f"{what}: region [{lo}:{lo + e}] of dim {k} lies outside {b.name} "
-                                        f"{b.shape}", what, b.name)
+        region_bounds(b, starts, extents, what)
     se = tuple(e for e in s[1] if e != 1)
     de = tuple(e for e in d[1] if e != 1)
     if se != de:
@@ -107,9 +163,13 @@ def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, i
 
 def reduce(src: Buffer, dst: Buffer, dim: int, kind: str, what: str) -> int:
     """Normalise ``dim``; the output drops the axis or keeps it as 1."""
-    if kind not in REDUCE_KINDS:
+    if not isinstance(kind, str) or kind not in REDUCE_KINDS:
         raise OpValidationError(f"{what}: unknown reduction {kind!r}; expected one of {REDUCE_KINDS}", what, src.name)
     r = len(src.shape)
+    if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+        raise OpValidationError(f"{what}: dim must be an integer axis of {src.name} (rank {r}); found {_found(dim)}",
+                                what, src.name)
+    dim = int(dim)
     if not -r <= dim < r:
         raise OpValidationError(f"{what}: dim {dim} out of range for {src.name} of rank {r}", what, src.name)
     d = dim % r
@@ -131,6 +191,7 @@ def atomic_scalar(dst: Region, what: str) -> None:
     if dst.extents is not None and math.prod(dst.extents) != 1:
         raise OpValidationError(f"{what}: scalar atomic_add needs one element of {dst.buffer.name}; found extents "
                                 f"{dst.extents}", what, dst.buffer.name)
+    region_bounds(dst.buffer, dst.starts, (1,) * len(dst.starts), what)
 
 
 def loop_indices(buf: Buffer, fn, loop: tuple[int, ...], what: str) -> tuple[Expr, ...]:

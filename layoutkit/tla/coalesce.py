@@ -14,6 +14,7 @@ from typing import Any, cast
 from ..errors import ShapeError
 from .int_tuple import (
     Int,
+    as_int_tuple,
     is_int,
     leaves,
     to_str,
@@ -31,6 +32,16 @@ def as_layout(x: object, what: str = "layout") -> Layout:
             raise ShapeError(f"{what}: an integer tiler must be positive; found {x}")
         return Layout._make(x if type(x) is Int else int(x), Int(1))
     raise ShapeError(f"{what} must be a tla.Layout or an integer; found {type(x).__name__} {x!r}")
+
+
+def check_profile(profile: object, what: str) -> object:
+    """A coalesce/filter profile: None, an integer (this mode as a whole) or a tuple of profiles."""
+    if profile is None or is_int(profile):
+        return profile
+    if not isinstance(profile, (tuple, list)):
+        raise ShapeError(f"{what}: profile must be None, an integer or a tuple of profiles; found "
+                         f"{type(profile).__name__} {profile!r}")
+    return as_int_tuple(profile, f"{what} profile")
 
 
 def concat(modes: Sequence[Any]) -> Layout:
@@ -89,6 +100,7 @@ def coalesce(layout: object, profile: object = None) -> object:
     if isinstance(layout, ComposedLayout):
         return layout.with_inner(coalesce(layout.inner, profile))
     L = as_layout(layout, "coalesce: layout")
+    profile = check_profile(profile, "coalesce")
     if type(profile) is tuple:
         if len(profile) > L.rank:
             raise ShapeError(f"coalesce: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
@@ -147,6 +159,7 @@ def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - Cu
     if isinstance(layout, ComposedLayout):
         return layout.with_inner(filter(layout.inner, profile))
     L = as_layout(layout, "filter: layout")
+    profile = check_profile(profile, "filter")
     if type(profile) is tuple:
         if len(profile) > L.rank:
             raise ShapeError(f"filter: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
@@ -161,7 +174,9 @@ def coalesce_shape(shape: object) -> object:
     >>> print(to_str(coalesce_shape(((Int(2), Int(4)), 3, 5))))
     (_8,15)
     """
-    flat = leaves(shape)
+    flat = leaves(as_int_tuple(shape, "coalesce_shape: shape", minimum=0))
+    if not flat:
+        raise ShapeError("coalesce_shape: the shape has no extent; found ()")
     out = [flat[0]]
     for v in flat[1:]:
         if (type(v) is Int) == (type(out[-1]) is Int):

@@ -172,7 +172,7 @@ def composition(a: object, b: object) -> object:
     layoutkit.errors.ShapeError: composition (4,6):(1,5) o 6:1: mode () = 6:1 of B steps across the boundary ...
     """
     if b is None:
-        return a
+        return a if isinstance(a, (Swizzle, ComposedLayout)) else as_layout(a, "composition: left operand")
     if isinstance(a, Swizzle):
         if isinstance(b, Layout):
             return ComposedLayout(a, Int(0), b)
@@ -183,6 +183,9 @@ def composition(a: object, b: object) -> object:
     if isinstance(b, list):
         b = tuple(b)
     if type(b) is tuple:
+        if not b:
+            raise ShapeError(f"composition: the tiler () has no modes; compose {A} with a layout, an integer or a "
+                             "non-empty tuple of them")
         if len(b) > A.rank:
             raise ShapeError(f"composition: the tiler {_tiler_str(b)} has {len(b)} modes but {A} has rank {A.rank}")
         return concat([composition(A.mode(i), bi) for i, bi in enumerate(b)])

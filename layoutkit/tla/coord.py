@@ -20,8 +20,9 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 
 from ..algebra.nodes import Expr
+from ..algebra.overflow import INT64
 from ..errors import CoordinateError, ShapeError
-from .int_tuple import Int, as_int_tuple, compact_col_major, congruent, leaves, to_str
+from .int_tuple import MAX_NESTING, Int, as_int_tuple, compact_col_major, congruent, leaves, nesting_error, to_str
 
 Coord: TypeAlias = Any
 """A coordinate or index: an int, an integer numpy array or an index expression, or a nested tuple of
@@ -52,6 +53,8 @@ def _check(c: Any, whole: object, path: tuple[int, ...], what: str) -> Coord:
             raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
         return c
     if isinstance(c, (tuple, list)):
+        if len(path) >= MAX_NESTING:
+            raise nesting_error(what, path)
         return tuple(_check(v, whole, path + (k,), what) for k, v in enumerate(c))
     if isinstance(c, np.ndarray) and c.ndim == 0:
         c = c.item() if c.dtype.kind in "iu" else c
@@ -124,16 +127,22 @@ def _checked_shape(shape: object, stride: object, what: str) -> tuple[Any, Any]:
     return s, d
 
 
-def _has_empty_mode(shape: object) -> bool:
+def _has_empty_mode(shape: object, level: int = 0) -> bool:
     """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
     if isinstance(shape, (tuple, list)):
-        return not shape or any(_has_empty_mode(m) for m in shape)
+        if level >= MAX_NESTING:
+            raise nesting_error("shape", (0,) * level)
+        return not shape or any(_has_empty_mode(m, level + 1) for m in shape)
     return False
 
 
 def _checked_crd2idx(coord: object, shape: object, stride: object, what: str) -> Coord:
     shape, stride = _checked_shape(shape, stride, what)
     c = check_coord(coord)
+    if any(isinstance(v, np.ndarray) for v in leaves(c)):
+        from .layout import Layout  # numpy coordinates: the layout's evaluation proves int64 suffices or goes exact
+
+        return Layout._make(shape, stride)(c)
     try:
         return _crd2idx(c, shape, stride, ())
     except _Mismatch as err:
@@ -216,8 +225,8 @@ def _idx2crd(i: Any, s: Any, path: tuple[int, ...]) -> Any:
         last = len(s) - 1
         for k in range(last):
             p = _iprod(s[k])
-            out.append(_idx2crd(i % p, s[k], path + (k,)))
-            i = i // p
+            out.append(_idx2crd(_mod(i, p), s[k], path + (k,)))
+            i = _div(i, p)
         out.append(_idx2crd(i, s[last], path + (last,)))
         return tuple(out)
     return i
@@ -233,7 +242,25 @@ def _idx2crd_strided(i: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
         return tuple(_idx2crd_strided(i, sk, dk, path + (k,)) for k, (sk, dk) in enumerate(zip(s, d)))
     if s == 1:
         return Int(0)
-    return (i // d) % s
+    if not (type(d) is int or type(d) is Int) or d <= 0:
+        raise _Mismatch(path, f"the stride {to_str(d)} of an extent-{to_str(s)} mode is not positive; idx2crd "
+                              "with strides needs a compact layout's positive strides")
+    return _mod(_div(i, d), s)
+
+
+def _div(i: Any, p: int) -> Any:
+    """``i // p`` for a non-negative index; an int64 array divided by ``p >= 2**63`` is all zeros (numpy
+    cannot take such a divisor)."""
+    if isinstance(i, np.ndarray) and p >= INT64:
+        return np.zeros_like(i)
+    return i // p
+
+
+def _mod(i: Any, p: int) -> Any:
+    """``i % p`` for a non-negative index (``i`` itself when an int64 array cannot reach ``p``)."""
+    if isinstance(i, np.ndarray) and p >= INT64:
+        return i
+    return i % p
 
 
 def crd2crd(coord: object, src_shape: object, dst_shape: object) -> Coord:

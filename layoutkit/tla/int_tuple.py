@@ -17,15 +17,51 @@ _8 8
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
-from typing import Any, TypeAlias, cast, overload
+from typing import Any, TypeAlias, TypeVar, cast, overload
 
-from ..errors import ShapeError
+from ..errors import LimitError, ShapeError
 from .static_int import Int, is_int, is_static, is_tuple, static
 
 IntTuple: TypeAlias = "int | tuple[IntTuple, ...]"
 """An integer or a (nested) tuple of IntTuples (leaves may be static :class:`Int`)."""
+
+MAX_NESTING = 32
+"""Deepest nesting of an IntTuple (shape, stride, coordinate) the TLA layer accepts; real layouts nest
+two or three levels, and the recursive algebra must not run out of stack on a hostile one."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def bounded_nesting(fn: _F) -> _F:
+    """Turn a RecursionError inside ``fn`` (an argument nested past any real IntTuple) into a
+    :class:`~layoutkit.errors.LimitError` naming ``fn``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError:
+            raise nesting_error(fn.__name__) from None
+
+    return cast(_F, wrapper)
+
+
+def nesting_error(what: str, path: tuple[int, ...] = ()) -> LimitError:
+    """The error for an IntTuple argument of ``what`` nested past :data:`MAX_NESTING` (a tuple at
+    ``path``, when known)."""
+    where = f" (found a tuple at depth {len(path)})" if path else ""
+    return LimitError(f"{what}: an argument nests deeper than the {MAX_NESTING} levels an IntTuple may have{where}",
+                      MAX_NESTING, len(path) or None)
+
+
+def _int_leaf(x: object, what: str) -> int:
+    """``x`` when it is an integer leaf, else a ShapeError naming ``what``."""
+    if not is_int(x):
+        raise ShapeError(f"{what} needs integer leaves (an IntTuple); found {type(x).__name__} {x!r}")
+    return x
 
 
 # ---- validation -----------------------------------------------------------------------------------
@@ -50,6 +86,8 @@ def _normalise(x: object, what: str, minimum: int | None, whole: object, path: t
     if (t is int or t is Int) and (minimum is None or x >= minimum):  # type: ignore[operator]
         return x  # type: ignore[return-value]
     if isinstance(x, (tuple, list)):
+        if len(path) >= MAX_NESTING:
+            raise nesting_error(what, path)
         return tuple(_normalise(v, what, minimum, whole, path + (k,)) for k, v in enumerate(x))
     if not is_int(x):
         raise ShapeError(
@@ -87,6 +125,7 @@ def rank(x: object) -> int:
     return len(x) if type(x) is tuple else 1
 
 
+@bounded_nesting
 def depth(x: object) -> int:
     """Nesting depth: 0 for an integer, 1 + the deepest mode for a tuple.
 
@@ -139,17 +178,25 @@ def product(x: object) -> int:
     >>> product(((16, 7), (16, 7))), product(Int(4))
     (12544, _4)
     """
+    try:
+        return _product(x)
+    except RecursionError:
+        raise nesting_error("product") from None
+
+
+def _product(x: object) -> int:
     if type(x) is tuple:
         result: int = Int(1)
         for v in x:
-            result = result * product(v)
+            result = result * _product(v)
         return result
-    return x  # type: ignore[return-value]
+    return _int_leaf(x, "product")
 
 
 size = product
 
 
+@bounded_nesting
 def product_each(x: object) -> tuple[int, ...]:
     """The product of each top-level mode (an integer counts as one mode).
 
@@ -158,9 +205,10 @@ def product_each(x: object) -> tuple[int, ...]:
     """
     if type(x) is tuple:
         return tuple(product(v) for v in x)
-    return (cast(int, x),)
+    return (_int_leaf(x, "product_each"),)
 
 
+@bounded_nesting
 def flatten(x: object) -> object:
     """Leaves in order: a tuple for a tuple, the integer itself for an integer (C++ ``flatten``).
 
@@ -189,12 +237,15 @@ def leaves(x: object) -> tuple[Any, ...]:
     return (x,)
 
 
+@bounded_nesting
 def unflatten(flat: tuple[object, ...], profile: object) -> object:
     """Fold a flat tuple back into the nesting of ``profile`` (same number of leaves).
 
     >>> unflatten((1, 2, 3), ((0, 0), 0))
     ((1, 2), 3)
     """
+    if not isinstance(flat, (tuple, list)):
+        raise ShapeError(f"unflatten: the values must be a tuple; found {type(flat).__name__} {flat!r}")
     flat = tuple(flat)
     if len(flat) != len(leaves(profile)):
         raise ShapeError(
@@ -208,6 +259,7 @@ def unflatten(flat: tuple[object, ...], profile: object) -> object:
     return build(profile)
 
 
+@bounded_nesting
 def profile(x: object) -> object:
     """The nesting of ``x`` with every leaf replaced by 0 (CuTe ``repeat_like(x, _0)``).
 
@@ -219,6 +271,7 @@ def profile(x: object) -> object:
     return 0
 
 
+@bounded_nesting
 def congruent(a: object, b: object) -> bool:
     """Same nesting (profile).
 
@@ -235,6 +288,7 @@ def congruent(a: object, b: object) -> bool:
     return type(b) is not tuple
 
 
+@bounded_nesting
 def weakly_congruent(a: object, b: object) -> bool:
     """``a``'s nesting is a coarsening of ``b``'s (an integer in ``a`` may stand for a tuple in ``b``).
 
@@ -246,6 +300,7 @@ def weakly_congruent(a: object, b: object) -> bool:
     return True
 
 
+@bounded_nesting
 def compatible(a: object, b: object) -> bool:
     """Every coordinate of shape ``a`` is a coordinate of shape ``b`` (same size at each leaf of ``a``).
 
@@ -271,19 +326,29 @@ def ceil_div(a: object, b: object) -> object:
     >>> ceil_div(10, 4), ceil_div((6, 4), 4), ceil_div((128, 128), (16, 16))
     (3, (2, 4), (8, 8))
     """
+    try:
+        return _ceil_div(a, b)
+    except RecursionError:
+        raise nesting_error("ceil_div") from None
+
+
+def _ceil_div(a: object, b: object) -> object:
     if type(a) is tuple:
         if type(b) is tuple:
             if len(b) > len(a):
                 raise ShapeError(f"ceil_div: {_text(b)} has more modes than {_text(a)}")
-            return tuple(ceil_div(x, b[i] if i < len(b) else Int(1)) for i, x in enumerate(a))
+            return tuple(_ceil_div(x, b[i] if i < len(b) else Int(1)) for i, x in enumerate(a))
         out = []
         for x in a:
-            out.append(ceil_div(x, b))
-            b = ceil_div(b, x)
+            out.append(_ceil_div(x, b))
+            b = _ceil_div(b, x)
         return tuple(out)
     if type(b) is tuple:
-        return ceil_div(a, product(b))
-    return (cast(int, a) + cast(int, b) - Int(1)) // cast(int, b)
+        return _ceil_div(a, _product(b))
+    num, den = _int_leaf(a, "ceil_div"), _int_leaf(b, "ceil_div")
+    if den <= 0:
+        raise ShapeError(f"ceil_div: the divisor must be a positive integer; found {den}")
+    return (num + den - Int(1)) // den
 
 
 def round_up(a: int, b: int) -> int:
@@ -292,9 +357,10 @@ def round_up(a: int, b: int) -> int:
     >>> round_up(100, 16)
     112
     """
-    return ceil_div(a, b) * b
+    return ceil_div(_int_leaf(a, "round_up"), _int_leaf(b, "round_up")) * b
 
 
+@bounded_nesting
 def compact_col_major(shape: object, current: int = Int(1)) -> object:
     """CuTe ``LayoutLeft`` strides: exclusive prefix products, congruent to ``shape``.
 
@@ -309,9 +375,11 @@ def compact_col_major(shape: object, current: int = Int(1)) -> object:
             out.append(compact_col_major(s, current))
             current = current * product(s)
         return tuple(out)
+    _int_leaf(shape, "compact_col_major")
     return current
 
 
+@bounded_nesting
 def compact_row_major(shape: object, current: int = Int(1)) -> object:
     """CuTe ``LayoutRight`` strides: the last mode is fastest.
 
@@ -324,9 +392,11 @@ def compact_row_major(shape: object, current: int = Int(1)) -> object:
             out.append(compact_row_major(s, current))
             current = current * product(s)
         return tuple(reversed(out))
+    _int_leaf(shape, "compact_row_major")
     return current
 
 
+@bounded_nesting
 def inner_product(a: object, b: object) -> int:
     """Sum of leaf-wise products of two congruent IntTuples.
 
@@ -334,13 +404,18 @@ def inner_product(a: object, b: object) -> int:
     32
     """
     if type(a) is tuple:
+        if type(b) is not tuple or len(a) != len(b):
+            raise ShapeError(f"inner_product needs two congruent IntTuples; found {_text(a)} and {_text(b)}")
         total: int = Int(0)
-        for x, y in zip(a, cast("tuple[object, ...]", b)):
+        for x, y in zip(a, b):
             total = total + inner_product(x, y)
         return total
-    return cast(int, a) * cast(int, b)
+    if type(b) is tuple:
+        raise ShapeError(f"inner_product needs two congruent IntTuples; found {_text(a)} and {_text(b)}")
+    return _int_leaf(a, "inner_product") * _int_leaf(b, "inner_product")
 
 
+@bounded_nesting
 def transform_leaf(x: object, fn: Callable[[Any], object]) -> object:
     """Apply ``fn`` to every leaf, keeping the nesting.
 
@@ -367,7 +442,7 @@ def make_dynamic(x: object) -> object:
     >>> make_dynamic((Int(4), Int(2)))
     (4, 2)
     """
-    return transform_leaf(x, int)
+    return transform_leaf(x, lambda v: int(_int_leaf(v, "make_dynamic")))
 
 
 # ---- construction ---------------------------------------------------------------------------------
@@ -418,8 +493,15 @@ def to_str(x: object) -> str:
     >>> to_str((Int(2), 4)), to_str(((16, 2), (16, 3))), to_str((Int(8),))
     ('(_2,4)', '((16,2),(16,3))', '(_8)')
     """
+    try:
+        return _to_str(x)
+    except RecursionError:
+        raise nesting_error("to_str") from None
+
+
+def _to_str(x: object) -> str:
     if type(x) is tuple:
-        return "(" + ",".join(to_str(v) for v in x) + ")"
+        return "(" + ",".join(_to_str(v) for v in x) + ")"
     if type(x) is Int:
         return "_" + int.__repr__(x)
     return str(x)

@@ -21,6 +21,7 @@ Layout((8, 12) -> (96,), (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,7 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..algebra.overflow import INT64, narrow_int64
-from ..errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
+from ..algebra.shapes import TABLE_LIMIT
+from ..errors import CoordinateError, LayoutError, LimitError, ShapeError, UnsupportedError
 from .coord import _crd2idx, _has_empty_mode, _Mismatch, _show, check_coord
 from .int_tuple import (
     Int,
@@ -68,6 +70,8 @@ class Layout:
 
     def __init__(self, shape: object, stride: object = None, origin_shape: object = None) -> None:
         shape = as_int_tuple(shape, "Layout shape", minimum=1)
+        if _has_empty_mode(shape):
+            raise ShapeError(f"Layout shape {to_str(shape)} has an empty mode (no extent to address)")
         if stride is None:
             stride = compact_col_major(shape)
         else:
@@ -185,8 +189,8 @@ class Layout:
     def _fits_int64(self, top: int) -> bool:
         """Whether offsets of coordinates whose leaves are at most ``top`` stay inside int64 in numpy:
         every leaf's share of a coordinate is at most ``top``, so every partial sum is at most
-        ``top * sum(|stride|)``."""
-        return top * sum(abs(int(d)) for d in leaves(self._stride)) < INT64
+        ``top * sum(|stride|)`` (and every stride must itself be an int64, even when ``top`` is 0)."""
+        return max(top, 1) * sum(abs(int(d)) for d in leaves(self._stride)) < INT64 and self.size < INT64
 
     def table(self) -> NDArray[np.int64]:
         """``layout(i)`` for every colexicographic index ``i < size`` (int64 array; exact, or
@@ -195,6 +199,7 @@ class Layout:
         >>> make_layout((4,), (2**61,)).table().tolist()
         [0, 2305843009213693952, 4611686018427387904, 6917529027641081856]
         """
+        check_table_size(self.size, f"{self}.table()")
         index: Any = np.arange(self.size, dtype=np.int64)
         wide = not self._fits_int64(self.size - 1)
         out = _crd2idx(index.astype(object) if wide else index, self._tla_shape, self._stride, ())
@@ -206,6 +211,7 @@ class Layout:
         """Offsets over the logical ``origin_shape``: ``out[i, j, ...] = layout((i, j, ...))``
         (one coordinate per top-level mode; numpy indexing)."""
         origin = self.origin_shape
+        check_table_size(math.prod(origin), f"{self}.offset_table()")
         modes = self._modes()
         wide = not self._fits_int64(max(origin, default=1) - 1)
         coords = tuple(
@@ -293,6 +299,13 @@ def check_origin(origin: object, shape: object) -> tuple[int, ...]:
             f"(rank {r}); found {to_str(o)}"
         )
     return tuple(int(cast(int, v)) for v in o)
+
+
+def check_table_size(points: int, what: str) -> None:
+    """Refuse, with a LimitError, a table of more than :data:`~layoutkit.algebra.shapes.TABLE_LIMIT` entries
+    (a layout's size is exact at any magnitude; only enumerating it is bounded)."""
+    if points > TABLE_LIMIT:
+        raise LimitError(f"{what} would hold {points} entries; at most 2**26 are enumerated", TABLE_LIMIT, points)
 
 
 def is_layout(x: object) -> bool:
@@ -461,4 +474,5 @@ __all__ = [
     "stride",
     "origin_shape",
     "check_origin",
+    "check_table_size",
 ]

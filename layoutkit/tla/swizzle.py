@@ -25,13 +25,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..algebra.nodes import Expr
-from ..errors import CoordinateError, ShapeError
+from ..algebra.overflow import INT64
+from ..errors import CoordinateError, IntegerOverflowError, LimitError, ShapeError
 from .coord import Coord, _crd2idx, check_coord
 from .int_tuple import Int, to_str
-from .layout import Layout
+from .layout import Layout, check_table_size
 
 if TYPE_CHECKING:
     from ..algebra.layout import Layout as LkLayout
+
+
+MAX_SWIZZLE_BITS = 62
+"""Highest bit (``bits + base + |shift|``) a swizzle may touch."""
 
 
 def _shiftr(x: Any, s: int) -> Any:
@@ -68,6 +73,11 @@ class Swizzle:
             raise ShapeError(
                 f"Swizzle({bits}, {base}, {shift}): |shift| must be >= bits so the xor-ed bit fields do not overlap"
             )
+        if bits + base + abs(shift) > MAX_SWIZZLE_BITS:
+            # numpy evaluates swizzles in int64: every bit field must stay below the sign bit
+            raise LimitError(f"Swizzle({bits}, {base}, {shift}): bits + base + |shift| = {bits + base + abs(shift)} "
+                             f"is past {MAX_SWIZZLE_BITS}, the highest bit an int64 offset can swizzle",
+                             MAX_SWIZZLE_BITS, bits + base + abs(shift))
         mask = (1 << bits) - 1
         object.__setattr__(self, "_b", bits)
         object.__setattr__(self, "_m", base)
@@ -115,8 +125,15 @@ class Swizzle:
     def __call__(self, offset: Expr) -> Expr: ...
     def __call__(self, offset: Any) -> Any:
         """Swizzle an int, a numpy integer array or an index expression."""
-        if isinstance(offset, bool) or (isinstance(offset, numbers.Integral) and offset < 0):
-            raise CoordinateError(f"{self}: offsets must be non-negative integers; found {offset!r}")
+        if isinstance(offset, np.ndarray) and offset.ndim == 0 and offset.dtype.kind in "iu":
+            offset = offset.item()
+        if isinstance(offset, bool) or not isinstance(offset, (numbers.Integral, np.ndarray, Expr)) or (
+                isinstance(offset, numbers.Integral) and offset < 0):
+            raise CoordinateError(f"{self}: offsets must be non-negative integers (or integer numpy arrays or index "
+                                  f"expressions); found {type(offset).__name__} {offset!r}")
+        if isinstance(offset, np.ndarray) and (offset.dtype.kind not in "iu" or (offset.size and offset.min() < 0)):
+            raise CoordinateError(f"{self}: offsets must be non-negative integers; found an array of dtype "
+                                  f"{offset.dtype} (least value {offset.min() if offset.size else None})")
         if isinstance(offset, numbers.Integral):
             offset = int(offset)
         return offset ^ _shiftr(offset & self._yyy, self._s)
@@ -233,6 +250,8 @@ class ComposedLayout:
     def __call__(self, *coord: object) -> Coord:
         c = coord[0] if len(coord) == 1 else coord
         inner: Coord = self._inner(c) if isinstance(self._inner, Layout) else self._inner(check_coord(c))
+        if isinstance(inner, np.ndarray):
+            return self._outer_table(inner)
         out = self._outer(self._offset + inner)
         return int(out) if isinstance(out, numbers.Integral) else out
 
@@ -242,20 +261,24 @@ class ComposedLayout:
         if isinstance(self._inner, Layout):
             base = self._inner.table()
         else:
+            check_table_size(self.size, f"{self}.table()")
             base = self._inner(np.arange(self.size, dtype=np.int64))
-        y = base + int(self._offset)
-        if isinstance(self._outer, Swizzle):
-            return np.asarray(self._outer(y), dtype=np.int64)
-        return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
+        return self._outer_table(base)
 
     def offset_table(self) -> NDArray[np.int64]:
         """Offsets over the inner layout's logical ``origin_shape`` (numpy indexing)."""
         if not isinstance(self._inner, Layout):
             return self.table()
-        y = self._inner.offset_table() + int(self._offset)
-        if isinstance(self._outer, Swizzle):
-            return np.asarray(self._outer(y), dtype=np.int64)
-        return np.asarray(_crd2idx(y, self._outer.shape, self._outer.stride, ()), dtype=np.int64)
+        return self._outer_table(self._inner.offset_table())
+
+    def _outer_table(self, base: NDArray[np.integer[Any]]) -> NDArray[np.int64]:
+        """``outer(offset + base)`` element-wise, exact: the shifted offsets must be int64 coordinates of
+        the outer function (which then evaluates exactly or raises)."""
+        offset = int(self._offset)
+        if base.size and not (-INT64 <= offset and int(base.max()) + offset < INT64):
+            raise IntegerOverflowError(f"{self}: offset {offset} + inner value {int(base.max())} is past int64",
+                                       {"offset": offset, "value": int(base.max()) + offset})
+        return np.asarray(self._outer(base + offset), dtype=np.int64)
 
     def to_layout(self) -> LkLayout:
         """An ``lk.Layout`` over the inner layout's ``origin_shape``; xor swizzles stay symbolic."""

@@ -26,6 +26,8 @@ from .swizzle import ComposedLayout
 
 
 def _by_mode(op: Callable[[Layout, object], object], A: Layout, tiler: tuple[object, ...], name: str) -> Layout:
+    if not tiler:
+        raise ShapeError(f"{name}: the tiler () has no modes; use a layout, an integer, None or a non-empty tuple")
     if len(tiler) > A.rank:
         raise ShapeError(f"{name}: the tiler has {len(tiler)} modes but {A} has rank {A.rank}")
     modes = [op(A.mode(i), t) for i, t in enumerate(tiler)]
@@ -39,11 +41,11 @@ def logical_divide(layout: object, tiler: object) -> object:
     >>> print(tla.logical_divide(tla.make_layout((4, 2, 3), (2, 1, 8)), tla.make_layout(4, 2)))
     ((2,2),(2,3)):((4,1),(2,8))
     """
-    if tiler is None:
-        return layout
     if isinstance(layout, ComposedLayout):
-        return layout.with_inner(logical_divide(layout.inner, tiler))
+        return layout if tiler is None else layout.with_inner(logical_divide(layout.inner, tiler))
     A = as_layout(layout, "logical_divide: layout")
+    if tiler is None:
+        return A
     if isinstance(tiler, list):
         tiler = tuple(tiler)
     if type(tiler) is tuple:
@@ -134,11 +136,11 @@ def logical_product(block: object, tiler: object) -> object:
     >>> print(tla.logical_product(tla.make_layout((2, 2), (1, 2)), tla.make_layout(3, 1)))
     ((2,2),3):((1,2),4)
     """
-    if tiler is None:
-        return block
     if isinstance(block, ComposedLayout):
-        return block.with_inner(logical_product(block.inner, tiler))
+        return block if tiler is None else block.with_inner(logical_product(block.inner, tiler))
     A = as_layout(block, "logical_product: block")
+    if tiler is None:
+        return A
     if isinstance(tiler, list):
         tiler = tuple(tiler)
     if type(tiler) is tuple:

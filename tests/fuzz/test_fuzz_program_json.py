@@ -1,4 +1,5 @@
-"""Hostile program documents: every outcome of ``Program.from_json`` is a program or a LayoutError."""
+"""Hostile program documents and builder arguments: every outcome of ``Program.from_json`` and of each
+builder is a program (an op) or a LayoutError."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import layoutkit as lk
 from layoutkit import infer
 from layoutkit.infer import programs
 
-from .hostile import JSON_VALUES, deep, paths, replaced
+from .hostile import HOSTILE_SCALARS, JSON_VALUES, attempt, deep, paths, replaced
 
 BASES = [programs.gemm(bM=64, bN=64, bK=32).to_dict(), programs.softmax().to_dict(),
          programs.elementwise_binary().to_dict(), programs.ascend_gemm(M=128, N=128, K=128).to_dict()]
@@ -84,3 +85,62 @@ def test_valid_documents_still_round_trip():
     for doc in BASES:
         text = json.dumps(doc, sort_keys=True)
         assert infer.Program.from_json(text).to_json() == text
+
+
+# ---- the builders ----------------------------------------------------------------------------------------
+
+_VALUES = st.one_of(HOSTILE_SCALARS, st.integers(-2, 20), st.floats(-4, 4), st.sampled_from([float("-inf"), 0.5]))
+
+
+def _subscript(data, extent: int):
+    """A subscript of one dim: an int (in or out of range), an open or closed slice, or a hostile value."""
+    bound = st.one_of(st.none(), st.integers(-2, extent + 2))
+    return data.draw(st.one_of(st.integers(-1, extent), st.builds(slice, bound, bound), HOSTILE_SCALARS))
+
+
+def _operand(data, bufs):
+    """A buffer, a region of one (with hostile subscripts), or a value that is neither."""
+    kind = data.draw(st.integers(0, 3))
+    buf = data.draw(st.sampled_from(bufs))
+    if kind == 0:
+        return buf
+    if kind == 1:
+        key = tuple(_subscript(data, n) for n in buf.shape)
+        return attempt(lambda: buf[key if len(key) > 1 else key[0]]) or buf
+    if kind == 2:
+        return data.draw(HOSTILE_SCALARS)
+    return buf.name
+
+
+@given(st.data())
+def test_builders_with_hostile_arguments(data):
+    p = infer.Program(threads=32)
+    G = p.tensor("G", (64, 64), "float32")
+    bufs = [G, p.alloc_fragment("f", (8, 16), "float32"), p.alloc_fragment("r", (8,), "float32"),
+            p.alloc_shared("s", (8, 16), "float32"), p.alloc_fragment("c", (16, 16), "float32")]
+    value = lambda: data.draw(_VALUES)  # noqa: E731
+    operand = lambda: _operand(data, bufs)  # noqa: E731
+    calls = [
+        lambda: p.copy(operand(), operand()),
+        lambda: p.fill(operand(), value()),
+        lambda: p.clear(operand()),
+        lambda: p.reduce(operand(), operand(), dim=value(), kind=data.draw(st.sampled_from(["sum", "max", None, 3])),
+                         clear=value()),
+        lambda: p.gemm(operand(), operand(), operand(), transpose_A=value(), transpose_B=value(),
+                       policy=data.draw(st.one_of(st.sampled_from(["square", "fullrow"]), HOSTILE_SCALARS))),
+        lambda: p.parallel(data.draw(st.one_of(st.lists(st.integers(-1, 16), max_size=2), HOSTILE_SCALARS)),
+                           writes=data.draw(st.one_of(st.just([(bufs[2], "lambda i: (i,)")]), HOSTILE_SCALARS,
+                                                      st.lists(HOSTILE_SCALARS, max_size=2)))),
+        lambda: p.transpose(operand(), operand()),
+        lambda: p.atomic_add(operand(), data.draw(st.one_of(_VALUES, st.just(bufs[1])))),
+        lambda: p.alias(data.draw(st.one_of(st.text(max_size=3), HOSTILE_SCALARS)), operand()),
+        lambda: p.alloc_fragment(data.draw(st.one_of(st.text(max_size=3), HOSTILE_SCALARS)),
+                                 data.draw(st.one_of(st.lists(_VALUES, max_size=3), HOSTILE_SCALARS)),
+                                 data.draw(st.one_of(st.just("float16"), HOSTILE_SCALARS))),
+        lambda: p.shape_of(operand()),
+        lambda: infer.infer_layouts(data.draw(st.one_of(HOSTILE_SCALARS, st.just(G)))),
+    ]
+    for _ in range(data.draw(st.integers(1, 4))):
+        attempt(data.draw(st.sampled_from(calls)))
+    if data.draw(st.integers(0, 9)) == 0:  # inference is the slow part: one program in ten
+        attempt(lambda: infer.infer_layouts(p))

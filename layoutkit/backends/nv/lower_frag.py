@@ -15,6 +15,10 @@ loop var of a parallel read such as ``bias[j]``, or the axis a ``reduce`` keeps)
    ``element * warps + warp``) and, after a barrier, every holder folds the partials of its warp group in
    warp order, so all replicas of the output hold the same value.
 
+When the threads sharing an output element are no xor group (ragged rows), the reduce goes through a
+shared copy of the source tile instead (:mod:`.reduce_shared`), and the output -- whose threads then leave
+registers unused -- is stored by the owner of its replica 0.
+
 A fragment ``x`` that a parallel loop reads through a layout conversion (free mode's
 :class:`~layoutkit.infer.conversions.LayoutConversion`) is staged through shared memory before the loop
 (:func:`lower_conversion`): every thread stores its ``x`` registers into the staging tile the cost model
@@ -145,6 +149,10 @@ def fragment_copy(frag, reg: str, gname: str, gshape, axes, tile: Tile, load: bo
     if len(gshape) != len(frag.input_shape) or len(axes) != len(gshape):
         raise UnsupportedError(f"lowering: copy {gname} <-> {reg}: the global tensor has rank {len(gshape)}, the "
                                f"fragment {frag.input_shape} on tile axes {axes}")
+    if not load and frag.replicate_size > 1 and np.any(_slots(frag, int(frag.thread_range[1])) < 0):
+        from .reduce_shared import store_sparse_fragment  # registers unused on some threads: no inverse
+
+        return store_sparse_fragment(frag, reg, gname, gshape, axes, tile)
     vec = _fragment_vec(frag, gshape[-1], max_vec)
     p = Var("p", frag.local_size // vec)
     *coords, rep = _inverse_at(frag, p * vec)
@@ -333,7 +341,7 @@ def _reduce_groups(S, D, keep: int, threads: int, name: str):
     regs_t = np.asarray(D.index_table()).reshape(-1)[kept]
     regs = regs_t[0]
     if not np.array_equal(regs_t, np.broadcast_to(regs, regs_t.shape)):
-        raise UnsupportedError(f"lowering: {name}: the output register of a source register differs between threads")
+        raise _NoButterfly(f"lowering: {name}: the output register of a source register differs between threads")
     member = np.zeros((cdim, threads), bool)
     member[kept, np.arange(threads)[:, None]] = True
     holders = np.zeros((cdim, threads), bool)
@@ -341,7 +349,7 @@ def _reduce_groups(S, D, keep: int, threads: int, name: str):
     holders[np.broadcast_to(np.arange(cdim), dthr.shape), dthr] = True
     if not np.array_equal(member, holders):
         c = int(np.argmax(np.any(member != holders, axis=1)))
-        raise UnsupportedError(f"lowering: {name}: element {c} of the output lives on threads "
+        raise _NoButterfly(f"lowering: {name}: element {c} of the output lives on threads "
                                f"{np.flatnonzero(holders[c]).tolist()[:16]}; the source row on "
                                f"{np.flatnonzero(member[c]).tolist()[:16]} (the output must be replicated exactly "
                                "over the threads that reduce it)")
@@ -350,30 +358,47 @@ def _reduce_groups(S, D, keep: int, threads: int, name: str):
     closed = all((a ^ b) in gset for a in group for b in group)
     want = np.arange(threads)[:, None] ^ np.asarray(group)[None, :]  # [threads, group]
     if not closed or want.max() >= threads or not np.all(member[kept[:, :, None], want[:, None, :]]):
-        raise UnsupportedError(f"lowering: {name}: the threads sharing an output element {group[:16]} are not an xor "
+        raise _NoButterfly(f"lowering: {name}: the threads sharing an output element {group[:16]} are not an xor "
                                "group of thread indices (a butterfly over lanes and warps cannot reduce them)")
     if np.any(member.sum(axis=1)[np.unique(kept)] != len(group)):
-        raise UnsupportedError(f"lowering: {name}: output elements are shared by different numbers of threads")
+        raise _NoButterfly(f"lowering: {name}: output elements are shared by different numbers of threads")
     return kept, regs, group
 
 
 def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     """Statements and extra buffers of a ``reduce`` (see the module docstring)."""
     a = op.args
-    kind, dim, clear = a["kind"], int(a["dim"]), bool(a["clear"])
+    kind = a["kind"]
     if kind not in ir.REDUCE_FNS:
         raise UnsupportedError(f"lowering: {op.name} reduces with {kind!r}; expected one of {sorted(ir.REDUCE_FNS)}")
-    fn = ir.REDUCE_FNS[kind]
     S, D = layouts[a["src"]], layouts[a["dst"]]
     if len(S.input_shape) != 2 or S.replicate_size != 1 or len(D.input_shape) != 1:
         raise UnsupportedError(f"lowering: {op.name} reduces {S.describe()} into {D.describe()}; a 2-D unreplicated "
                                "source into a 1-D fragment is lowered")
+    try:
+        return _reduce_butterfly(op, program, S, D, tile)
+    except _NoButterfly as why:
+        from .reduce_shared import reduce_through_shared  # the fallback needs this module's helpers
+
+        return reduce_through_shared(op, program, S, D, tile, str(why))
+
+
+class _NoButterfly(UnsupportedError):
+    """The threads sharing an output element are no xor group a butterfly can reduce."""
+
+
+def _reduce_butterfly(op, program, S, D, tile: Tile) -> tuple[list, list]:
+    """A reduce whose threads sharing an output form an xor group: each thread folds its registers, shuffles
+    fold the lanes, shared memory folds the warps."""
+    a = op.args
+    kind, dim, clear = a["kind"], int(a["dim"]), bool(a["clear"])
+    fn = ir.REDUCE_FNS[kind]
     threads, keep = program.threads, 1 - dim
     kept, regs, group = _reduce_groups(S, D, keep, threads, op.name)
     lanes = [g for g in group if g < WARP_SIZE]
     warps = [g // WARP_SIZE for g in group if g % WARP_SIZE == 0]
     if len(lanes) * len(warps) != len(group):
-        raise UnsupportedError(f"lowering: {op.name}: the thread group {group[:16]} mixes lane and warp offsets")
+        raise _NoButterfly(f"lowering: {op.name}: the thread group {group[:16]} mixes lane and warp offsets")
     dst, dt = a["dst"], program.buffers[a["dst"]].dtype
     acc = dst if clear else f"{dst}_part{op.uid}"
     bufs = [] if clear else [ir.Buffer(acc, dt, D.local_size, REG)]
@@ -392,7 +417,7 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     if len(warps) > 1:  # 3: the warps' partials through shared memory
         bits = [w for w in warps if w & (w - 1) == 0 and w]
         if _xor_span(bits) != set(warps):
-            raise UnsupportedError(f"lowering: {op.name}: the warp group {warps} is not spanned by warp index bits")
+            raise _NoButterfly(f"lowering: {op.name}: the warp group {warps} is not spanned by warp index bits")
         nw, cdim = threads // WARP_SIZE, S.input_shape[keep]
         red = f"{dst}_red{op.uid}"
         tmp = f"{dst}_tmp{op.uid}"

@@ -1,0 +1,86 @@
+"""Proofs take a time budget: islpy on xor-heavy maps stops at it with a typed ProofBudgetError instead of
+running for minutes, and ``auto`` never picks an unbounded method."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import layoutkit as lk
+from layoutkit.algebra import layout as layout_module
+
+# islpy needs tens of seconds on these (measured: 21 s and 94 s for the first two without a budget)
+SLOW_FOR_ISL = [
+    lambda i: i ^ (i & 85),
+    lambda i: i ^ (i & 1365),
+    lambda i: i ^ (i >> 1) ^ (i >> 2) ^ (i >> 3) ^ (i >> 5),
+]
+
+
+@pytest.mark.parametrize("fn", SLOW_FOR_ISL, ids=["and-mask", "wide-mask", "xor-chain"])
+def test_isl_stops_at_a_tiny_budget(fn):
+    layout = lk.Layout([4096], fn)
+    start = time.perf_counter()
+    with pytest.raises(lk.ProofBudgetError, match=r"prove_bijective\('isl'\).*still running after the budget of "
+                                                   r"0.1 s") as info:
+        layout.prove_bijective("isl", budget_s=0.1)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 3, elapsed
+    assert isinstance(info.value, lk.LimitError) and isinstance(info.value, lk.ProofError)
+    assert info.value.limit == 0.1 and info.value.found >= 0.1
+
+
+@pytest.mark.parametrize("fn", SLOW_FOR_ISL, ids=["and-mask", "wide-mask", "xor-chain"])
+def test_auto_decides_them_structurally(fn):
+    layout = lk.Layout([4096], fn)
+    start = time.perf_counter()
+    proof = layout.prove_bijective(budget_s=1.0)
+    assert proof.method == "f2" and time.perf_counter() - start < 1.0
+    assert proof.verdict == layout.prove_bijective("enumerate").verdict
+    assert layout.is_bijective(budget_s=1.0) == proof.verdict
+
+
+def test_auto_bounds_isl_by_default(monkeypatch):
+    # not F2-affine (the // 3), too large to enumerate: auto would ask islpy, bounded by AUTO_BUDGET_S
+    layout = lk.Layout([3 * 2**23], lambda i: (i // 3) ^ ((i // 3) & 5))
+    monkeypatch.setattr(layout_module, "AUTO_BUDGET_S", 0.1)
+    start = time.perf_counter()
+    with pytest.raises(lk.ProofBudgetError, match="budget of 0.1 s"):
+        layout.is_bijective()
+    assert time.perf_counter() - start < 3
+
+
+def test_a_budget_that_suffices_gives_the_same_proof():
+    layout = lk.Layout([8, 4], lambda i, j: (j, i))
+    assert layout.prove_bijective("isl", budget_s=30) == lk.Layout([8, 4], lambda i, j: (j, i)).prove_bijective("isl")
+    assert layout.prove_bijective("enumerate", budget_s=30).verdict
+    assert layout.prove_bijective("f2", budget_s=30).verdict
+    refuted = lk.Layout([8, 6], lambda i, j: (i, 0)).prove_bijective("isl", budget_s=30)
+    assert not refuted.verdict and "collision" in refuted.witness
+
+
+def test_errors_inside_the_budgeted_proof_stay_typed():
+    with pytest.raises(lk.ProofError, match="islpy cannot decide"):
+        lk.Layout([6, 4], lambda i, j: (i * j, i)).prove_bijective("isl", budget_s=30)
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("nan"), float("inf"), "1", True, [1]])
+def test_bad_budgets(budget):
+    with pytest.raises(lk.ShapeError, match="budget_s must be a positive number of seconds"):
+        lk.Layout([4], lambda i: i).prove_bijective(budget_s=budget)
+
+
+@pytest.mark.parametrize("method", ["ISL", None, 3, ["isl"], "exhaustive"])
+def test_unknown_methods(method):
+    with pytest.raises(lk.LayoutError, match="unknown proof method"):
+        lk.Layout([4], lambda i: i).prove_bijective(method)
+
+
+def test_cli_budget(capsys):
+    from layoutkit.cli import main
+
+    assert main(["check", "lambda i: i ^ (i & 85)", "--shape", "1024", "--method", "isl", "--budget", "0.2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "budget of 0.2 s" in err[0]
+    assert main(["check", "lambda i: i ^ (i & 85)", "--shape", "1024", "--budget", "5"]) == 1  # f2: not bijective
