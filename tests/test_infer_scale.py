@@ -27,7 +27,7 @@ def _chain(n: int, shape=(64, 64), dtype="float32") -> infer.Program:
 
 def _every_root(monkeypatch) -> None:
     """Free mode as before the proof: every root of every component is tried."""
-    monkeypatch.setattr(free, "settled", lambda *args: False)
+    monkeypatch.setattr(free, "covered_roots", lambda *args: frozenset())
 
 
 def test_a_150_op_chain_runs_linearly_many_rules():
@@ -52,6 +52,27 @@ def test_the_chain_matches_trying_every_root(monkeypatch):
     want = solve(p)
     assert dict(got.layouts) == dict(want.layouts) and dict(got.loops) == dict(want.loops)
     assert dict(got.predicates) == dict(want.predicates) and dict(got.derivations) == dict(want.derivations)
+
+
+def _two_plans(n: int) -> infer.Program:
+    """A chain whose first half is float16 and second half float32: roots in either half plan differently
+    (vector widths 8 and 4), so only the roots of one half cover one another."""
+    p = infer.Program(threads=128, target="sm_80")
+    frags = [p.alloc_fragment(f"f{k}", (64, 64), "float16" if k < n // 2 else "float32") for k in range(n + 1)]
+    for a, b in zip(frags, frags[1:]):
+        p.parallel((64, 64), writes=[(b, _ident)], reads=[(a, _ident)])
+    return p
+
+
+def test_a_chain_with_two_plans_runs_linearly_many_rules(monkeypatch):
+    p = _two_plans(100)
+    got = solve(p)
+    assert got.counts["rule runs"] <= 20 * len(p.ops), got.counts
+    _every_root(monkeypatch)
+    want = solve(p)
+    assert want.counts["rule runs"] > 50 * len(p.ops)
+    assert dict(got.layouts) == dict(want.layouts) and dict(got.loops) == dict(want.loops)
+    assert dict(got.derivations) == dict(want.derivations)
 
 
 def test_a_rule_not_registered_local_is_run_from_every_root():
@@ -109,7 +130,7 @@ def _snapshot(seed: int, model: str):
 
 
 @pytest.mark.parametrize("model", ["register-count", "smem-aware"])
-def test_skipping_settled_roots_changes_no_result(monkeypatch, model):
+def test_skipping_covered_roots_changes_no_result(monkeypatch, model):
     seeds = range(60)
     got = [_snapshot(seed, model) for seed in seeds]
     _every_root(monkeypatch)

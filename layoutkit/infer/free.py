@@ -2,11 +2,11 @@
 cheapest attempt kept (ties: the earliest root in :func:`~.engine.canonical_order`).
 
 An attempt runs its root, finishes the worklist, then every other op the same way.  When the
-component's rules are all *local* (:func:`~.rules.register_rule`), the first attempt that finishes
-is checked by :func:`settled`; when it passes, every other root would end in the same layouts and
-loop layouts, hence the same score, and since only a strictly cheaper attempt replaces the kept
-one, the other roots of that pass are not run: a component of ``n`` ops costs ``O(n)`` rule runs
-instead of ``O(n**2)``.  The result is the one trying every root gives.
+component's rules are all *local* (:func:`~.rules.register_rule`), a finished attempt may be checked
+by :func:`~.settle.covered_roots`: the roots it covers would end in the same layouts and loop
+layouts, hence the same score, and since only a strictly cheaper attempt replaces the kept one,
+they are not run.  A chain of ``n`` loops costs ``O(n)`` rule runs instead of ``O(n**2)``; the
+result is the one trying every root gives.
 
 >>> from layoutkit.infer import Program
 >>> from layoutkit.infer.engine import solve
@@ -25,8 +25,11 @@ from ..fragment.fragment import Fragment
 from .conversions import LayoutConversion, conversion_edges
 from .result import Derivation
 from .rules import FREE
-from .settle import settled
+from .settle import check_runs, covered_roots
 from .state import Conflict, Context, bfs
+
+MAX_CHECKS = 4
+"""Checks of finished attempts per pass over a component (each costs about :func:`.settle.check_runs`)."""
 
 
 def fragments_unsolved(ctx: Context, comp) -> bool:
@@ -80,11 +83,17 @@ def free_component(ctx: Context, comp, model, users) -> None:
 
 def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills: bool, best, first_error):
     """The attempts from every root of ``comp`` with ``convert``: the new ``(best, first_error)``.
-    After the first attempt that finishes, a plain pass stops when :func:`settled` proves the other
-    roots end where it did (the same score, so none would replace ``best``)."""
+    In a plain pass, a finished attempt may be checked (:func:`.settle.covered_roots`, when that costs
+    fewer rule runs than the attempts it could save); the roots it covers end where it did, with the
+    same score, so none would replace ``best``, and they are not run."""
     comp_set = {op.uid for op in comp}
-    checked = bool(convert)  # views of converted reads are outside what settled() reasons about
-    for root in comp:
+    covered: set[int] = set()
+    checks = MAX_CHECKS if convert else 0  # views of converted reads are outside what settle reasons about
+    check_cost = None
+    for k, root in enumerate(comp):
+        if root.uid in covered:
+            continue
+        runs = ctx.counts["rule runs"]
         try:
             trial = attempt(ctx, comp, root, comp_set, users, convert, planning_fills)
         except Conflict as err:
@@ -93,10 +102,12 @@ def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills:
         scored = None if fragments_unsolved(trial, comp) else score(trial, comp, model, convert)
         if scored is not None and (best is None or scored[0] < best[0]):
             best = (*scored, trial)
-        if not checked:
-            checked = True
-            if settled(ctx, trial, comp, planning_fills):
-                break
+        if checks < MAX_CHECKS:
+            check_cost = check_runs(comp) if check_cost is None else check_cost
+            left = sum(1 for op in comp[k + 1:] if op.uid not in covered)
+            if check_cost < left * (ctx.counts["rule runs"] - runs):
+                checks += 1
+                covered |= covered_roots(ctx, trial, comp, planning_fills)
     return best, first_error
 
 
