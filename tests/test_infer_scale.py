@@ -75,6 +75,19 @@ def test_a_chain_with_two_plans_runs_linearly_many_rules(monkeypatch):
     assert dict(got.derivations) == dict(want.derivations)
 
 
+def test_converted_attempts_match_trying_every_root(monkeypatch):
+    """A model that prices conversions tries every edge converted; the covered roots of those attempts
+    are skipped too (each edge then costs one attempt and a check, not one attempt per root)."""
+    p = _chain(16)
+    got = solve(p, cost_model="smem-aware")
+    _every_root(monkeypatch)
+    want = solve(p, cost_model="smem-aware")
+    assert got.counts["rule runs"] * 4 < want.counts["rule runs"], (got.counts, want.counts)
+    assert dict(got.layouts) == dict(want.layouts) and dict(got.loops) == dict(want.loops)
+    assert [str(c) for c in got.conversions] == [str(c) for c in want.conversions]
+    assert dict(got.derivations) == dict(want.derivations)
+
+
 def test_a_rule_not_registered_local_is_run_from_every_root():
     def rule(op, ctx, level):  # proposes nothing, but free mode cannot know what it reads
         return EMPTY

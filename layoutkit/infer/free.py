@@ -83,12 +83,12 @@ def free_component(ctx: Context, comp, model, users) -> None:
 
 def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills: bool, best, first_error):
     """The attempts from every root of ``comp`` with ``convert``: the new ``(best, first_error)``.
-    In a plain pass, a finished attempt may be checked (:func:`.settle.covered_roots`, when that costs
+    A finished attempt may be checked (:func:`.settle.covered_roots`, when that costs
     fewer rule runs than the attempts it could save); the roots it covers end where it did, with the
     same score, so none would replace ``best``, and they are not run."""
     comp_set = {op.uid for op in comp}
     covered: set[int] = set()
-    checks = MAX_CHECKS if convert else 0  # views of converted reads are outside what settle reasons about
+    checks = 0
     check_cost = None
     for k, root in enumerate(comp):
         if root.uid in covered:
