@@ -64,6 +64,7 @@ from harness import (  # noqa: E402
     timing_cells,
 )
 from infer import bench_infer  # noqa: E402
+from infer_scale import bench_infer_scale  # noqa: E402
 from nv import bench_nv  # noqa: E402
 from plot import bench_plot  # noqa: E402
 from tilelang_pass import bench_infer_vs_tilelang  # noqa: E402
@@ -79,7 +80,7 @@ COMPARE_SUMMARY: list[tuple] = []
 SECTION_SECONDS: dict[str, float] = {}
 SECTIONS = (
     "eval", "inverse", "proof", "compare", "domain", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer",
-    "tilelang-infer", "codegen", "cost",
+    "infer-scale", "tilelang-infer", "codegen", "cost",
 )
 
 
@@ -705,6 +706,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         "ascend": lambda: bench_ascend(budget),
         "plot": lambda: bench_plot(budget, args.quick),
         "infer": lambda: bench_infer(budget, args.quick),
+        "infer-scale": lambda: bench_infer_scale(budget, args.quick),
         "tilelang-infer": lambda: bench_infer_vs_tilelang(budget, reps=2 if args.quick else 5, quick=args.quick),
         "codegen": lambda: bench_codegen(budget, slow, args.quick),
         "cost": lambda: bench_cost(budget),

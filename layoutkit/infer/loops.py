@@ -416,7 +416,7 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
 
 
 for _kind in ("parallel", "copy", "fill", "transpose", "atomic_add"):
-    register_rule(_kind, "*", loop_rule)
+    register_rule(_kind, "*", loop_rule, local=True)
 
 # the reduction rule registers itself on import; its names stay reachable here
 from .reduce import reduce_rule, reducer_layout  # noqa: E402, F401

@@ -105,4 +105,4 @@ def _reduce_group(red: Fragment) -> int:
     return int(max(len(set(col.tolist())) for col in t.T[: min(t.shape[1], 64)]))
 
 
-register_rule("reduce", "*", reduce_rule)
+register_rule("reduce", "*", reduce_rule, local=True)

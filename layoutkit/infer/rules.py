@@ -91,17 +91,31 @@ class RuleContext(ProgramView):
 
 Rule = Callable[..., RuleResult]
 _RULES: dict[str, dict[str, Rule]] = {}
+_LOCAL: dict[str, dict[str, bool]] = {}
 _MERGES: dict[str, Callable] = {}
 
 
-def register_rule(op_kind: str, target_family: str, fn: Rule) -> None:
-    """Register ``fn`` as the layout rule of ``op_kind`` on targets matching ``target_family``."""
+def register_rule(op_kind: str, target_family: str, fn: Rule, *, local: bool = False) -> None:
+    """Register ``fn`` as the layout rule of ``op_kind`` on targets matching ``target_family``.
+
+    ``local``: the rule reads only the layouts of the op's own buffers, the op's own loop layout, the
+    level, the thread range and ``fallback`` (never :meth:`RuleContext.once` or another op's loop), and
+    proposes layouts only for the op's own buffers and no other op's loop (``RuleResult.loops`` stays
+    empty).  Free mode may then prove that every root of a connected component ends in the same layouts
+    and skip the attempts it would repeat (:mod:`.free`); a rule registered without the flag is always
+    run from every root."""
     _RULES.setdefault(op_kind, {})[target_family] = fn
+    _LOCAL.setdefault(op_kind, {})[target_family] = local
+
+
+def _best_pattern(table: dict, target: str) -> str | None:
+    hits = [(pat.count("*"), -len(pat), pat) for pat in table if fnmatchcase(target, pat)]
+    return min(hits)[2] if hits else None
 
 
 def _best(table: dict, target: str):
-    hits = [(pat.count("*"), -len(pat), pat) for pat in table if fnmatchcase(target, pat)]
-    return table[min(hits)[2]] if hits else None
+    pat = _best_pattern(table, target)
+    return None if pat is None else table[pat]
 
 
 def get_rule(op_kind: str, target: str) -> Rule:
@@ -110,6 +124,17 @@ def get_rule(op_kind: str, target: str) -> Rule:
     if fn is None:
         raise UnsupportedError(f"no layout rule for op kind {op_kind!r} on target {target!r}")
     return fn
+
+
+def rule_is_local(op_kind: str, target: str) -> bool:
+    """Whether the rule :func:`get_rule` picks for ``op_kind`` on ``target`` was registered ``local``.
+
+    >>> rule_is_local("parallel", "sm_80"), rule_is_local("noop_demo", "sm_80")
+    (True, False)
+    """
+    table = _LOCAL.get(op_kind, {})
+    pat = _best_pattern(table, target)
+    return pat is not None and table[pat]
 
 
 def register_merge(target_family: str, fn: Callable) -> None:

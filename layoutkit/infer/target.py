@@ -41,6 +41,10 @@ class Target:
         """Op kind -> layout rule on this target (they win over the ``"*"`` rules)."""
         return {}
 
+    def local_rules(self) -> frozenset[str]:
+        """The op kinds among :meth:`rules` whose rules are local (see :func:`~.rules.register_rule`)."""
+        return frozenset()
+
     def merge(self, old: Layout, new: Layout, dtype: str) -> Layout | None:
         """Two plain layouts of one buffer merged into one, or None (a conflict)."""
         return None
@@ -88,8 +92,9 @@ def register_target(target: Target) -> None:
     cost models selectable by name."""
     _TARGETS[target.family] = target
     _RESOLVED.clear()
+    local = target.local_rules()
     for kind, fn in target.rules().items():
-        register_rule(kind, target.family, fn)
+        register_rule(kind, target.family, fn, local=kind in local)
     if target.has_merge():
         register_merge(target.family, target.merge)
     _BUILDERS.update(target.builders())

@@ -33,6 +33,10 @@ class NvBackend(Backend):
     def rules(self):
         return rules.RULES
 
+    def local_rules(self):
+        """The copy rule reads only its own buffers' layouts (its instruction is a function of the program)."""
+        return frozenset({"copy"})
+
     def cost_models(self):
         return {"smem-aware": SharedMemoryAwareModel}
 
