@@ -26,9 +26,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofError, ShapeError
+from .attained import attained_ranges
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
+from .printing import text_prefix
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl
 from .shapes import (
     TABLE_LIMIT,
@@ -54,6 +56,8 @@ if TYPE_CHECKING:
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
 _SLAB = 1 << 20  # coordinates per slab of linear_table
+DESCRIBE_CHARS = 400
+"""Characters of each output that :meth:`Layout.describe` shows."""
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
@@ -182,12 +186,16 @@ class Layout:
     def output_shape(self) -> tuple[int, ...]:
         """Bounding box of the image: ``max(out_d) + 1`` per output dim (TileLang's convention)."""
         hit: tuple[int, ...] | None = self._cache.get("output_shape")
+        if hit is None:  # the node intervals, where the structure proves their ends are attained
+            ranges = attained_ranges(self._forward)
+            if all(r is not None and r[0] >= 0 for r in ranges):
+                hit = self._cache["output_shape"] = tuple(r[1] + 1 for r in ranges if r is not None)
         if hit is None and self.size > _STRUCTURE_FIRST:
             bl = self._bit_linear()  # an F2 map's maxima come from its bit matrix: no pass over the domain
             if bl is not None:
                 hit = self._cache["output_shape"] = tuple(m + 1 for m in bl.max_values())
         if hit is None:
-            coords = enumerable_grid(self._input_shape, f"output_shape of {self.describe()}")
+            coords = enumerable_grid(self._input_shape, lambda: f"output_shape of {self.describe()}")
             lows, highs = self._output_range(coords)
             for k, lo in enumerate(lows):
                 if lo < 0:
@@ -213,9 +221,11 @@ class Layout:
         return tuple(int(v) for v in hit[0])
 
     def describe(self) -> str:
-        """Short text used in error messages (does not evaluate the map)."""
+        """Short text used in error messages (does not evaluate the map; an output's text is cut after
+        :data:`DESCRIBE_CHARS` characters, so a message about a huge expression stays short and cheap)."""
         ins = _tuple_text(v.name for v in self._vars)
-        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {_tuple_text(self._forward)}"
+        outs = _tuple_text(text_prefix(e, DESCRIBE_CHARS) for e in self._forward)
+        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {outs}"
 
     # ---- evaluation -------------------------------------------------------------------------
     def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple[Any, ...]:
@@ -302,7 +312,7 @@ class Layout:
         """All images as an int64 array of shape ``input_shape + (m,)``."""
         hit: NDArray[np.int64] | None = self._cache.get("table")
         if hit is None:
-            outs = self._evaluate(enumerable_grid(self._input_shape, f"table of {self.describe()}"))
+            outs = self._evaluate(enumerable_grid(self._input_shape, lambda: f"table of {self.describe()}"))
             hit = np.stack([np.broadcast_to(o, self._input_shape) for o in outs], axis=-1)
             hit.setflags(write=False)
             self._cache["table"] = hit
@@ -412,7 +422,7 @@ class Layout:
 
     def first_difference(self, other: Layout) -> tuple[int, ...] | None:
         """A coordinate where the two layouts differ, or None (shapes must match)."""
-        g = enumerable_grid(self._input_shape, f"comparing {self.describe()}")
+        g = enumerable_grid(self._input_shape, lambda: f"comparing {self.describe()}")
         for a, b in zip(self._evaluate(g), other._evaluate(g)):
             diff = np.broadcast_to(a != b, self._input_shape)
             if diff.any():
