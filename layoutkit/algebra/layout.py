@@ -18,6 +18,7 @@ Layout((64,) -> (64,), (_i,) -> (_i,))
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,7 +32,7 @@ from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
 from .printing import text_prefix
-from .proof import Proof, bijection_by_enumeration, bijection_by_isl
+from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method
 from .shapes import (
     TABLE_LIMIT,
     call_index_fn,
@@ -433,10 +434,11 @@ class Layout:
     def prove_bijective(self, method: str = "auto") -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
 
-        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy), ``"f2"`` (the
-        expressions are affine over the input bits, read off the tree: a rank test over F2, see
-        :mod:`.bitlinear`) or ``"auto"``: ``f2`` when the map has that structure, else enumeration up to
-        :data:`ENUMERATION_LIMIT` coordinates and islpy beyond.  The proof's ``method`` says which decided.
+        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic: islpy, or the F2 rank
+        when the map is affine over the input bits, where islpy's bit encoding is slow and the rank is
+        exact), ``"f2"`` (the expressions are affine over the input bits, read off the tree: a rank test
+        over F2, see :mod:`.bitlinear`) or ``"auto"``: chosen by the structure (:func:`.proof.choose_method`).
+        The proof's ``method`` says which decided, and its ``detail`` why when that is not the one asked for.
 
         >>> import layoutkit as lk
         >>> L = lk.Layout([4096, 4096], lambda i, j: (i, j ^ i))
@@ -444,8 +446,10 @@ class Layout:
         ('f2', True)
         """
         if method == "auto":
-            method = "f2" if self._bit_linear() is not None else (
-                "enumerate" if self.size <= ENUMERATION_LIMIT else "isl")
+            method = choose_method(self._forward, self.size, self._bit_linear() is not None, ENUMERATION_LIMIT)
+        if method == "isl" and self._bit_linear() is not None:
+            f2 = self.prove_bijective("f2")
+            return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
         key = ("proof", method)
         hit: Proof | None = self._cache.get(key)
         if hit is None:
