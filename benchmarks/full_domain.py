@@ -140,6 +140,8 @@ def _swizzle(shape, budget: Budget, slow: Budget, quick: bool, tilelang, failure
         Row("layoutkit apply(coords) (warm)", measure(lambda: layout.apply(coords), budget=budget), domain),
         Row("layoutkit nv.make_full_bank_swizzled_layout + table() (cold)",
             measure(lambda: nv.make_full_bank_swizzled_layout(shape, "float16").table(), budget=budget), domain),
+        Row("hand-written numpy: the lambda on the coordinate columns",
+            measure(lambda: np.stack(swizzle(coords[:, 0], coords[:, 1]), axis=-1), budget=budget), domain),
     ]
     if tilelang is None:
         return rows
@@ -200,6 +202,9 @@ def _fragment(shape, budget: Budget, slow: Budget, tilelang, failures: list[str]
         Row("layoutkit apply_thread + apply (warm)", measure(both, budget=budget), domain),
         Row("layoutkit make_mma_store_layout + thread_table + index_table (cold)", measure(cold, budget=budget),
             domain),
+        Row("hand-written numpy: thread and register formulas on the coordinate columns",
+            measure(lambda: (acc_thread(ii, jj, rows_, cols), acc_index(ii, jj, rows_, cols)), budget=budget),
+            domain),
     ]
     if tilelang is None:
         return rows
@@ -239,6 +244,8 @@ def _cute(shape, budget: Budget, slow: Budget, pycute, failures: list[str]) -> l
             domain),
         Row("layoutkit tla.make_layout + offset_table() (cold)",
             measure(lambda: tla.make_layout(s, d).offset_table(), budget=budget), domain),
+        Row("hand-written numpy: sum of the mode strides on (m, n)", measure(lambda: cute_offset(m, n, rows_),
+                                                                            budget=budget), domain),
     ]
     if pycute is None:
         return rows
@@ -258,15 +265,14 @@ def _cute(shape, budget: Budget, slow: Budget, pycute, failures: list[str]) -> l
 
 
 def _headlines(case: str, rows: list[Row], domain: int) -> None:
-    """Summary rows: layoutkit's warm evaluation against every oracle row that ran."""
+    """Summary rows: layoutkit's warm evaluation against what a user would write instead (hand-written
+    numpy) and the oracles' whole-domain paths; per-coordinate Python loops over FFI calls stay in the
+    tables but are no anchor (nobody evaluates a domain that way)."""
     ours = rows[0].timing
     for r in rows[1:]:
-        if r.timing is None or r.impl.startswith("layoutkit"):
+        if r.timing is None or r.impl.startswith("layoutkit") or r.sampled or " per coord" in r.impl:
             continue
-        per = r.timing.median / r.coords
-        anchor = (f"{r.impl.split(' per coord')[0]}: {fmt_time(per)}/coord, sampled" if r.sampled
-                  else f"{r.impl}: {fmt_time(r.timing.median)}")
-        headline(case, ours, anchor, per / (ours.median / domain))
+        headline(case, ours, f"{r.impl}: {fmt_time(r.timing.median)}", r.timing.median / ours.median)
 
 
 def bench_full_domain(budget: Budget, slow: Budget, quick: bool = False) -> list[str]:

@@ -5,7 +5,9 @@
 Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
 """
 
-from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
+from typing import TYPE_CHECKING
+
+from . import deferred as _deferred
 from .errors import (
     CodegenInputError,
     CoordinateError,
@@ -24,12 +26,23 @@ from .errors import (
     UnsupportedError,
     UserFunctionError,
 )
-from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
 
-# isort: split
-from . import backends as _backends  # noqa: F401  (registers the built-in NVIDIA and Ascend targets)
+if TYPE_CHECKING:  # pragma: no cover - the names below are imported on first use
+    from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
+    from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
+
+# The built-in targets, imported by the first lookup of a matching target string (or of a cost model,
+# builder or backend by name), so that importing the package costs only what is used.
+_deferred.defer("sm_*", "layoutkit.backends.nv")
+_deferred.defer("ascend", "layoutkit.backends.ascend")
 
 __version__ = "0.1.0"
+
+_LAZY = {name: ".algebra" for name in ("Const", "Expr", "F2Linear", "Layout", "Proof", "Var", "parse_expr",
+                                       "parse_index_fn")}
+_LAZY.update({name: ".fragment" for name in ("Fragment", "PartialFragment", "make_fully_replicated_fragment")})
+__getattr__ = _deferred.lazy_attributes(__name__, _LAZY)
+"""``lk.Layout``, ``lk.Fragment``, ``lk.tla``, ``lk.infer``, ... imported on first use."""
 
 __all__ = [
     "CodegenInputError",

@@ -96,7 +96,8 @@ def test_check_fragment_injectivity(capsys):
 
 
 def test_large_layout_skips_table_and_isl_method(capsys):
-    assert main(["show", "lambda i, j: i * 64 + j", "--shape", "64,64", "--method", "isl"]) == 0
+    # 48 rows: not affine over F2, so islpy decides (on a power-of-two shape the F2 rank would)
+    assert main(["show", "lambda i, j: i * 64 + j", "--shape", "48,64", "--method", "isl"]) == 0
     out = capsys.readouterr().out
     assert "proved by isl" in out and len(out.splitlines()) == 3
 

@@ -319,3 +319,29 @@ def test_size_cosize_helpers():
     assert tla.origin_shape(L) == (4, 8)
     with pytest.raises(LayoutError):
         tla.cosize((4, 8))
+
+
+@pytest.mark.parametrize("shape, stride", [
+    ((1024, 1024), (1, 1024)),
+    (((8, 16), (8, 16)), ((1, 64), (8, 1024))),
+    ((4, (3, 5), 7), (35, (1, 3), -140)),
+    ((6, 6), (0, 1)),
+])
+def test_layout_of_one_int64_array_per_mode_matches_the_scalar_calls(shape, stride):
+    L = tla.make_layout(shape, stride)
+    rng = np.random.default_rng(7)
+    cols = [rng.integers(0, tla.size(s), 200, dtype=np.int64) for s in shape]
+    got = L(*cols)
+    assert got.dtype == np.int64
+    assert got.tolist() == [L(*(int(c[k]) for c in cols)) for k in range(200)]
+
+
+def test_layout_of_arrays_still_refuses_negatives_and_stays_exact():
+    L = tla.make_layout((4, 4), (1, 2**61))
+    with pytest.raises(lk.CoordinateError):
+        L(np.array([0, -1]), np.array([0, 1]))
+    near = L(np.array([0, 1], dtype=np.int64), np.array([3, 3], dtype=np.int64))  # 3 * 2**61 + 1 < 2**63
+    assert near.tolist() == [3 * 2**61, 3 * 2**61 + 1]
+    past = tla.make_layout((4, 4), (1, 2**62))
+    with pytest.raises(lk.IntegerOverflowError):
+        past(np.array([0, 1], dtype=np.int64), np.array([3, 3], dtype=np.int64))

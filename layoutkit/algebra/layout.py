@@ -18,6 +18,7 @@ Layout((64,) -> (64,), (_i,) -> (_i,))
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,11 +27,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofError, ShapeError
+from .attained import attained_ranges
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .budget import check_budget, run_with_budget
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
-from .proof import Proof, bijection_by_enumeration, bijection_by_isl
+from .printing import text_prefix
+from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method
 from .shapes import (
     TABLE_LIMIT,
     call_index_fn,
@@ -58,6 +61,8 @@ AUTO_BUDGET_S = 4.0
 """Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
 stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
 _SLAB = 1 << 20  # coordinates per slab of linear_table
+DESCRIBE_CHARS = 400
+"""Characters of each output that :meth:`Layout.describe` shows."""
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
 __all__ = [  # the helpers moved to .shapes stay importable from here
@@ -186,12 +191,16 @@ class Layout:
     def output_shape(self) -> tuple[int, ...]:
         """Bounding box of the image: ``max(out_d) + 1`` per output dim (TileLang's convention)."""
         hit: tuple[int, ...] | None = self._cache.get("output_shape")
+        if hit is None:  # the node intervals, where the structure proves their ends are attained
+            ranges = attained_ranges(self._forward)
+            if all(r is not None and r[0] >= 0 for r in ranges):
+                hit = self._cache["output_shape"] = tuple(r[1] + 1 for r in ranges if r is not None)
         if hit is None and self.size > _STRUCTURE_FIRST:
             bl = self._bit_linear()  # an F2 map's maxima come from its bit matrix: no pass over the domain
             if bl is not None:
                 hit = self._cache["output_shape"] = tuple(m + 1 for m in bl.max_values())
         if hit is None:
-            coords = enumerable_grid(self._input_shape, f"output_shape of {self.describe()}")
+            coords = enumerable_grid(self._input_shape, lambda: f"output_shape of {self.describe()}")
             lows, highs = self._output_range(coords)
             for k, lo in enumerate(lows):
                 if lo < 0:
@@ -217,9 +226,11 @@ class Layout:
         return tuple(int(v) for v in hit[0])
 
     def describe(self) -> str:
-        """Short text used in error messages (does not evaluate the map)."""
+        """Short text used in error messages (does not evaluate the map; an output's text is cut after
+        :data:`DESCRIBE_CHARS` characters, so a message about a huge expression stays short and cheap)."""
         ins = _tuple_text(v.name for v in self._vars)
-        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {_tuple_text(self._forward)}"
+        outs = _tuple_text(text_prefix(e, DESCRIBE_CHARS) for e in self._forward)
+        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {outs}"
 
     # ---- evaluation -------------------------------------------------------------------------
     def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple[Any, ...]:
@@ -306,7 +317,7 @@ class Layout:
         """All images as an int64 array of shape ``input_shape + (m,)``."""
         hit: NDArray[np.int64] | None = self._cache.get("table")
         if hit is None:
-            outs = self._evaluate(enumerable_grid(self._input_shape, f"table of {self.describe()}"))
+            outs = self._evaluate(enumerable_grid(self._input_shape, lambda: f"table of {self.describe()}"))
             hit = np.stack([np.broadcast_to(o, self._input_shape) for o in outs], axis=-1)
             hit.setflags(write=False)
             self._cache["table"] = hit
@@ -416,7 +427,7 @@ class Layout:
 
     def first_difference(self, other: Layout) -> tuple[int, ...] | None:
         """A coordinate where the two layouts differ, or None (shapes must match)."""
-        g = enumerable_grid(self._input_shape, f"comparing {self.describe()}")
+        g = enumerable_grid(self._input_shape, lambda: f"comparing {self.describe()}")
         for a, b in zip(self._evaluate(g), other._evaluate(g)):
             diff = np.broadcast_to(a != b, self._input_shape)
             if diff.any():
@@ -427,10 +438,11 @@ class Layout:
     def prove_bijective(self, method: str = "auto", *, budget_s: float | None = None) -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
 
-        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic, islpy), ``"f2"`` (the
-        expressions are affine over the input bits, read off the tree: a rank test over F2, see
-        :mod:`.bitlinear`) or ``"auto"``: ``f2`` when the map has that structure, else enumeration up to
-        :data:`ENUMERATION_LIMIT` coordinates and islpy beyond.  The proof's ``method`` says which decided.
+        ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic: islpy, or the F2 rank
+        when the map is affine over the input bits, where islpy's bit encoding is slow and the rank is
+        exact), ``"f2"`` (the expressions are affine over the input bits, read off the tree: a rank test
+        over F2, see :mod:`.bitlinear`) or ``"auto"``: chosen by the structure (:func:`.proof.choose_method`).
+        The proof's ``method`` says which decided, and its ``detail`` why when that is not the one asked for.
 
         ``budget_s``: seconds the method may run before it is stopped with a
         :class:`~layoutkit.errors.ProofBudgetError` (islpy can take minutes on xor-heavy maps).  None: no
@@ -450,10 +462,12 @@ class Layout:
         if not isinstance(method, str) or method not in ("auto", "enumerate", "isl", "f2"):
             raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
         if method == "auto":
-            method = "f2" if self._bit_linear() is not None else (
-                "enumerate" if self.size <= ENUMERATION_LIMIT else "isl")
+            method = choose_method(self._forward, self.size, self._bit_linear() is not None, ENUMERATION_LIMIT)
             if method == "isl" and budget is None:
                 budget = AUTO_BUDGET_S
+        if method == "isl" and self._bit_linear() is not None:
+            f2 = self.prove_bijective("f2")
+            return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
         key = ("proof", method)
         hit: Proof | None = self._cache.get(key)
         if hit is None:

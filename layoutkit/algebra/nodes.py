@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from ..errors import ExprError, LimitError, UnsupportedError
 from .refused import RefusedOperators
 
 INF = math.inf
+_N = TypeVar("_N", bound="Expr")
 
 MAX_DEPTH = 128
 """Deepest expression tree (a Sum counts one level however many terms it has).  The printer, the
@@ -65,10 +67,23 @@ def as_expr(value: object) -> Expr:
     return Const(_as_int(value))
 
 
-class Expr(RefusedOperators):
-    """Base class of all index expressions (immutable and hashable)."""
+_INTERNED: weakref.WeakValueDictionary[tuple[Any, ...], Expr] = weakref.WeakValueDictionary()
+"""Every live node by its key (hash-consing): building a node equal to a live one returns that one,
+so equal sub-expressions are one object, a DAG stays a DAG through compose chains and substitutions,
+and equality is identity.  An explicit registry of values, not state: it only ever answers "the node
+with this key", and forgets a node as soon as nothing else holds it."""
 
-    __slots__ = ("_key", "_hash", "lo", "hi", "depth")
+
+def _interned(cls: type[_N], key: tuple[Any, ...], lo: float, hi: float) -> _N:
+    node = object.__new__(cls)
+    node._init(key, lo, hi)
+    return cast(_N, _INTERNED.setdefault(key, node))
+
+
+class Expr(RefusedOperators):
+    """Base class of all index expressions (immutable and hashable; equal nodes are one object)."""
+
+    __slots__ = ("_key", "_hash", "lo", "hi", "depth", "__weakref__")
     _key: tuple[Any, ...]
     _hash: int
     lo: float
@@ -95,7 +110,8 @@ class Expr(RefusedOperators):
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Expr) and self._hash == other._hash and self._key == other._key
+        # interned: equal nodes are the same object (the key test is for the unequal, and cheap)
+        return self is other or (isinstance(other, Expr) and self._hash == other._hash and self._key == other._key)
 
     def __hash__(self) -> int:
         return self._hash
@@ -257,9 +273,11 @@ class Const(Expr):
 
     __slots__ = ()
 
-    def __init__(self, value: int):
+    def __new__(cls, value: int) -> Const:
         value = _as_int(value)
-        self._init(("const", value), value, value)
+        key = ("const", value)
+        hit = _INTERNED.get(key)
+        return cast(Const, hit) if hit is not None else _interned(cls, key, value, value)
 
     @classmethod
     def _rebuild(cls, value: int) -> Const:
@@ -291,7 +309,7 @@ class Var(Expr):
 
     __slots__ = ()
 
-    def __init__(self, name: str, extent: int | None = None):
+    def __new__(cls, name: str, extent: int | None = None) -> Var:
         if not isinstance(name, str) or not name:
             raise ExprError(f"a variable needs a non-empty name, found {name!r}")
         if extent is not None:
@@ -301,7 +319,9 @@ class Var(Expr):
             if extent > MAX_EXTENT:
                 raise LimitError(f"variable {name}: extents must be at most 2**62; found {extent}", MAX_EXTENT,
                                  extent)
-        self._init(("var", name, extent), 0, INF if extent is None else extent - 1)
+        key = ("var", name, extent)
+        hit = _INTERNED.get(key)
+        return cast(Var, hit) if hit is not None else _interned(cls, key, 0, INF if extent is None else extent - 1)
 
     @classmethod
     def _rebuild(cls, name: str, extent: int | None) -> Var:
@@ -329,13 +349,17 @@ class Sum(Expr):
 
     __slots__ = ()
 
-    def __init__(self, terms: tuple[tuple[Expr, int], ...], const: int = 0):
+    def __new__(cls, terms: tuple[tuple[Expr, int], ...], const: int = 0) -> Sum:
+        key = ("sum", tuple(terms), const)
+        hit = _INTERNED.get(key)
+        if hit is not None:
+            return cast(Sum, hit)
         lo: float = const
         hi: float = const
         for atom, c in terms:
             a, b = _scaled(atom.lo, atom.hi, c)
             lo, hi = lo + a, hi + b
-        self._init(("sum", tuple(terms), const), lo, hi)
+        return _interned(cls, key, lo, hi)
 
     @classmethod
     def _rebuild(cls, terms: tuple[tuple[Expr, int], ...], const: int) -> Sum:
@@ -358,7 +382,11 @@ class Mul(Expr):
 
     __slots__ = ()
 
-    def __init__(self, a: Expr, b: Expr):
+    def __new__(cls, a: Expr, b: Expr) -> Mul:
+        key = ("mul", a, b)
+        hit = _INTERNED.get(key)
+        if hit is not None:
+            return cast(Mul, hit)
         corners = [x * y for x in (a.lo, a.hi) for y in (b.lo, b.hi) if not (math.isinf(x) or math.isinf(y))]
         if len(corners) == 4:
             lo, hi = min(corners), max(corners)
@@ -366,7 +394,7 @@ class Mul(Expr):
             lo, hi = a.lo * b.lo, INF
         else:
             lo, hi = -INF, INF
-        self._init(("mul", a, b), lo, hi)
+        return _interned(cls, key, lo, hi)
 
     @classmethod
     def _rebuild(cls, a: Expr, b: Expr) -> Expr:
@@ -393,8 +421,10 @@ class FloorDiv(Expr):
 
     __slots__ = ()
 
-    def __init__(self, a: Expr, c: int):
-        self._init(("floordiv", a, c), _fdiv(a.lo, c), _fdiv(a.hi, c))
+    def __new__(cls, a: Expr, c: int) -> FloorDiv:
+        key = ("floordiv", a, c)
+        hit = _INTERNED.get(key)
+        return cast(FloorDiv, hit) if hit is not None else _interned(cls, key, _fdiv(a.lo, c), _fdiv(a.hi, c))
 
     @classmethod
     def _rebuild(cls, a: Expr, c: int) -> Expr:
@@ -417,8 +447,10 @@ class FloorMod(Expr):
 
     __slots__ = ()
 
-    def __init__(self, a: Expr, c: int):
-        self._init(("floormod", a, c), 0, c - 1)
+    def __new__(cls, a: Expr, c: int) -> FloorMod:
+        key = ("floormod", a, c)
+        hit = _INTERNED.get(key)
+        return cast(FloorMod, hit) if hit is not None else _interned(cls, key, 0, c - 1)
 
     @classmethod
     def _rebuild(cls, a: Expr, c: int) -> Expr:
@@ -451,12 +483,13 @@ class _Bitwise(Expr):
     def _bounds(a: Expr, b: Expr) -> tuple[float, float]:
         raise NotImplementedError
 
-    def __init__(self, a: Expr, b: Expr):
-        if a.lo >= 0 and b.lo >= 0:
-            lo, hi = self._bounds(a, b)
-        else:
-            lo, hi = -INF, INF
-        self._init((self.op, a, b), lo, hi)
+    def __new__(cls, a: Expr, b: Expr) -> _Bitwise:
+        key = (cls.op, a, b)
+        hit = _INTERNED.get(key)
+        if hit is not None:
+            return cast(_Bitwise, hit)
+        lo, hi = cls._bounds(a, b) if a.lo >= 0 and b.lo >= 0 else (-INF, INF)
+        return _interned(cls, key, lo, hi)
 
     @classmethod
     def _rebuild(cls, a: Expr, b: Expr) -> Expr:

@@ -1,10 +1,14 @@
 """Proofs that an index map is a bijection onto its output box.
 
-Two methods, which must agree (the test-suite checks it on random layouts):
+Three methods, which must agree (the test-suite checks it on random layouts):
 
 * ``enumerate``: evaluate the map on every coordinate (vectorised) and count images;
 * ``isl``: translate the map into an integer relation (:mod:`layoutkit.algebra.isl`) and ask
-  islpy whether it is injective and whether its range is the whole box.  This never enumerates.
+  islpy whether it is injective and whether its range is the whole box.  This never enumerates;
+  it is fast on quasi-affine maps, slow once bitwise operators add existential variables;
+* ``f2``: a map affine over the input bits is a bit matrix; its rank decides (:mod:`.bitlinear`).
+
+:func:`choose_method` picks one from the structure of the map (``prove_bijective("auto")``).
 
 Both return a :class:`Proof` whose witness names two colliding coordinates or an unreachable
 output when the verdict is negative.
@@ -21,12 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import ProofError, UnsupportedError
-from .nodes import Expr, Var
+from .nodes import Const, Expr, FloorDiv, FloorMod, Sum, Var, walk
 
 
 @dataclass(frozen=True)
 class Proof:
-    """Outcome of a proof: ``verdict`` (bool), ``method`` ("enumerate" or "isl"), ``claim`` and a
+    """Outcome of a proof: ``verdict`` (bool), ``method`` (the one that decided: "enumerate", "isl"
+    or "f2", whatever was asked for; ``detail`` says why when they differ), ``claim`` and a
     ``witness`` dict when the verdict is False (``collision``: ``(x, y, image)``; ``unreachable``:
     an output coordinate).  ``bool(proof)`` is the verdict."""
 
@@ -58,6 +63,36 @@ def describe_witness(witness: dict[str, Any]) -> str:
         n_in, n_out = witness["size_mismatch"]
         return f"{n_in} inputs cannot cover {n_out} outputs"
     return str(witness)
+
+
+def quasi_affine(exprs: Sequence[Expr]) -> bool:
+    """Whether ``exprs`` use only ``+``, constant ``*``, ``//`` and ``%`` (islpy's fast class: no
+    bitwise operator, whose bits become existential variables, and no product of two variables).
+
+    >>> from layoutkit.algebra import Var
+    >>> i, j = Var("_i", 6), Var("_j", 6)
+    >>> quasi_affine([(i * 6 + j) % 4, i // 2]), quasi_affine([i ^ j]), quasi_affine([i * j])
+    (True, False, False)
+    """
+    return all(isinstance(e, (Const, Var, Sum, FloorDiv, FloorMod)) for e in walk(list(exprs)))
+
+
+def choose_method(exprs: Sequence[Expr], size: int, bit_linear: bool, enumeration_limit: int) -> str:
+    """The method ``prove_bijective("auto")`` uses, by structure first: ``f2`` for a map affine over the
+    input bits; ``isl`` for a quasi-affine map too large to enumerate cheaply; else ``enumerate`` (a
+    bitwise map on non-power-of-two extents: islpy's bit encoding costs far more than evaluating it),
+    which refuses past the table limit instead of guessing.
+
+    >>> from layoutkit.algebra import Var
+    >>> i = Var("_i", 3 << 22)
+    >>> choose_method([i], 3 << 22, False, 1 << 22), choose_method([i ^ 5], 3 << 22, False, 1 << 22)
+    ('isl', 'enumerate')
+    """
+    if bit_linear:
+        return "f2"
+    if size > enumeration_limit and quasi_affine(exprs):
+        return "isl"
+    return "enumerate"
 
 
 BOX_COUNT_LIMIT = 2**26

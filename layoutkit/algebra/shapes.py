@@ -45,11 +45,14 @@ int64 column of such a table is 512 MiB); larger domains are refused with a Limi
 allocating without bound."""
 
 
-def enumerable_grid(shape: Sequence[int], what: str, copies: int = 1) -> tuple[NDArray[np.int64], ...]:
+def enumerable_grid(shape: Sequence[int], what: str | Callable[[], str], copies: int = 1
+                    ) -> tuple[NDArray[np.int64], ...]:
     """:func:`~layoutkit.algebra.evaluate.grid` of ``shape`` after checking that evaluating ``copies``
-    values per coordinate stays within :data:`TABLE_LIMIT`."""
+    values per coordinate stays within :data:`TABLE_LIMIT`; ``what`` names the work in the error (a
+    callable is called only then: describing a huge layout costs more than a small table)."""
     points = math.prod(shape) * copies
     if points > TABLE_LIMIT:
+        what = what if isinstance(what, str) else what()
         raise LimitError(f"{what} would evaluate {points} points; at most 2**26 are enumerated (a symbolic "
                          f"method, e.g. prove_bijective('isl'), works on larger domains)", TABLE_LIMIT, points)
     return grid(shape)

@@ -24,6 +24,7 @@ x | x % 8 // 4 | x % 8
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ from typing import Any, TypeVar, cast
 
 from ..errors import ExprError, UnsupportedError
 from .nodes import INF, And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Xor
+from .printing import compare_text
 
 _E = TypeVar("_E", bound=Expr)
 
@@ -76,10 +78,6 @@ def make_split(base: Expr, lower: int, upper: int | None) -> Expr:
     return e if lower == 1 else floordiv(e, Const(lower))
 
 
-def _term_key(item: tuple[Expr, int]) -> tuple[Any, ...]:
-    return (*_rank_key(item), _order_name(item[0]))
-
-
 def _rank_key(item: tuple[Expr, int]) -> tuple[Any, ...]:
     atom, coeff = item
     _, lower, upper = split_view(atom)
@@ -87,19 +85,29 @@ def _rank_key(item: tuple[Expr, int]) -> tuple[Any, ...]:
 
 
 def _sorted_terms(terms: dict[Expr, int]) -> tuple[tuple[Expr, int], ...]:
-    """The terms in canonical order (:func:`_term_key`).  Printing an atom for the name tie-break
-    costs far more than the rest of the key, so it is skipped when the numeric ranks are all
-    distinct: a unique prefix already fixes the lexicographic order, so the result is the same."""
-    ranked = [(_rank_key(item), item) for item in terms.items()]
-    if len({rank for rank, _ in ranked}) == len(ranked):
-        return tuple(item for _, item in sorted(ranked, key=lambda pair: pair[0]))
-    return tuple(sorted(terms.items(), key=_term_key))
+    """The terms in canonical order: by :func:`_rank_key`, then atoms of equal rank by their text.
+
+    The text order is decided by :func:`~.printing.compare_text`, which reads the two texts only up
+    to where they differ and skips a shared sub-expression whole, so no atom is printed: printing
+    costs the size of the tree, which compose chains make exponential in the size of the DAG."""
+    ranked = sorted(((_rank_key(item), item) for item in terms.items()), key=lambda pair: pair[0])
+    out: list[tuple[Expr, int]] = []
+    start = 0
+    while start < len(ranked):
+        stop = start + 1
+        while stop < len(ranked) and ranked[stop][0] == ranked[start][0]:
+            stop += 1
+        group = [item for _, item in ranked[start:stop]]
+        out += group if len(group) == 1 else sorted(group, key=_BY_TEXT)
+        start = stop
+    return tuple(out)
 
 
-def _order_name(atom: Expr) -> str:
-    from .printing import to_str
+def _text_order(x: tuple[Expr, int], y: tuple[Expr, int]) -> int:
+    return compare_text(x[0], y[0])
 
-    return to_str(atom)
+
+_BY_TEXT = functools.cmp_to_key(_text_order)
 
 
 def _merge_digits(terms: dict[Expr, int]) -> dict[Expr, int]:
@@ -388,6 +396,14 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
     return _BITWISE[type(e)](*children)
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _rebuilt(e: Expr, children: tuple[Expr, ...]) -> Expr:
+    """:func:`rebuild`, remembered: nodes are interned, so the result is a function of the node and
+    the new children; a compose chain rebuilds the same (node, children) pairs at every step (the
+    deep levels of ``L o L o ... o L`` are those of the chain one shorter)."""
+    return rebuild(e, list(children))
+
+
 def substitute(e: Expr, mapping: Mapping[_E, Expr]) -> Expr:
     """Replace variables (or any sub-expressions) by expressions and re-simplify.
 
@@ -410,8 +426,8 @@ def substitute(e: Expr, mapping: Mapping[_E, Expr]) -> Expr:
             if not kids:
                 out = x
             else:
-                new = [go(k) for k in kids]
-                out = x if all(n is k for n, k in zip(new, kids)) else rebuild(x, new)
+                new = tuple(go(k) for k in kids)
+                out = x if all(n is k for n, k in zip(new, kids)) else _rebuilt(x, new)
         memo[x] = out
         return out
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from fnmatch import fnmatchcase
 
+from .. import deferred
 from ..errors import UnsupportedError
 from ..infer.target import Target, register_target
 
@@ -58,9 +59,11 @@ def register_backend(backend: Backend) -> None:
 
 def get_backend(target: str) -> Backend:
     """The backend of ``target`` (most specific family first), or one that generates no code."""
+    deferred.load(target)
     hits = [(pat.count("*"), -len(pat), pat) for pat in _BACKENDS if fnmatchcase(target, pat)]
     return _BACKENDS[min(hits)[2]] if hits else _GENERIC
 
 
 def backend_names() -> list[str]:
+    deferred.load()
     return [b.name for b in _BACKENDS.values()]

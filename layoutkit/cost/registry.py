@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import deferred
 from ..errors import UnsupportedError
 from .attempt import CostModel, adapt
 from .io_aware import IOAwareModel
@@ -29,6 +30,7 @@ def register_cost_model(name: str, factory: Callable[[], CostModel]) -> None:
 
 
 def cost_model_names() -> list[str]:
+    deferred.load()  # the targets' models too
     return list(_MODELS)
 
 
@@ -39,6 +41,8 @@ def get_cost_model(model: str | CostModel) -> CostModel:
         if not callable(getattr(model, "cost", None)):
             raise UnsupportedError(f"a cost model needs a cost(layouts, program) method; found {model!r}")
         return adapt(model)
+    if model not in _MODELS:
+        deferred.load()  # a model a target registers
     if model not in _MODELS:
         raise UnsupportedError(f"unknown cost model {model!r}; known: {sorted(_MODELS)}")
     return adapt(_MODELS[model]())

@@ -247,7 +247,7 @@ class Fragment(Layout):
         hit = self._cache.get("thread_table")
         if hit is None:
             run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
-            g = [c[None, ...] for c in enumerable_grid(self.input_shape, f"thread table of {self.describe()}",
+            g = [c[None, ...] for c in enumerable_grid(self.input_shape, lambda: f"thread table of {self.describe()}",
                                                         self._replicate)]
             rep = np.arange(self._replicate, dtype=np.int64).reshape((-1,) + (1,) * len(self.input_shape))
             (t,) = run(*g, rep)

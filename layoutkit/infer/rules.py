@@ -19,6 +19,7 @@ from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Any
 
+from .. import deferred
 from ..errors import UnsupportedError
 from ..scopes import FRAGMENT
 from .guards import Predicate
@@ -120,6 +121,7 @@ def _best(table: dict, target: str):
 
 def get_rule(op_kind: str, target: str) -> Rule:
     """The rule for ``op_kind`` on ``target`` (most specific family first)."""
+    deferred.load(target)
     fn = _best(_RULES.get(op_kind, {}), target)
     if fn is None:
         raise UnsupportedError(f"no layout rule for op kind {op_kind!r} on target {target!r}")
@@ -144,4 +146,5 @@ def register_merge(target_family: str, fn: Callable) -> None:
 
 
 def get_merge(target: str) -> Callable | None:
+    deferred.load(target)
     return _best(_MERGES, target)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
+from .. import deferred
 from ..cost import register_cost_model
 from ..scopes import GLOBAL, SCOPES
 from . import validate
@@ -107,6 +108,7 @@ def get_target(target: str) -> Target:
     defaults."""
     hit = _RESOLVED.get(target)
     if hit is None:
+        deferred.load(target)
         pats = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
         hit = _RESOLVED[target] = _TARGETS[min(pats)[2]] if pats else _DEFAULT
     return hit
@@ -114,4 +116,6 @@ def get_target(target: str) -> Target:
 
 def get_builder(name: str) -> Callable | None:
     """A registered extra op builder (builders check themselves which targets they accept)."""
+    if name not in _BUILDERS:
+        deferred.load()
     return _BUILDERS.get(name)

@@ -168,6 +168,9 @@ class Layout:
         evaluated element-wise; index expressions give an expression."""
         if not coord:
             raise CoordinateError(f"{self} needs a coordinate")
+        fast = self._call_arrays(coord)
+        if fast is not None:
+            return fast
         c = coord[0] if len(coord) == 1 else coord
         c = check_coord(c)
         wide = False
@@ -185,6 +188,37 @@ class Layout:
         if wide:
             return narrow_int64(value, self)
         return int(value) if is_int(value) else value
+
+    def _call_arrays(self, coord: tuple[object, ...]) -> NDArray[np.int64] | None:
+        """``layout(m, n, ...)`` with one int64 array per top mode, in one pass per mode plus one
+        reduction per array (its maximum viewed as unsigned: a negative value shows as >= 2**63, so one
+        reduction checks both the sign and the int64 bound), accumulating in place.  None when the
+        arguments are anything else, or a value is negative or could overflow: the general path then
+        answers (and names the bad leaf)."""
+        shape = self._tla_shape
+        if type(shape) is not tuple or len(coord) != len(shape) or len(coord) < 2:
+            return None
+        if not all(type(v) is int for v in leaves(self._stride)):  # symbolic or special strides
+            return None
+        arrays: list[NDArray[np.int64]] = []
+        for a in coord:
+            if not (isinstance(a, np.ndarray) and type(a) is np.ndarray and a.dtype == np.int64 and a.size):
+                return None
+            if arrays and a.shape != arrays[0].shape:
+                return None
+            arrays.append(a)
+        top = max(int(a.view(np.uint64).max()) for a in arrays)
+        if top >= 1 << 63 or not self._fits_int64(top):
+            return None
+        total: NDArray[np.int64] | None = None
+        strides = cast(tuple[Any, ...], self._stride)
+        for k, (a, s, d) in enumerate(zip(arrays, shape, strides)):
+            term = a * int(d) if type(s) is not tuple else np.asarray(_crd2idx(a, s, d, (k,)), dtype=np.int64)
+            if total is None:
+                total = term if term is not a else term.copy()
+            else:
+                np.add(total, term, out=total)
+        return total
 
     def _fits_int64(self, top: int) -> bool:
         """Whether offsets of coordinates whose leaves are at most ``top`` stay inside int64 in numpy:
