@@ -61,6 +61,7 @@ test-tilelang:
 	$(TILELANG_VENV)/bin/python -m pip install -q --upgrade pip
 	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
 	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
+		tests/test_frontend_tilelang_pass.py \
 		tests/test_frontend_tilelang_errors.py tests/test_fragment_oracle.py
 
 clean:

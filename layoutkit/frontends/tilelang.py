@@ -11,6 +11,9 @@ hand them back as the annotations TileLang's own pipeline honours.
   (read by TileLang's ``ParallelOp`` before any inference of its own), so ``tilelang.lower`` /
   ``tilelang.compile`` lower it unchanged otherwise, including kernels TileLang cannot lay out.
 - :func:`to_tilelang` / :func:`from_tilelang` convert layouts exactly (see :mod:`.tilelang_exprs`).
+- :func:`lower` is ``tilelang.lower`` with layoutkit *as* its LayoutInference pass (TileLang's own
+  inference is not run; see :mod:`.tilelang_pass`, whose ``layoutkit_inference()`` context does the
+  same for ``tilelang.compile`` / ``@tilelang.jit``).
 - :func:`tilelang_inference` runs TileLang's own pass on the same module and times it (for tests and
   benchmarks that compare the two solvers).
 
@@ -45,7 +48,8 @@ from .tilelang_exprs import from_tilelang, to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "solve_prim_func", "tilelang_inference", "to_tilelang"]
+__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "lower", "solve_prim_func", "tilelang_inference",
+           "to_tilelang"]
 
 LAYOUT_MAP = "layout_map"
 """Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
@@ -314,6 +318,22 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
 
     out = _map_parallel_roots(func, annotate_loop)
     return _annotate_blocks(out, program, result)
+
+
+def lower(func, target, cost_model: str = "register-count", fallback: bool = True, **kwargs):
+    """``tilelang.lower(func, target=...)`` with layoutkit's solver substituted for TileLang's
+    LayoutInference pass; the same artifact (and, where both solve, the same CUDA text).  A kernel
+    layoutkit refuses is handed to TileLang's own pass (``fallback=True``) or raises the typed error.
+    See :func:`layoutkit.frontends.tilelang_pass.lower`.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> "__global__" in lower(gemm, "sm_80").kernel_source  # doctest: +SKIP
+    True
+    """
+    from . import tilelang_pass
+
+    return tilelang_pass.lower(func, target, cost_model, fallback, **kwargs)
 
 
 def _check_lowerable(result: InferenceResult, program: Program) -> None:
