@@ -268,7 +268,7 @@ class _Scopes:
                 self.tx, self.launched = n.node.var, int(n.value.value)
                 break
         self.loops: dict[int, tuple] = {}
-        self.fragments: list[tuple[Any, tuple]] = []
+        self.fragments: dict[Any, tuple] = {}  # data var (hashed by identity) -> conditions
         self._visit(func.body, ())
 
     def _visit(self, s, conds: tuple) -> None:
@@ -280,12 +280,11 @@ class _Scopes:
             return
         if isinstance(s, t.For) and LOOP_TAG in s.annotations:
             self.loops[int(s.annotations[LOOP_TAG])] = conds
-        if isinstance(s, (t.For, t.Evaluate, t.BufferStore)):
-            for n in nodes(s if isinstance(s, t.Stmt) else t.Evaluate(s), t.BufferLoad, t.BufferStore):
-                if n.buffer.scope() == _FRAGMENT and not any(v.same_as(n.buffer.data) for v, _ in self.fragments):
-                    self.fragments.append((n.buffer.data, conds))
-            if not isinstance(s, t.For):
-                return
+        if isinstance(s, (t.Evaluate, t.BufferStore)) or (isinstance(s, t.For) and LOOP_TAG in s.annotations):
+            for n in nodes(s, t.BufferLoad, t.BufferStore):
+                if n.buffer.scope() == _FRAGMENT and n.buffer.data not in self.fragments:
+                    self.fragments[n.buffer.data] = conds
+            return  # a tile op or a parallel nest holds no further branch on the thread index
         for attr in ("seq", "body", "block", "init"):
             child = getattr(s, attr, None)
             if child is None:
@@ -315,8 +314,7 @@ class _Scopes:
         return int(b.min_value), int(b.max_value) - int(b.min_value) + 1
 
     def of_buffer(self, buf) -> tuple[int, int]:
-        conds = next((c for v, c in self.fragments if v.same_as(buf.data)), ())
-        return self.bounds(conds)
+        return self.bounds(self.fragments.get(buf.data, ()))
 
 
 def _buffer_layouts(func, walked: Walked, result, scopes: _Scopes) -> dict:
@@ -329,11 +327,11 @@ def _buffer_layouts(func, walked: Walked, result, scopes: _Scopes) -> dict:
     for block in nodes(func.body, tirx.SBlock):
         for var, lay in dict(block.annotations.get(LAYOUT_MAP, {})).items():
             written[var] = lay
-    seen: list = []
+    seen: dict = {}  # TIR buffers hash by identity; insertion order is program order
     for n in nodes(func.body, tirx.SBlock, tirx.BufferLoad, tirx.BufferStore):
         for buf in (list(n.alloc_buffers) if isinstance(n, tirx.SBlock) else [n.buffer]):
-            if buf.scope() in _LAID_OUT and not any(buf.same_as(b) for b in seen):
-                seen.append(buf)
+            if buf not in seen and buf.scope() in _LAID_OUT:
+                seen[buf] = None
     out: dict = {}
     for buf in seen:
         given = next((lay for var, lay in written.items() if var.same_as(buf.data)), None)
