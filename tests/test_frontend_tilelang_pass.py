@@ -189,3 +189,16 @@ def test_pass_output_compiles_with_nvcc(name, tmp_path):
     cmd += [f"-I{d}" for d in _include_dirs()]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_fused_nests_compare_with_the_source_loops():
+    """TileLang lays out a fragment-free nest after fusing it; its layout, reshaped back to the nest,
+    is layoutkit's layout of the source loops, table for table."""
+    from layoutkit.infer import infer_layouts
+
+    run = lktl.tilelang_inference(K.FUSED["shared_loops"](), "sm_80")
+    ours = infer_layouts(run.program)
+    assert len(run.loop_layouts) == 2
+    for op, theirs in run.loop_layouts.items():
+        assert theirs.input_shape == (64, 128)
+        assert_same(ours.loop_layouts[op], theirs, op)

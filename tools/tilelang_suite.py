@@ -72,6 +72,11 @@ def _cpu_torch() -> None:
     torch.Tensor.to = to
     torch.cuda.is_available = lambda: True
     torch.cuda.synchronize = lambda *a, **k: None
+    # what an A100 answers: examples pick their configuration from these before building a kernel
+    torch.cuda.get_device_capability = lambda *a, **k: (8, 0)
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.get_device_name = lambda *a, **k: "NVIDIA A100-SXM4-80GB"
 
 
 def _compare(func) -> dict:

@@ -34,6 +34,7 @@ string:
 from __future__ import annotations
 
 import time
+from math import prod
 from dataclasses import dataclass, field
 
 from ..algebra.layout import Layout, placeholder
@@ -278,8 +279,25 @@ def tilelang_inference(func, target) -> TileLangRun:
             tag = int(node.annotations[LOOP_TAG])
             if tag not in by_tag:
                 by_tag[tag] = from_tilelang(node.annotations[LOOP_LAYOUT])
-    run.loop_layouts = {op: by_tag[tag] for op, tag in walked.loop_tags.items() if tag in by_tag}
+    loops = {op.name: op.loop for op in walked.program.ops if op.kind == "parallel"}
+    run.loop_layouts = {op: _unfused(by_tag[tag], loops.get(op)) for op, tag in walked.loop_tags.items()
+                        if tag in by_tag}
     return run
+
+
+def _unfused(layout: Fragment, loop: tuple | None) -> Fragment:
+    """TileLang's layout of a parallel nest it fused (one loop over the product: nests that touch no
+    fragment are fused before inference) over the source nest's loops, which layoutkit reads; the
+    fused index is row-major over them, so this is an exact reshape.
+
+    >>> import layoutkit as lk
+    >>> f = lk.Fragment([64], forward_thread_fn=lambda i: i // 2, forward_index_fn=lambda i: i % 2)
+    >>> _unfused(f, (8, 8)).input_shape
+    (8, 8)
+    """
+    if loop is None or len(layout.input_shape) != 1 or len(loop) < 2 or layout.input_shape[0] != prod(loop):
+        return layout
+    return layout.reshape(loop)
 
 
 def solve_prim_func(func, target, cost_model="register-count", *, result: InferenceResult | None = None):
