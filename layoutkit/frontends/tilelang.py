@@ -34,8 +34,8 @@ string:
 from __future__ import annotations
 
 import time
-from math import prod
 from dataclasses import dataclass, field
+from math import prod
 
 from ..algebra.layout import Layout, placeholder
 from ..algebra.nodes import Const
