@@ -202,3 +202,26 @@ def test_fused_nests_compare_with_the_source_loops():
     for op, theirs in run.loop_layouts.items():
         assert theirs.input_shape == (64, 128)
         assert_same(ours.loop_layouts[op], theirs, op)
+
+
+CONFIGS = [({"tl.disable_warp_specialized": True}, "sm_90"), ({"tl.disable_tma_lower": True}, "sm_90"),
+           ({"tl.layout_cost_model": "io-aware"}, "sm_80")]
+
+
+@pytest.mark.parametrize("config, arch", CONFIGS, ids=["no-ws", "no-tma", "io-aware"])
+@pytest.mark.parametrize("name", ["flash_attention", "gemm_rowmax_bias", "softmax_64x128"])
+def test_pass_configs_are_honoured(name, config, arch):
+    """Pass configs act on TileLang's passes around the substituted one as usual, and the cost model
+    TileLang's pass would use is the one layoutkit infers with."""
+    from tilelang import tvm
+
+    from layoutkit.frontends.tilelang_pass import configured_cost_model
+
+    target = {"kind": "cuda", "arch": arch}
+    with tvm.transform.PassContext(config=config), tvm.target.Target(target):
+        theirs = tilelang.lower(BUILDERS[name](), target=target).kernel_source
+    with tvm.transform.PassContext(config=config), layoutkit_inference(fallback=False) as record, \
+            tvm.target.Target(target):
+        assert configured_cost_model() == config.get("tl.layout_cost_model", "register-count")
+        ours = tilelang.lower(BUILDERS[name](), target=target).kernel_source
+    assert record.solved == 1 and ours == theirs

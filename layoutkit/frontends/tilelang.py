@@ -338,11 +338,12 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
     return _annotate_blocks(out, program, result)
 
 
-def lower(func, target, cost_model: str = "register-count", fallback: bool = True, **kwargs):
+def lower(func, target, cost_model: str | None = None, fallback: bool = True, **kwargs):
     """``tilelang.lower(func, target=...)`` with layoutkit's solver substituted for TileLang's
     LayoutInference pass; the same artifact (and, where both solve, the same CUDA text).  A kernel
     layoutkit refuses is handed to TileLang's own pass (``fallback=True``) or raises the typed error.
-    See :func:`layoutkit.frontends.tilelang_pass.lower`.
+    ``cost_model`` None follows TileLang's ``tl.layout_cost_model`` pass config.  See
+    :func:`layoutkit.frontends.tilelang_pass.lower`.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
 

@@ -40,10 +40,12 @@ from .tilelang_exprs import to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["LOOP_PREDICATE", "PADDING_GUARD", "PassRecord", "fuse_parallel_loops", "layoutkit_inference", "lower"]
+__all__ = ["COST_MODEL_CONFIG", "LOOP_PREDICATE", "PADDING_GUARD", "PassRecord", "configured_cost_model",
+           "fuse_parallel_loops", "layoutkit_inference", "lower"]
 
 LOOP_PREDICATE = "parallel_loop_predicate"
 PADDING_GUARD = "parallel_loop_requires_padding_guard"
+COST_MODEL_CONFIG = "tl.layout_cost_model"
 _FRAGMENT = "local.fragment"
 _LAID_OUT = ("shared", "shared.dyn", _FRAGMENT)
 
@@ -61,7 +63,7 @@ class PassRecord:
 
 @dataclass
 class _State:
-    cost_model: str
+    cost_model: str | None
     fallback: bool
     record: PassRecord
     source_shapes: dict = field(default_factory=dict)
@@ -70,11 +72,14 @@ class _State:
 
 
 @contextmanager
-def layoutkit_inference(cost_model: str = "register-count", fallback: bool = True) -> Iterator[PassRecord]:
+def layoutkit_inference(cost_model: str | None = None, fallback: bool = True) -> Iterator[PassRecord]:
     """Within the block, every TileLang lowering (``tilelang.lower``, ``tilelang.compile``,
     ``@tilelang.jit`` kernels compiled there) runs layoutkit in place of TileLang's LayoutInference;
-    yields the :class:`PassRecord`.  The pass factories are swapped on the ``tilelang.transform``
-    module and restored on exit; lowerings in other threads meanwhile see the swap too.
+    yields the :class:`PassRecord`.  ``cost_model`` None takes TileLang's own setting (the
+    ``tl.layout_cost_model`` pass config, else ``TILELANG_LAYOUT_COST_MODEL``, else register count);
+    every other pass config acts on TileLang's passes around this one as usual.  The pass factories
+    are swapped on the ``tilelang.transform`` module and restored on exit; lowerings in other threads
+    meanwhile see the swap too.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
 
@@ -116,7 +121,7 @@ def layoutkit_inference(cost_model: str = "register-count", fallback: bool = Tru
         tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch = original, original_launch
 
 
-def lower(func, target, cost_model: str = "register-count", fallback: bool = True, **kwargs):
+def lower(func, target, cost_model: str | None = None, fallback: bool = True, **kwargs):
     """``tilelang.lower(func, target=...)`` with layoutkit as its layout-inference pass (TileLang's
     own is not run); returns TileLang's ``CompiledArtifact`` (``kernel_source`` the CUDA text).
     ``target`` as for :func:`layoutkit.frontends.tilelang.from_prim_func`; ``kwargs`` go to
@@ -159,9 +164,22 @@ def _solve(func, state: _State):
     arch = str(func.attrs["target"].attrs["arch"]) if func.attrs and "target" in func.attrs else "sm_80"
     tagged = _tag_loops(fuse_parallel_loops(func))
     walked = walk(tagged, arch, state.source_shapes, state.threads)
-    result = infer_layouts(walked.program, cost_model=state.cost_model)
+    result = infer_layouts(walked.program, cost_model=state.cost_model or configured_cost_model())
     _check_lowerable(result, walked.program)
     return _annotate(tagged, walked, result)
+
+
+def configured_cost_model() -> str:
+    """The cost model TileLang's pass would use: the ``tl.layout_cost_model`` pass config of the
+    current pass context, else the ``TILELANG_LAYOUT_COST_MODEL`` environment variable, else
+    ``"register-count"`` (both names are layoutkit cost models too)."""
+    import os
+
+    from tilelang import tvm
+
+    config = tvm.transform.PassContext.current().config
+    chosen = config.get(COST_MODEL_CONFIG) if COST_MODEL_CONFIG in config else None
+    return str(chosen or os.environ.get("TILELANG_LAYOUT_COST_MODEL") or "register-count")
 
 
 def fuse_parallel_loops(func):
