@@ -59,7 +59,9 @@ bench: $(VENV)/.installed-plot
 	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md $(BENCH_ARGS)
 
 # The TileLang adapter's tests against TileLang itself, in their own environment (TileLang and torch
-# are GB-sized downloads the default test environment never needs).
+# are GB-sized downloads the default test environment never needs). TILELANG_SRC=<a checkout of
+# TileLang's repository> adds its own examples/ and testing/python/ kernels (tools/tilelang_suite.py;
+# TILELANG_SUITE_ONLY="examples/gemm ..." limits the files).
 TILELANG_VENV := .venv-tilelang
 .PHONY: test-tilelang
 test-tilelang:
@@ -67,6 +69,7 @@ test-tilelang:
 	$(TILELANG_VENV)/bin/python -m pip install -q --upgrade pip
 	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
 	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
+		tests/test_frontend_tilelang_pass.py tests/test_tilelang_suite.py \
 		tests/test_frontend_tilelang_errors.py tests/test_fragment_oracle.py
 
 clean:

@@ -270,6 +270,57 @@ def attention(seq=256, dim=64, bM=64, bN=64, threads=128, policy=None, dtype="fl
     return main
 
 
+def flash_attention(batch=1, heads=2, seq=256, dim=64, bM=64, bN=64, threads=128, num_stages=1,
+                    dtype="float16", accum_dtype="float32"):
+    """Flash attention forward (the online softmax: running row max, rescale of the output and of
+    the row sum every K/V block), laid out as in TileLang's own MHA example, at small sizes."""
+    scale = (1.0 / dim) ** 0.5 * 1.44269504  # log2(e): exp2 instead of exp
+    shape = (batch, heads, seq, dim)
+    policy = GemmWarpPolicy.FullRow
+
+    @T.prim_func
+    def main(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
+             O: T.Tensor(shape, dtype)):
+        with T.Kernel(T.ceildiv(seq, bM), heads, batch, threads=threads) as (bx, by, bz):
+            Q_s = T.alloc_shared((bM, dim), dtype)
+            K_s = T.alloc_shared((bN, dim), dtype)
+            V_s = T.alloc_shared((bN, dim), dtype)
+            acc_s = T.alloc_fragment((bM, bN), accum_dtype)
+            acc_s_cast = T.alloc_fragment((bM, bN), dtype)
+            acc_o = T.alloc_fragment((bM, dim), accum_dtype)
+            m = T.alloc_fragment((bM,), accum_dtype)
+            m_prev = T.alloc_fragment((bM,), accum_dtype)
+            rescale = T.alloc_fragment((bM,), accum_dtype)
+            row_sum = T.alloc_fragment((bM,), accum_dtype)
+            logsum = T.alloc_fragment((bM,), accum_dtype)
+            T.copy(Q[bz, by, bx * bM:(bx + 1) * bM, :], Q_s)
+            T.fill(acc_o, 0)
+            T.fill(logsum, 0)
+            T.fill(m, -T.infinity(accum_dtype))
+            for k in T.Pipelined(T.ceildiv(seq, bN), num_stages=num_stages):
+                T.copy(K[bz, by, k * bN:(k + 1) * bN, :], K_s)
+                T.clear(acc_s)
+                T.gemm(Q_s, K_s, acc_s, transpose_B=True, policy=policy)
+                T.copy(m, m_prev)
+                T.reduce_max(acc_s, m, dim=1, clear=False)
+                for i in T.Parallel(bM):
+                    rescale[i] = T.exp2(m_prev[i] * scale - m[i] * scale)
+                for i, j in T.Parallel(bM, dim):
+                    acc_o[i, j] *= rescale[i]
+                for i, j in T.Parallel(bM, bN):
+                    acc_s[i, j] = T.exp2(acc_s[i, j] * scale - m[i] * scale)
+                T.copy(acc_s, acc_s_cast)
+                T.copy(V[bz, by, k * bN:(k + 1) * bN, :], V_s)
+                T.gemm(acc_s_cast, V_s, acc_o, policy=policy)
+                T.reduce_sum(acc_s, row_sum, dim=1)
+                for i in T.Parallel(bM):
+                    logsum[i] = logsum[i] * rescale[i] + row_sum[i]
+            for i, j in T.Parallel(bM, dim):
+                acc_o[i, j] /= logsum[i]
+            T.copy(acc_o, O[bz, by, bx * bM:(bx + 1) * bM, :])
+    return main
+
+
 def tile_100x7(M=1000, N=7, threads=128, dtype="float32"):
     """A 100 x 7 fragment tile on 128 threads: 700 elements do not split evenly over the threads."""
     @T.prim_func
@@ -439,6 +490,21 @@ TILELANG_DTYPES = ("bool", "int1", "uint1", "int2", "uint2", "int4", "uint4", "i
 vector of two fp4 values per element)."""
 
 
+def shared_loops(M=256, N=128, bM=64, bN=128, threads=128, dtype="float16"):
+    """Parallel loops touching shared and global memory only: TileLang fuses each nest into one loop
+    before laying it out (and guards the padded points of its partition)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bx:
+            S = T.alloc_shared((bM, bN), dtype)
+            for i, j in T.Parallel(bM, bN):
+                S[i, j] = A[bx * bM + i, j]
+            for i, j in T.Parallel(bM, bN):
+                B[bx * bM + i, j] = S[i, j] + S[i, j]
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -466,6 +532,7 @@ KERNELS: dict[str, Callable] = {
     "gemm_annotated": lambda: gemm_annotated(1024, 1024, 1024, 64, 64, 32),
     "atomic_accumulate": lambda: atomic_accumulate(1024, 1024, 64, 64),
     "attention_fullrow": lambda: attention(),
+    "flash_attention": lambda: flash_attention(),
     # T.Kernel without threads=: TileLang's CUDA backend launches its default of 128 threads
     "gemm_64_default_threads": lambda: gemm(1024, 1024, 1024, 64, 64, 32, threads=None),
     "softmax_default_threads": lambda: softmax(1024, 128, 64, threads=None),
@@ -487,3 +554,10 @@ BOTH_FAIL: dict[str, Callable] = {
     "attention_square": lambda: attention(policy=_policy("Square")),
 }
 """Kernels with no consistent layout: both solvers must refuse them (layoutkit names the conflict)."""
+
+FUSED: dict[str, Callable] = {
+    "shared_loops": lambda: shared_loops(),
+}
+"""Kernels whose parallel loops TileLang fuses before laying them out (no fragment in the nest): its
+loop layouts are over the fused loop, so they are compared through the lowered kernel, not table by
+table with the source loops."""

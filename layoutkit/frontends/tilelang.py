@@ -11,6 +11,9 @@ hand them back as the annotations TileLang's own pipeline honours.
   (read by TileLang's ``ParallelOp`` before any inference of its own), so ``tilelang.lower`` /
   ``tilelang.compile`` lower it unchanged otherwise, including kernels TileLang cannot lay out.
 - :func:`to_tilelang` / :func:`from_tilelang` convert layouts exactly (see :mod:`.tilelang_exprs`).
+- :func:`lower` is ``tilelang.lower`` with layoutkit *as* its LayoutInference pass (TileLang's own
+  inference is not run; see :mod:`.tilelang_pass`, whose ``layoutkit_inference()`` context does the
+  same for ``tilelang.compile`` / ``@tilelang.jit``).
 - :func:`tilelang_inference` runs TileLang's own pass on the same module and times it (for tests and
   benchmarks that compare the two solvers).
 
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from math import prod
 
 from ..algebra.layout import Layout, placeholder
 from ..algebra.nodes import Const
@@ -45,7 +49,8 @@ from .tilelang_exprs import from_tilelang, to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "solve_prim_func", "tilelang_inference", "to_tilelang"]
+__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "lower", "solve_prim_func", "tilelang_inference",
+           "to_tilelang"]
 
 LAYOUT_MAP = "layout_map"
 """Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
@@ -274,8 +279,25 @@ def tilelang_inference(func, target) -> TileLangRun:
             tag = int(node.annotations[LOOP_TAG])
             if tag not in by_tag:
                 by_tag[tag] = from_tilelang(node.annotations[LOOP_LAYOUT])
-    run.loop_layouts = {op: by_tag[tag] for op, tag in walked.loop_tags.items() if tag in by_tag}
+    loops = {op.name: op.loop for op in walked.program.ops if op.kind == "parallel"}
+    run.loop_layouts = {op: _unfused(by_tag[tag], loops.get(op)) for op, tag in walked.loop_tags.items()
+                        if tag in by_tag}
     return run
+
+
+def _unfused(layout: Fragment, loop: tuple | None) -> Fragment:
+    """TileLang's layout of a parallel nest it fused (one loop over the product: nests that touch no
+    fragment are fused before inference) over the source nest's loops, which layoutkit reads; the
+    fused index is row-major over them, so this is an exact reshape.
+
+    >>> import layoutkit as lk
+    >>> f = lk.Fragment([64], forward_thread_fn=lambda i: i // 2, forward_index_fn=lambda i: i % 2)
+    >>> _unfused(f, (8, 8)).input_shape
+    (8, 8)
+    """
+    if loop is None or len(layout.input_shape) != 1 or len(loop) < 2 or layout.input_shape[0] != prod(loop):
+        return layout
+    return layout.reshape(loop)
 
 
 def solve_prim_func(func, target, cost_model="register-count", *, result: InferenceResult | None = None):
@@ -314,6 +336,23 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
 
     out = _map_parallel_roots(func, annotate_loop)
     return _annotate_blocks(out, program, result)
+
+
+def lower(func, target, cost_model: str | None = None, fallback: bool = True, **kwargs):
+    """``tilelang.lower(func, target=...)`` with layoutkit's solver substituted for TileLang's
+    LayoutInference pass; the same artifact (and, where both solve, the same CUDA text).  A kernel
+    layoutkit refuses is handed to TileLang's own pass (``fallback=True``) or raises the typed error.
+    ``cost_model`` None follows TileLang's ``tl.layout_cost_model`` pass config.  See
+    :func:`layoutkit.frontends.tilelang_pass.lower`.
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> "__global__" in lower(gemm, "sm_80").kernel_source  # doctest: +SKIP
+    True
+    """
+    from . import tilelang_pass
+
+    return tilelang_pass.lower(func, target, cost_model, fallback, **kwargs)
 
 
 def _check_lowerable(result: InferenceResult, program: Program) -> None:

@@ -117,7 +117,11 @@ def view_key(buf) -> tuple:
     >>> view_key(tvm.tirx.decl_buffer((4, 8), "float16"))  # doctest: +SKIP
     (('4', '8'), 'float16')
     """
-    return tuple(str(x) for x in buf.shape), str(buf.dtype)
+    from tilelang import tvm
+
+    # str() of a constant extent goes through TVM's script printer (tens of microseconds): read it instead
+    imm = tvm.tirx.IntImm
+    return tuple(str(int(x.value)) if isinstance(x, imm) else str(x) for x in buf.shape), str(buf.dtype)
 
 
 def selection_index(x, n: int, loop_var=None) -> int | None:

@@ -1,0 +1,246 @@
+#!/usr/bin/env python
+"""Run layoutkit's TileLang adapter over the kernels of a TileLang checkout (its ``examples/`` and
+``testing/python/``) and compare each with TileLang 0.1.15's own LayoutInference, table for table.
+
+Nothing of TileLang's is copied here: the kernels are constructed at test time from the checkout
+given by ``--src`` (or the ``TILELANG_SRC`` environment variable).  Each file runs in its own
+process: an example's ``__main__`` block, or each ``test_*`` function of a test file that takes no
+arguments.  TileLang's lowering entry (``tilelang.engine.lower``'s semantic check, which
+``tilelang.lower``, ``tilelang.compile`` and ``@tilelang.jit`` all pass) is hooked to capture the
+first kernel a run builds and stop it there, so no GPU is needed; torch tensors asked for on
+``cuda`` are made on the CPU.  Each captured kernel gets one status:
+
+- ``equal``: TileLang solves it, layoutkit reads and solves it, every buffer and loop layout has
+  the same tables;
+- ``differ``: both solve, some tables differ (listed);
+- ``refused``: the adapter refuses it with a typed error (the message names the construct);
+- ``solver``: the adapter reads it, layoutkit's inference refuses it;
+- ``tilelang-fails`` / ``both-fail``: TileLang's pass fails (and layoutkit solves / does not);
+- ``crash``: an untyped exception from layoutkit (a bug by definition);
+- and, with no kernel, ``no-kernel`` (the run ended or failed before building one: the reason).
+
+    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--out results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARK = "SUITE-RESULT:"
+CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "randn_like",
+                  "zeros_like", "ones_like", "empty_like", "rand_like", "full_like", "eye", "linspace")
+
+
+class _Captured(Exception):
+    """Raised inside TileLang's lowering once the kernel is captured."""
+
+
+def _cpu_torch() -> None:
+    """Tensors requested on ``cuda`` are made on the CPU (kernels are only built, never run)."""
+    try:
+        import torch
+    except ImportError:
+        return
+
+    def wrap(fn):
+        def call(*args, **kwargs):
+            if "device" in kwargs and "cuda" in str(kwargs["device"]):
+                kwargs["device"] = "cpu"
+            return fn(*args, **kwargs)
+        return call
+
+    for name in CUDA_FACTORIES:
+        if hasattr(torch, name):
+            setattr(torch, name, wrap(getattr(torch, name)))
+    torch.Tensor.cuda = lambda self, *a, **k: self
+    original_to = torch.Tensor.to
+
+    def to(self, *args, **kwargs):
+        args = tuple("cpu" if "cuda" in str(a) and not isinstance(a, torch.dtype) else a for a in args)
+        if "cuda" in str(kwargs.get("device", "")):
+            kwargs["device"] = "cpu"
+        return original_to(self, *args, **kwargs)
+
+    torch.Tensor.to = to
+    torch.cuda.is_available = lambda: True
+    torch.cuda.synchronize = lambda *a, **k: None
+    # what an A100 answers: examples pick their configuration from these before building a kernel
+    torch.cuda.get_device_capability = lambda *a, **k: (8, 0)
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.get_device_name = lambda *a, **k: "NVIDIA A100-SXM4-80GB"
+
+
+def _compare(func) -> dict:
+    """The status of one captured kernel (see the module docstring)."""
+    from layoutkit.errors import LayoutError, UnsupportedError
+    from layoutkit.frontends.tilelang import tilelang_inference
+    from layoutkit.infer import infer_layouts
+
+    try:
+        run = tilelang_inference(func, "sm_80")
+    except UnsupportedError as err:
+        return {"status": "refused", "why": str(err)[:400]}
+    except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
+        return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
+    try:
+        ours = infer_layouts(run.program)
+    except LayoutError as err:
+        return {"status": "both-fail" if run.failed else "solver", "why": f"{type(err).__name__}: {str(err)[:300]}"}
+    except Exception as err:  # noqa: BLE001
+        return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
+    if run.failed:
+        return {"status": "tilelang-fails", "why": run.error}
+    differ = [name for name, theirs in run.layouts.items()
+              if name in ours.layout_map and not _same(ours.layout_map[name], theirs)]
+    differ += [op for op, theirs in run.loop_layouts.items()
+               if op in ours.loop_layouts and not _same(ours.loop_layouts[op], theirs)]
+    missing = [name for name in run.layouts if name not in ours.layout_map]
+    if differ or missing:
+        return {"status": "differ", "differ": differ, "missing": missing}
+    return {"status": "equal", "buffers": len(run.layouts), "loops": len(run.loop_layouts)}
+
+
+def _same(a, b) -> bool:
+    import numpy as np
+
+    from layoutkit.fragment.fragment import Fragment
+
+    if isinstance(a, Fragment) != isinstance(b, Fragment) or a.input_shape != b.input_shape:
+        return False
+    if isinstance(a, Fragment) and (a.replicate_size != b.replicate_size
+                                    or not np.array_equal(a.thread_table(), b.thread_table())):
+        return False
+    return bool(np.array_equal(a.table(), b.table()))
+
+
+def _capture_and_compare(run, label: str) -> dict:
+    """Run ``run()`` with TileLang's lowering hooked; compare the first kernel it builds."""
+    lower_mod = sys.modules["tilelang.engine.lower"]
+    original = lower_mod.PreLowerSemanticCheck
+    seen: list = []
+
+    def capture(mod):
+        seen.append(mod)
+        raise _Captured
+
+    from tilelang import tvm
+
+    lower_mod.PreLowerSemanticCheck = capture
+    try:
+        with tvm.target.Target({"kind": "cuda", "arch": "sm_80"}):  # what target="auto" finds on an A100
+            run()
+    except _Captured:
+        pass
+    except BaseException as err:  # noqa: BLE001 - the example's own failure (no GPU, argparse, ...)
+        if not seen:
+            return {"where": label, "status": "no-kernel", "why": f"{type(err).__name__}: {str(err)[:200]}"}
+    finally:
+        lower_mod.PreLowerSemanticCheck = original
+    if not seen:
+        return {"where": label, "status": "no-kernel", "why": "the run built no kernel"}
+    funcs = list(seen[0].functions.values())
+    return {"where": label, **_compare(funcs[0])}
+
+
+def child(path: str, max_tests: int) -> None:
+    """Build and compare the kernels of one file; print one marked JSON line per kernel."""
+    import runpy
+
+    sys.argv = [path]
+    sys.path.insert(0, str(Path(path).parent))
+    _cpu_torch()
+    import tilelang.engine.lower  # noqa: F401 - the module the hook patches
+
+    if Path(path).name.startswith("test_"):
+        namespace = {}
+        result = _capture_and_compare(lambda: namespace.update(runpy.run_path(path, run_name="suite")), path)
+        if result["status"] == "no-kernel" and result["why"] != "the run built no kernel":
+            print(MARK, json.dumps(result), flush=True)
+            return
+        import inspect
+
+        tests = [(n, f) for n, f in namespace.items() if n.startswith("test_") and callable(f)
+                 and not inspect.signature(f).parameters]
+        for name, fn in tests[:max_tests]:
+            print(MARK, json.dumps(_capture_and_compare(fn, f"{path}::{name}")), flush=True)
+        return
+    print(MARK, json.dumps(_capture_and_compare(lambda: runpy.run_path(path, run_name="__main__"), path)),
+          flush=True)
+
+
+def files(src: Path, only: list[str]) -> list[Path]:
+    out = []
+    for top in ("examples", "testing/python"):
+        for p in sorted((src / top).rglob("*.py")):
+            rel = str(p.relative_to(src))
+            if p.name in ("conftest.py", "__init__.py") or (only and not any(s in rel for s in only)):
+                continue
+            if p.name.startswith(("example_", "test_")):
+                out.append(p)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--src", default=os.environ.get("TILELANG_SRC"))
+    parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--out")
+    parser.add_argument("--timeout", type=float, default=240.0)
+    parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
+    parser.add_argument("--child")
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.max_tests)
+        return 0
+    if not args.src:
+        print("no TileLang checkout given (--src or TILELANG_SRC): skipped")
+        return 0
+    src = Path(args.src)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-")}
+    results = []
+    for path in files(src, args.only):
+        rel = str(path.relative_to(src))
+        t0 = time.perf_counter()
+        try:
+            done = subprocess.run([sys.executable, __file__, "--child", str(path), "--max-tests", str(args.max_tests)],
+                                  capture_output=True, text=True, timeout=args.timeout, env=env, cwd=path.parent)
+            lines = [ln[len(MARK):] for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+            found = [json.loads(ln) for ln in lines] or [{"status": "no-kernel",
+                                                          "why": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}]
+        except subprocess.TimeoutExpired:
+            found = [{"status": "no-kernel", "why": f"timed out after {args.timeout:.0f} s"}]
+        for r in found:
+            r["where"] = str(r.get("where", rel)).replace(str(src) + os.sep, "")
+            results.append(r)
+            note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
+            print(f"{r['status']:15s} {r['where']}  {note[:150]}  ({time.perf_counter() - t0:.0f} s)",
+                  flush=True)
+    summary(results)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return 1 if any(r["status"] == "crash" for r in results) else 0
+
+
+def summary(results: list[dict]) -> None:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    solved_by_tl = counts.get("equal", 0) + counts.get("differ", 0) + counts.get("refused", 0) + counts.get("solver", 0)
+    print("\n" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    if solved_by_tl:
+        print(f"equal on {counts.get('equal', 0)} of {solved_by_tl} kernels that constructed and were not refused by "
+              f"TileLang's pass ({counts.get('equal', 0) / solved_by_tl:.0%}; refusals count as not equal)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
