@@ -166,7 +166,14 @@ class _Printer:
         if st.mask:
             self.emit(f"if ({_guard(st.mask)}) {{")
             self.depth += 1
-        if st.async_:
+        if st.async_ and not st.guard:  # in bounds for every thread: no src-size operand
+            cache = "cg" if nbytes == 16 else "ca"
+            self.emit(
+                f"{{ const unsigned sa = (unsigned)__cvta_generic_to_shared(&{st.dst}[{d}]);\n"
+                f'  asm volatile("cp.async.{cache}.shared.global [%0], [%1], {nbytes};\\n" :: "r"(sa), '
+                f'"l"(&{st.src}[{s}])); }}'
+            )
+        elif st.async_:
             cache = "cg" if nbytes == 16 else "ca"
             self.emit(
                 f"{{ const bool ok = {ok};\n"
@@ -176,8 +183,11 @@ class _Printer:
             )
         else:
             vt = _VEC[nbytes]
-            self.emit(f"{{ {vt} v = {{}}; if ({ok}) {{ v = *reinterpret_cast<const {vt}*>(&{st.src}[{s}]); }}\n"
-                      f"  *reinterpret_cast<{vt}*>(&{st.dst}[{d}]) = v; }}")
+            if st.guard:
+                self.emit(f"{{ {vt} v = {{}}; if ({ok}) {{ v = *reinterpret_cast<const {vt}*>(&{st.src}[{s}]); }}\n"
+                          f"  *reinterpret_cast<{vt}*>(&{st.dst}[{d}]) = v; }}")
+            else:
+                self.emit(f"*reinterpret_cast<{vt}*>(&{st.dst}[{d}]) = *reinterpret_cast<const {vt}*>(&{st.src}[{s}]);")
         if st.mask:
             self.depth -= 1
             self.emit("}")
@@ -235,6 +245,9 @@ class _Printer:
             load = f"v = *reinterpret_cast<const {vt}*>(&{st.src}[{a}]);"
             self.emit(f"{{ {vt} v = {{}}; if ({_guard(st.guard)}) {{ {load} }}\n"
                       f"  *reinterpret_cast<{vt}*>(&{st.dst}[{o}]) = v; }}")
+        elif not st.guard:
+            self.emit(" ".join(f"{st.dst}[{o} + {v}] = {_convert(sdt, rdt, f'{st.src}[{a} + {v}]')};"
+                               for v in range(st.vec)))
         else:
             zero = _cast(rdt, "0")
             body = " ".join(f"{st.dst}[{o} + {v}] = ok ? {_convert(sdt, rdt, f'{st.src}[{a} + {v}]')} : {zero};"
@@ -287,7 +300,7 @@ class _Printer:
             body = f"*reinterpret_cast<half2*>(&{st.dst}[{d}]) = __halves2half2({vals[0]}, {vals[1]});"
         else:
             body = " ".join(f"{st.dst}[{d} + {v}] = {vals[v]};" for v in range(st.vec))
-        self.emit(f"if ({_guard(st.guard)}) {{ {body} }}")
+        self.emit(f"if ({_guard(st.guard)}) {{ {body} }}" if st.guard else body)
 
 
 def _written(body) -> set[str]:

@@ -12,7 +12,8 @@ leading; register offsets and the thread -> element map of the accumulator come 
 multistage ``cp.async`` pipeline: a prologue issues tiles ``0 .. stages-2``; iteration ``ko`` waits for tile
 ``ko`` (``wait_group stages-2``), synchronises, issues tile ``ko + stages - 1`` into the stage computed in the
 previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``.  One block computes the
-``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores).
+``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores), and a guard
+the launch bounds and loop extents prove is dropped (:mod:`.guards`).
 
 sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and each k16 step runs as two
 ``m16n8k8`` on the halves of the same registers.  Each warp's accumulator atoms may be spread over the tile
@@ -43,6 +44,7 @@ from ...targets.nv.dtype import element_bits
 from ...targets.nv.hardware import WARP_SIZE
 from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
 from . import ir
+from .guards import prove_guards
 from .ir import REG
 from .lower_frag import Tile, fragment_axes, lower_ops
 from .warp_grid import WarpGrid, warp_grid
@@ -276,7 +278,7 @@ def lower_gemm(program, result) -> ir.Kernel:
     body = (ir.Fill(L.C, ops["fill"]),) + main + tuple(epilogue)
     tag = f"{'_tb' if L.tb else ''}{_epilogue_tag(ops['epilogue'])}_t{L.threads}_sm{L.sm}"  # unique per launch shape
     name = f"gemm_{L.dtype}_{L.M}x{L.N}x{L.K}_{L.bM}x{L.bN}x{L.bK}_s{L.stages}{tag}"
-    return ir.Kernel(name, L.threads, (-(-L.N // L.bN), -(-L.M // L.bM)), buffers, body)
+    return prove_guards(ir.Kernel(name, L.threads, (-(-L.N // L.bN), -(-L.M // L.bM)), buffers, body))
 
 
 def tile_loads(L: GemmLaunch, t: Expr) -> tuple:
@@ -451,4 +453,4 @@ def lower_fragment_program(program, result) -> ir.Kernel:
     fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, (ir.Move, ir.Compute)) and st.fn != "copy"}))
     fns += _epilogue_tag([op for op in program.ops if op.kind == "reduce"])
     name = f"elementwise{fns}_{M}x{N}_{bM}x{bN}_t{program.threads}"
-    return ir.Kernel(name, program.threads, grid, tuple(bufs + extra), tuple(body))
+    return prove_guards(ir.Kernel(name, program.threads, grid, tuple(bufs + extra), tuple(body)))
