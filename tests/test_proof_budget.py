@@ -10,15 +10,22 @@ import pytest
 import layoutkit as lk
 from layoutkit.algebra import layout as layout_module
 
-# islpy needs tens of seconds on these (measured: 21 s and 94 s for the first two without a budget)
-SLOW_FOR_ISL = [
+# affine over the input bits: islpy needs tens of seconds on these (21 s and 94 s for the first two),
+# so an "isl" request is decided by the F2 rank (see test_isl_on_f2_maps_is_decided_by_the_rank)
+F2_MAPS = [
     lambda i: i ^ (i & 85),
     lambda i: i ^ (i & 1365),
     lambda i: i ^ (i >> 1) ^ (i >> 2) ^ (i >> 3) ^ (i >> 5),
 ]
+# bitwise but not affine over the bits (// 3, * 3): only islpy's bit encoding is symbolic, and it is slow
+SLOW_FOR_ISL = [
+    lambda i: i ^ (i // 3),
+    lambda i: i ^ ((i * 3) & 85),
+    lambda i: i ^ (i // 3) ^ (i // 5),
+]
 
 
-@pytest.mark.parametrize("fn", SLOW_FOR_ISL, ids=["and-mask", "wide-mask", "xor-chain"])
+@pytest.mark.parametrize("fn", SLOW_FOR_ISL, ids=["xor-div", "and-mask-mul", "xor-chain-div"])
 def test_isl_stops_at_a_tiny_budget(fn):
     layout = lk.Layout([4096], fn)
     start = time.perf_counter()
@@ -31,7 +38,13 @@ def test_isl_stops_at_a_tiny_budget(fn):
     assert info.value.limit == 0.1 and info.value.found >= 0.1
 
 
-@pytest.mark.parametrize("fn", SLOW_FOR_ISL, ids=["and-mask", "wide-mask", "xor-chain"])
+@pytest.mark.parametrize("fn", F2_MAPS, ids=["and-mask", "wide-mask", "xor-chain"])
+def test_isl_on_f2_maps_is_decided_by_the_rank(fn):
+    proof = lk.Layout([4096], fn).prove_bijective("isl", budget_s=1.0)
+    assert proof.method == "f2" and proof.detail.startswith("isl asked for; affine over F2")
+
+
+@pytest.mark.parametrize("fn", F2_MAPS, ids=["and-mask", "wide-mask", "xor-chain"])
 def test_auto_decides_them_structurally(fn):
     layout = lk.Layout([4096], fn)
     start = time.perf_counter()
@@ -42,11 +55,11 @@ def test_auto_decides_them_structurally(fn):
 
 
 def test_auto_bounds_isl_by_default(monkeypatch):
-    # not F2-affine (the // 3), too large to enumerate: auto would ask islpy, bounded by AUTO_BUDGET_S
-    layout = lk.Layout([3 * 2**23], lambda i: (i // 3) ^ ((i // 3) & 5))
-    monkeypatch.setattr(layout_module, "AUTO_BUDGET_S", 0.1)
+    # quasi-affine and too large to enumerate: auto asks islpy, bounded by AUTO_BUDGET_S (made tiny here)
+    layout = lk.Layout([3 * 2**23], lambda i: (i % 3) * 2**23 + i // 3)
+    monkeypatch.setattr(layout_module, "AUTO_BUDGET_S", 0.001)
     start = time.perf_counter()
-    with pytest.raises(lk.ProofBudgetError, match="budget of 0.1 s"):
+    with pytest.raises(lk.ProofBudgetError, match="budget of 0.001 s"):
         layout.is_bijective()
     assert time.perf_counter() - start < 3
 
@@ -80,7 +93,7 @@ def test_unknown_methods(method):
 def test_cli_budget(capsys):
     from layoutkit.cli import main
 
-    assert main(["check", "lambda i: i ^ (i & 85)", "--shape", "1024", "--method", "isl", "--budget", "0.2"]) == 2
+    assert main(["check", "lambda i: i ^ (i // 3)", "--shape", "1024", "--method", "isl", "--budget", "0.2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "budget of 0.2 s" in err[0]
     assert main(["check", "lambda i: i ^ (i & 85)", "--shape", "1024", "--budget", "5"]) == 1  # f2: not bijective
