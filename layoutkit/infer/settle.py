@@ -90,8 +90,9 @@ def check_runs(comp) -> int:
 
 
 def covered_roots(base: Context, trial: Context, comp, fallback: bool) -> frozenset[int]:
-    """The uids of the roots whose plain attempts over ``comp`` from ``base`` (fills planning layouts
-    when ``fallback``) provably end with ``trial``'s layouts and loop layouts (see the module doc)."""
+    """The uids of the roots whose attempts over ``comp`` from ``base`` with ``trial``'s converted edges
+    (fills planning layouts when ``fallback``) provably end with ``trial``'s layouts, loop layouts and
+    views (see the module doc)."""
     layouts, loops = trial.written("layouts"), trial.written("loops")
     if not _checkable(base, comp, layouts, loops):
         return _NONE
