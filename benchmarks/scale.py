@@ -51,6 +51,7 @@ def _clear_caches() -> None:
     sys.modules["layoutkit.algebra.evaluate"].compile_numpy.cache_clear()
     sys.modules["layoutkit.algebra.printing"]._compare.cache_clear()
     sys.modules["layoutkit.algebra.simplify"]._rebuilt.cache_clear()
+    getattr(sys.modules["layoutkit.algebra.simplify"], "_SUBSTITUTED", {}).clear()
 
 
 # ---- algebra ----------------------------------------------------------------------------------
