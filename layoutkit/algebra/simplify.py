@@ -414,6 +414,9 @@ def substitute(e: Expr, mapping: Mapping[_E, Expr]) -> Expr:
     """
     memo: dict[Expr, Expr] = {}
     lookup = cast(Mapping[Expr, Expr], mapping)  # keys are Vars or other sub-expressions
+    mkey = tuple(lookup.items())
+    if len(_SUBSTITUTED) > SUBSTITUTE_CACHE:
+        _SUBSTITUTED.clear()
 
     def go(x: Expr) -> Expr:
         hit = memo.get(x)
@@ -426,12 +429,22 @@ def substitute(e: Expr, mapping: Mapping[_E, Expr]) -> Expr:
             if not kids:
                 out = x
             else:
-                new = tuple(go(k) for k in kids)
-                out = x if all(n is k for n, k in zip(new, kids)) else _rebuilt(x, new)
+                out = _SUBSTITUTED.get((x, mkey))  # type: ignore[assignment]
+                if out is None:
+                    new = tuple(go(k) for k in kids)
+                    out = x if all(n is k for n, k in zip(new, kids)) else _rebuilt(x, new)
+                    _SUBSTITUTED[x, mkey] = out
         memo[x] = out
         return out
 
     return go(e)
+
+
+SUBSTITUTE_CACHE = 1 << 15
+"""Most remembered (node, mapping) substitutions; the cache is emptied when it grows past this."""
+_SUBSTITUTED: dict[tuple[Expr, tuple[tuple[Expr, Expr], ...]], Expr] = {}
+"""``substitute`` results by node and mapping (both interned values, so the result is a function of
+them): the steps of ``M.compose(L)`` chains substitute the same mapping into the deep levels again."""
 
 
 def simplify(e: Expr) -> Expr:
