@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, int_text
 
 # Python operator precedence, loosest first.
 _OR, _XOR, _AND, _ADD, _MUL, _ATOM = 1, 2, 3, 5, 6, 9
@@ -43,7 +43,7 @@ def _wrap(e: Expr, min_prec: int) -> str:
 def _term(atom: Expr, coeff: int) -> str:
     if coeff == 1:
         return _wrap(atom, _ADD)
-    return f"{_wrap(atom, _MUL)} * {coeff}"
+    return f"{_wrap(atom, _MUL)} * {int_text(coeff)}"
 
 
 def _sum_str(e: Sum) -> str:
@@ -52,27 +52,27 @@ def _sum_str(e: Sum) -> str:
     neg = [(a, -c) for a, c in e.terms if c < 0]
     parts = [_term(a, c) for a, c in pos]
     if e.const > 0:
-        parts.append(str(e.const))
+        parts.append(int_text(e.const))
     text = " + ".join(parts)
     for a, c in neg:
-        text = f"{text} - {_term(a, c)}" if text else f"{_wrap(a, _MUL)} * {-c}"
+        text = f"{text} - {_term(a, c)}" if text else f"{_wrap(a, _MUL)} * {int_text(-c)}"
     if e.const < 0:
-        text = f"{text} - {-e.const}"
+        text = f"{text} - {int_text(-e.const)}"
     return text
 
 
 def to_str(e: Expr) -> str:
     """TileLang-style text of ``e``."""
     if isinstance(e, Const):
-        return str(e.value)
+        return int_text(e.value)
     if isinstance(e, Var):
         return e.name
     if isinstance(e, Sum):
         return _sum_str(e)
     if isinstance(e, FloorDiv):
-        return f"{_wrap(e.a, _MUL)} // {e.c}"
+        return f"{_wrap(e.a, _MUL)} // {int_text(e.c)}"
     if isinstance(e, FloorMod):
-        return f"{_wrap(e.a, _MUL)} % {e.c}"
+        return f"{_wrap(e.a, _MUL)} % {int_text(e.c)}"
     if isinstance(e, Mul):
         return f"{_wrap(e.a, _MUL)} * {_wrap(e.b, _MUL + 1)}"
     prec, sym = _BITWISE[type(e)]
