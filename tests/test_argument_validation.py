@@ -157,3 +157,16 @@ def test_huge_region_is_a_limit_error():
     with pytest.raises(lk.LimitError):
         big.map_region_bounds([slice(None)])
     assert big.map_region_bounds([(5, 9)]) == ((5, 9),)
+
+
+@pytest.mark.parametrize("fn", [lambda i: i * (1 << 20000), lambda i: i + (1 << 20000), lambda i: i * 3 - (1 << 20001),
+                                lambda i: -(1 << 20000) - i])
+def test_constants_past_4300_digits_print_and_refuse_typed(fn):
+    # str() of such an int raises ValueError (Python's decimal conversion limit): printed in hex instead
+    layout = lk.Layout([4], fn)
+    assert "0x" in layout.describe()
+    for call in (layout.table, lambda: str(layout), layout.inverse):
+        try:
+            call()
+        except lk.LayoutError:
+            pass

@@ -97,3 +97,13 @@ def test_cli_budget(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and "budget of 0.2 s" in err[0]
     assert main(["check", "lambda i: i ^ (i & 85)", "--shape", "1024", "--budget", "5"]) == 1  # f2: not bijective
+
+
+def test_a_spent_budget_is_remembered(monkeypatch):
+    layout = lk.Layout([4096], SLOW_FOR_ISL[0])
+    with pytest.raises(lk.ProofBudgetError):
+        layout.prove_bijective("isl", budget_s=0.2)
+    start = time.perf_counter()
+    with pytest.raises(lk.ProofBudgetError):  # no larger budget: the same answer, at once
+        layout.prove_bijective("isl", budget_s=0.1)
+    assert time.perf_counter() - start < 0.05

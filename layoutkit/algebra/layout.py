@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofError, ShapeError
+from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofBudgetError, ProofError, ShapeError
 from .attained import attained_ranges
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .budget import check_budget, run_with_budget
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
-AUTO_BUDGET_S = 4.0
+AUTO_BUDGET_S = 2.0
 """Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
 stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
 _SLAB = 1 << 20  # coordinates per slab of linear_table
@@ -475,7 +475,14 @@ class Layout:
                 "enumerate": lambda: bijection_by_enumeration(self.table(), self.output_shape),
                 "isl": lambda: bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape),
                 "f2": self._f2_proof}
-            hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
+            spent: ProofBudgetError | None = self._cache.get(("proof budget", method))
+            if spent is not None and budget is not None and budget <= float(spent.limit or 0):
+                raise spent  # this method already ran out of a budget at least as large
+            try:
+                hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
+            except ProofBudgetError as err:
+                self._cache[("proof budget", method)] = err
+                raise
             self._cache[key] = hit
         return hit
 

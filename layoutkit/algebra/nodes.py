@@ -297,7 +297,18 @@ class Const(Expr):
     __index__ = __int__
 
     def __repr__(self) -> str:
-        return f"Const({self.value})"
+        return f"Const({int_text(self.value)})"
+
+
+def int_text(value: int) -> str:
+    """``value`` in decimal, or in hex past the digits Python converts to decimal (4300): both read back.
+
+    >>> int_text(255), int_text(-(1 << 20000))[:6]
+    ('255', '-0x100')
+    """
+    if value.bit_length() < 14000:
+        return str(value)
+    return hex(value)
 
 
 class Var(Expr):

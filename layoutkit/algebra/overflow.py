@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import IntegerOverflowError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, int_text
 
 INT32 = 1 << 31
 INT64 = 1 << 63
@@ -152,6 +152,6 @@ def narrow_int64(value: Any, what: object) -> NDArray[np.int64]:
             where = tuple(int(v) for v in np.unravel_index(int(bad[0]), arr.shape))
             got = arr.reshape(-1)[bad[0]]
             raise IntegerOverflowError(
-                f"{what} evaluates to {got} at {where}, outside int64 [-2**63, 2**63): layoutkit tables and "
-                f"images are int64 and never wrap", {"expr": what, "at": where, "value": got})
+                f"{what} evaluates to {int_text(int(got))} at {where}, outside int64 [-2**63, 2**63): layoutkit "
+                f"tables and images are int64 and never wrap", {"expr": what, "at": where, "value": got})
     return arr.astype(np.int64)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from typing import cast
 
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, int_text
 
 # Python operator precedence, loosest first.
 _OR, _XOR, _AND, _ADD, _MUL, _ATOM = 1, 2, 3, 5, 6, 9
@@ -43,7 +43,7 @@ def _wrap(e: Expr, min_prec: int) -> list[str | Expr]:
 def _term(atom: Expr, coeff: int) -> list[str | Expr]:
     if coeff == 1:
         return _wrap(atom, _ADD)
-    return [*_wrap(atom, _MUL), f" * {coeff}"]
+    return [*_wrap(atom, _MUL), f" * {int_text(coeff)}"]
 
 
 def _sum_pieces(e: Sum) -> list[str | Expr]:
@@ -54,12 +54,12 @@ def _sum_pieces(e: Sum) -> list[str | Expr]:
             out += [" + "] if out else []
             out += _term(a, c)
     if e.const > 0:
-        out += [" + ", str(e.const)] if out else [str(e.const)]
+        out += [" + ", int_text(e.const)] if out else [int_text(e.const)]
     for a, c in e.terms:
         if c < 0:
-            out += [" - ", *_term(a, -c)] if out else [*_wrap(a, _MUL), f" * {c}"]
+            out += [" - ", *_term(a, -c)] if out else [*_wrap(a, _MUL), f" * {int_text(c)}"]
     if e.const < 0:
-        out.append(f" - {-e.const}")
+        out.append(f" - {int_text(-e.const)}")
     return out
 
 
@@ -71,15 +71,15 @@ def pieces(e: Expr) -> list[str | Expr]:
     [FloorMod(_i % 4), ' * 2', ' + ', '1']
     """
     if isinstance(e, Const):
-        return [str(e.value)]
+        return [int_text(e.value)]
     if isinstance(e, Var):
         return [e.name]
     if isinstance(e, Sum):
         return _sum_pieces(e)
     if isinstance(e, FloorDiv):
-        return [*_wrap(e.a, _MUL), f" // {e.c}"]
+        return [*_wrap(e.a, _MUL), f" // {int_text(e.c)}"]
     if isinstance(e, FloorMod):
-        return [*_wrap(e.a, _MUL), f" % {e.c}"]
+        return [*_wrap(e.a, _MUL), f" % {int_text(e.c)}"]
     if isinstance(e, Mul):
         return [*_wrap(e.a, _MUL), " * ", *_wrap(e.b, _MUL + 1)]
     prec, sym = _BITWISE[type(e)]
