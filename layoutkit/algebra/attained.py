@@ -62,7 +62,8 @@ def attained_ranges(exprs: tuple[Expr, ...]) -> list[tuple[int, int] | None]:
 
 
 def _finite(e: Expr) -> bool:
-    return not (math.isinf(e.lo) or math.isinf(e.hi))
+    # bounds are ints (any size) or float infinities; math.isinf would convert a huge int to float
+    return not any(isinstance(b, float) and math.isinf(b) for b in (e.lo, e.hi))
 
 
 def _analyse(e: Expr, memo: dict[Expr, _Known]) -> _Known:
