@@ -49,15 +49,27 @@ def test_a_guard_is_proved_exactly_when_every_thread_passes(threads, blocks, bou
     assert proved(expr, bound, extents) == (blocks * threads <= bound)
 
 
-@pytest.mark.parametrize("stages, K", [(2, 256), (3, 256), (4, 256), (4, 64), (3, 32)])
+@pytest.mark.parametrize("stages, K", [(2, 256), (3, 256), (4, 256), (2, 224), (4, 64), (3, 32)])
 def test_the_pipeline_tail_is_peeled(stages, K):
     src = _cuda(M=128, N=128, K=K, bM=64, bN=64, bK=32, threads=128, num_stages=stages)
     kt = K // 32
-    steady = kt >= stages
-    body = src.split("for (int ko")[-1] if steady else src.split("commit_group")[-1]
-    waits = [int(n) for n in re.findall(r"wait_group (\d+)", body)]
-    drained = min(stages - 1, kt)  # tiles computed after the last copy is issued
-    assert waits[-drained:] == list(range(drained - 1, -1, -1))
-    copies = 2 * (2 if steady else 1)  # A and B in the prologue (and the steady loop)
-    assert src.count("cp.async.cg") == copies
-    assert src.count("mma.sync") == drained + steady
+    drain = src.split("commit_group")[-1]  # after the last copy is issued
+    drained = min(stages - 1, kt)
+    waits = [int(n) for n in re.findall(r"wait_group (\d+)", drain)]
+    assert waits == list(range(drained - 1, -1, -1))
+    assert "cp.async" not in drain.replace("cp.async.wait_group", "")
+    assert drain.count("mma.sync") == drained + (kt >= stages)  # and the last steady step's compute
+    rounds, first = divmod(max(kt - stages + 1, 0), stages)
+    steps = 1 + first + (stages if rounds else 0)  # the prologue, the steady steps before and in the loop
+    assert src.count("cp.async.cg") == 2 * steps
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_the_k_loop_addresses_shared_memory_at_fixed_stages(stages):
+    """The steady loop is unrolled by the stage count: no shared address in it depends on the k index (the
+    stage offsets become immediates), and only the global addresses advance with it."""
+    src = _cuda(M=128, N=128, K=512, bM=64, bN=64, bK=32, threads=128, num_stages=stages)
+    loop = src.split("#pragma unroll 1\n")[1]
+    shared = re.findall(r"&[AB]_s\[([^\]]*)\]", loop)
+    assert shared and not any("ko" in a for a in shared)
+    assert all("ko" in a for a in re.findall(r"&[AB]\[([^\]]*)\]", loop))

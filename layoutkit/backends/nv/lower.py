@@ -11,10 +11,11 @@ leading; register offsets and the thread -> element map of the accumulator come 
 ``C_local`` fragment, checked against the ``mma.sync`` atoms before use.  With ``stages > 1`` the k loop is a
 multistage ``cp.async`` pipeline: a prologue issues tiles ``0 .. stages-2``; iteration ``ko`` waits for tile
 ``ko`` (``wait_group stages-2``), synchronises, issues tile ``ko + stages - 1`` into the stage computed in the
-previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``; the last ``stages - 1``
-tiles are peeled and drain with decreasing ``wait_group`` counts.  One block computes the ``bM x bN`` tile
-``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores), and a guard the launch
-bounds and loop extents prove is dropped (:mod:`.guards`).
+previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``; the loop is unrolled by
+the stage count (fixed stages per copy of the body: shared offsets are immediates, global addresses advance by a
+constant stride) and the last ``stages - 1`` tiles are peeled and drain with decreasing ``wait_group``
+counts.  One block computes the ``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled
+loads, skipped stores), and a guard the launch bounds and loop extents prove is dropped (:mod:`.guards`).
 
 sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and each k16 step runs as two
 ``m16n8k8`` on the halves of the same registers.  Each warp's accumulator atoms may be spread over the tile
@@ -319,20 +320,30 @@ def tile_compute(L: GemmLaunch, t: Expr) -> ir.For:
 
 def pipeline(L: GemmLaunch) -> tuple:
     """The multistage ``cp.async`` pipeline, its tail peeled: the prologue issues tiles ``0 .. stages-2``; the
-    steady loop (``kt - stages + 1`` iterations) waits for tile ``ko`` (``wait_group stages-2``), synchronises,
-    issues tile ``ko + stages - 1`` into the stage computed in the previous iteration and computes tile ``ko``;
+    steady steps (``kt - stages + 1``) each wait for tile ``t`` (``wait_group stages-2``), synchronise, issue
+    tile ``t + stages - 1`` into the stage computed in the previous step and compute tile ``t``;
     the last ``stages - 1`` tiles then drain with no copy issued, each waiting with one fewer group in
-    flight.  No copy is issued past the last tile, so the loop extents prove the tile-index guards."""
+    flight.  No copy is issued past the last tile, so the loop extents prove the tile-index guards.  The steady
+    steps run ``steady % stages`` peeled, then in a loop (kept rolled) of ``stages`` steps per iteration."""
     S, kt = L.stages, L.kt
     issued = min(S - 1, kt)
     s0 = Var("s0", issued)
     out: list = [ir.For(s0, issued, tile_loads(L, s0) + (ir.CommitGroup(),))]
-    steady = kt - (S - 1)
-    if steady > 0:
-        ko = Var("ko", steady)
-        out.append(ir.For(ko, steady, (ir.WaitGroup(S - 2), ir.Barrier()) + tile_loads(L, ko + (S - 1))
-                          + (ir.CommitGroup(), tile_compute(L, ko))))
-    for t in range(max(steady, 0), kt):
+    steady = max(kt - (S - 1), 0)
+
+    def step(t: Expr) -> tuple:
+        return (ir.WaitGroup(S - 2), ir.Barrier()) + tile_loads(L, t + (S - 1)) + (ir.CommitGroup(), tile_compute(L, t))
+
+    # unrolled by the stage count, so each copy of the body reads and writes fixed stages: their offsets fold
+    # into the instructions' immediates and only the global addresses advance, by a constant stride.  The odd
+    # steps go first: peeled after the loop, they made ptxas spill in the drain
+    rounds, first = divmod(steady, S)
+    for t in range(first):
+        out += step(Const(t))
+    if rounds:
+        ko = Var("ko", rounds)
+        out.append(ir.For(ko, rounds, sum((step(ko * S + first + u) for u in range(S)), ()), rolled=True))
+    for t in range(steady, kt):
         out += [ir.WaitGroup(kt - 1 - t), ir.Barrier(), tile_compute(L, Const(t))]
     return tuple(out)
 
