@@ -72,5 +72,14 @@ test-tilelang:
 		tests/test_frontend_tilelang_pass.py tests/test_tilelang_suite.py \
 		tests/test_frontend_tilelang_errors.py tests/test_fragment_oracle.py
 
+# SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
+# wheel, installed into the bench environment only; TileLang from the bench environment when it installed)
+.PHONY: sass-report
+sass-report:
+	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
+	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cuda-cuobjdump || echo "cuobjdump not installable"
+	$(BENCH_VENV)/bin/python benchmarks/sass_report.py
+
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) build *.egg-info out

@@ -156,7 +156,7 @@ def test_executor_models_barriers(make):
     full.update({n: v.reshape(-1) for n, v in arrays.items()})
     run(k, full)  # the kernel as lowered has every barrier it needs
     count = sum(1 for _ in _barriers(k.body))
-    assert count == {"gemm": 1, "rowmax": 2}[make]
+    assert count == {"gemm": 5, "rowmax": 3}[make]  # one per steady step and drained tile (+ the reduction's)
     for i in range(count):
         with pytest.raises(RaceError, match="wrote it with no barrier between"):
             run(dataclasses.replace(k, body=_drop_barrier(k.body, i)), full)

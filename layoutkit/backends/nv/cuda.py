@@ -136,8 +136,8 @@ class _Printer:
             getattr(self, type(st).__name__)(st)
 
     def For(self, st: ir.For) -> None:
-        if st.unroll:
-            self.emit("#pragma unroll")
+        if st.unroll or st.rolled:
+            self.emit("#pragma unroll" if st.unroll else "#pragma unroll 1")
         v = st.var.name
         self.emit(f"for (int {v} = 0; {v} < {st.extent}; ++{v}) {{")
         self.depth += 1

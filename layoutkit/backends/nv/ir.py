@@ -56,12 +56,14 @@ class Buffer:
 
 @dataclass(frozen=True)
 class For:
-    """``for (var = 0; var < extent; ++var) body``."""
+    """``for (var = 0; var < extent; ++var) body``; ``unroll`` prints ``#pragma unroll``, ``rolled`` prints
+    ``#pragma unroll 1`` (a loop whose body the lowering unrolled already stays a loop: code size)."""
 
     var: Var
     extent: int
     body: tuple
     unroll: bool = False
+    rolled: bool = False
 
 
 @dataclass(frozen=True)

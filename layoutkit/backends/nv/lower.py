@@ -11,9 +11,11 @@ leading; register offsets and the thread -> element map of the accumulator come 
 ``C_local`` fragment, checked against the ``mma.sync`` atoms before use.  With ``stages > 1`` the k loop is a
 multistage ``cp.async`` pipeline: a prologue issues tiles ``0 .. stages-2``; iteration ``ko`` waits for tile
 ``ko`` (``wait_group stages-2``), synchronises, issues tile ``ko + stages - 1`` into the stage computed in the
-previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``.  One block computes the
-``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled loads, skipped stores), and a guard
-the launch bounds and loop extents prove is dropped (:mod:`.guards`).
+previous iteration, then runs ``ldmatrix`` + ``mma.sync`` on stage ``ko % stages``; the loop is unrolled by
+the stage count (fixed stages per copy of the body: shared offsets are immediates, global addresses advance by a
+constant stride) and the last ``stages - 1`` tiles are peeled and drain with decreasing ``wait_group``
+counts.  One block computes the ``bM x bN`` tile ``(blockIdx.y, blockIdx.x)``; tails are guarded (zero-filled
+loads, skipped stores), and a guard the launch bounds and loop extents prove is dropped (:mod:`.guards`).
 
 sm_75 has no ``cp.async`` and no k16 fp16 mma: its copies are synchronous and each k16 step runs as two
 ``m16n8k8`` on the halves of the same registers.  Each warp's accumulator atoms may be spread over the tile
@@ -297,23 +299,53 @@ def tile_loads(L: GemmLaunch, t: Expr) -> tuple:
 def gemm_main_loop(L: GemmLaunch) -> tuple:
     """The k loop: each k tile copied global -> shared (:func:`tile_loads`), then per atom-k step the operand
     loads (:func:`operand_loads`) and the ``mma.sync`` s (:func:`mma_loop`).  With ``stages > 1`` a multistage
-    ``cp.async`` pipeline whose prologue issues tiles ``0 .. stages-2``; sm_75 copies synchronously."""
-    kk_n = L.bK // L.atom.k
-    kk, mi, nj = Var("kk", kk_n), Var("mi", L.wg.mt), Var("nj", L.wg.nt)
-    a_load, b_load = operand_loads(L, kk, mi)
-    compute = ir.For(kk, kk_n, (a_load, b_load, mma_loop(L, mi, nj)), unroll=True)
-    ko, stages = L.ko, L.stages
+    ``cp.async`` pipeline (:func:`pipeline`); sm_75 copies synchronously."""
+    ko = L.ko
     if L.turing:  # synchronous copies, the stages used round robin
-        return (ir.For(ko, L.kt, tile_loads(L, ko) + (ir.Barrier(), compute, ir.Barrier())),)
-    if stages > 1:  # multistage cp.async pipeline: tiles ko+1 .. ko+stages-1 in flight during compute of ko
-        s0 = Var("s0", stages - 1)
-        prologue = ir.For(s0, stages - 1, tile_loads(L, s0) + (ir.CommitGroup(),))
-        main = ir.For(ko, L.kt, (ir.WaitGroup(stages - 2), ir.Barrier()) + tile_loads(L, ko + (stages - 1))
-                      + (ir.CommitGroup(), compute))
-        return prologue, main, ir.WaitGroup(0)
-    main = ir.For(ko, L.kt, tile_loads(L, ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), compute,
+        return (ir.For(ko, L.kt, tile_loads(L, ko) + (ir.Barrier(), tile_compute(L, ko), ir.Barrier())),)
+    if L.stages > 1:
+        return pipeline(L)
+    main = ir.For(ko, L.kt, tile_loads(L, ko) + (ir.CommitGroup(), ir.WaitGroup(0), ir.Barrier(), tile_compute(L, ko),
                                                  ir.Barrier()))
     return main, ir.WaitGroup(0)
+
+
+def tile_compute(L: GemmLaunch, t: Expr) -> ir.For:
+    """The ``ldmatrix`` s and ``mma.sync`` s of k tile ``t`` (read from stage ``t % stages``)."""
+    kk_n = L.bK // L.atom.k
+    kk, mi, nj = Var("kk", kk_n), Var("mi", L.wg.mt), Var("nj", L.wg.nt)
+    a_load, b_load = operand_loads(L, kk, mi, t % L.stages)
+    return ir.For(kk, kk_n, (a_load, b_load, mma_loop(L, mi, nj)), unroll=True)
+
+
+def pipeline(L: GemmLaunch) -> tuple:
+    """The multistage ``cp.async`` pipeline, its tail peeled: the prologue issues tiles ``0 .. stages-2``; the
+    steady steps (``kt - stages + 1``) each wait for tile ``t`` (``wait_group stages-2``), synchronise, issue
+    tile ``t + stages - 1`` into the stage computed in the previous step and compute tile ``t``;
+    the last ``stages - 1`` tiles then drain with no copy issued, each waiting with one fewer group in
+    flight.  No copy is issued past the last tile, so the loop extents prove the tile-index guards.  The steady
+    steps run ``steady % stages`` peeled, then in a loop (kept rolled) of ``stages`` steps per iteration."""
+    S, kt = L.stages, L.kt
+    issued = min(S - 1, kt)
+    s0 = Var("s0", issued)
+    out: list = [ir.For(s0, issued, tile_loads(L, s0) + (ir.CommitGroup(),))]
+    steady = max(kt - (S - 1), 0)
+
+    def step(t: Expr) -> tuple:
+        return (ir.WaitGroup(S - 2), ir.Barrier()) + tile_loads(L, t + (S - 1)) + (ir.CommitGroup(), tile_compute(L, t))
+
+    # unrolled by the stage count, so each copy of the body reads and writes fixed stages: their offsets fold
+    # into the instructions' immediates and only the global addresses advance, by a constant stride.  The odd
+    # steps go first: peeled after the loop, they made ptxas spill in the drain
+    rounds, first = divmod(steady, S)
+    for t in range(first):
+        out += step(Const(t))
+    if rounds:
+        ko = Var("ko", rounds)
+        out.append(ir.For(ko, rounds, sum((step(ko * S + first + u) for u in range(S)), ()), rolled=True))
+    for t in range(steady, kt):
+        out += [ir.WaitGroup(kt - 1 - t), ir.Barrier(), tile_compute(L, Const(t))]
+    return tuple(out)
 
 
 def _warp_origin(L: GemmLaunch) -> tuple[Expr, Expr]:
@@ -322,11 +354,11 @@ def _warp_origin(L: GemmLaunch) -> tuple[Expr, Expr]:
     return (warp % L.wg.brw) * L.wg.row_step, (warp // L.wg.brw) * L.wg.col_step
 
 
-def operand_loads(L: GemmLaunch, kk: Var, mi: Var) -> tuple:
+def operand_loads(L: GemmLaunch, kk: Var, mi: Var, stage: Expr) -> tuple:
     """Shared -> register loads of atom-k step ``kk``: ``ldmatrix`` of every A atom row ``mi`` of the warp,
     then the B operands (``ldmatrix`` x4 over two n8 blocks, x2 over one, or per-lane loads for an 8- or
-    32-bit ``B`` stored ``[K, N]``, which ``ldmatrix.trans`` cannot transpose)."""
-    atom, stage, nt, tb, b_per = L.atom, L.ko % L.stages, L.wg.nt, L.tb, L.b_per
+    32-bit ``B`` stored ``[K, N]``, which ``ldmatrix.trans`` cannot transpose), from shared stage ``stage``."""
+    atom, nt, tb, b_per = L.atom, L.wg.nt, L.tb, L.b_per
     E = 128 // L.bits  # elements per 16-byte ldmatrix row
     lane = ir.TID % WARP_SIZE
     r0, c0 = _warp_origin(L)
