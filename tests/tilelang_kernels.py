@@ -321,6 +321,23 @@ def flash_attention(batch=1, heads=2, seq=256, dim=64, bM=64, bN=64, threads=128
     return main
 
 
+def past_the_tensor(heads=32, dim=128, group=4, bM=64, threads=128, dtype="float16"):
+    """A GQA-decode style copy of ``bM`` query rows starting at a head group: the regions run past the
+    ``heads``-row tensor, which TileLang guards (global positions never enter layout inference)."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((1, heads, dim), dtype), O: T.Tensor((1, heads, dim), dtype)):
+        with T.Kernel(heads // group, threads=threads) as bx:
+            Q_shared = T.alloc_shared((bM, dim), dtype)
+            acc = T.alloc_fragment((bM, dim), "float32")
+            T.copy(Q[0, bx * group:bx * group + bM, :], Q_shared)
+            T.copy(Q_shared, acc)
+            for i, j in T.Parallel(bM, dim):
+                acc[i, j] = acc[i, j] * 2
+            T.copy(acc, O[0, bx * group:bx * group + bM, :])
+    return main
+
+
 def tile_100x7(M=1000, N=7, threads=128, dtype="float32"):
     """A 100 x 7 fragment tile on 128 threads: 700 elements do not split evenly over the threads."""
     @T.prim_func
@@ -533,6 +550,7 @@ KERNELS: dict[str, Callable] = {
     "atomic_accumulate": lambda: atomic_accumulate(1024, 1024, 64, 64),
     "attention_fullrow": lambda: attention(),
     "flash_attention": lambda: flash_attention(),
+    "past_the_tensor": lambda: past_the_tensor(),
     # T.Kernel without threads=: TileLang's CUDA backend launches its default of 128 threads
     "gemm_64_default_threads": lambda: gemm(1024, 1024, 1024, 64, 64, 32, threads=None),
     "softmax_default_threads": lambda: softmax(1024, 128, 64, threads=None),

@@ -19,7 +19,7 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 - ``crash``: an untyped exception from layoutkit (a bug by definition);
 - and, with no kernel, ``no-kernel`` (the run ended or failed before building one: the reason).
 
-    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--out results.json]
+    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--out results.json] [--markdown list.md]
 """
 
 from __future__ import annotations
@@ -194,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--src", default=os.environ.get("TILELANG_SRC"))
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--out")
+    parser.add_argument("--markdown", help="also write the list as a Markdown table")
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
     parser.add_argument("--child")
@@ -228,7 +229,21 @@ def main(argv: list[str] | None = None) -> int:
     summary(results)
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text("\n".join(markdown(results)) + "\n")
     return 1 if any(r["status"] == "crash" for r in results) else 0
+
+
+def markdown(results: list[dict]) -> list[str]:
+    """One row per kernel: where it was built, its status and the reason or the differing tables."""
+    rows = ["| kernel | status | note |", "|---|---|---|"]
+    for r in results:
+        note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
+        if r["status"] == "equal":
+            note = f"{r.get('buffers', 0)} buffers, {r.get('loops', 0)} loops"
+        note = " ".join(str(note).split()).replace("|", "\\|")[:200]
+        rows.append(f"| `{r['where']}` | {r['status']} | {note} |")
+    return rows
 
 
 def summary(results: list[dict]) -> None:

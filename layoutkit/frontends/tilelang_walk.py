@@ -103,6 +103,7 @@ class _Walker:
         self._data: list[tuple[object, str]] = []
         self._pending: list[tuple[object, object, str]] = []
         self._floating: list[str] = []
+        self._reach = _global_reach(func)
         for param in func.params:
             if param in func.buffer_map:
                 self._declare(func.buffer_map[param], global_=True)
@@ -126,6 +127,9 @@ class _Walker:
                                    f"{SCOPES} (or local.var)")
         if global_ or scope == "global":
             shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
+            reach = next((r for v, r in self._reach if v.same_as(buf.data)), None)
+            if reach is not None and len(reach) == len(shape):  # a region past the tensor: TileLang guards it
+                shape = tuple(max(n, r) for n, r in zip(shape, reach))
         else:
             shape = tuple(_int(x, f"shape of buffer {buf.name}") for x in buf.shape)
         name = buf.name
@@ -161,7 +165,16 @@ class _Walker:
                 return name
         b = self.p.buffers[base]
         if b.scope == "global":  # global positions never enter layout inference
-            return base
+            shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
+            if shape == b.shape:
+                return base
+            # a view of another rank (``T.reshape`` of a tensor): regions over it are in its own shape
+            name, k = f"{buf.name or base}_view", 1
+            while name in self.p.buffers:
+                name, k = f"{buf.name or base}_view_{k}", k + 1
+            self.p.tensor(name, shape, str(buf.dtype))
+            self._record(buf, name)
+            return name
         if base in self.p.stages:
             raise UnsupportedError(f"from_prim_func: view {buf.name} {list(buf.shape)} of pipelined {base}; expected "
                                    f"views of buffers without a stage dim")
@@ -461,6 +474,33 @@ class _Walker:
                 raise UnsupportedError(f"from_prim_func: annotated layout of {name} has shape {layout.input_shape}; "
                                        f"the buffer is {want}")
         self.p.annotate_layout({self.p.buffers[name]: layout})
+
+
+def _global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
+    """The largest constant extent of every ``T.region`` over each parameter buffer, by data var.  A
+    region may run past its tensor (a GQA decode reading 64 query rows of a 32-head tensor); TileLang
+    guards those reads, and global positions never enter layout inference, so the Program's tensor
+    is declared as large as the largest region (kernels inside their tensors are unchanged)."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    params = [func.buffer_map[p].data for p in func.params if p in func.buffer_map]
+    reach: list[tuple[Any, tuple[int, ...]]] = []
+    for call in nodes(func.body, tirx.Call):
+        if getattr(call.op, "name", "") != "tl.region" or not isinstance(call.args[0], tirx.BufferLoad):
+            continue
+        data = call.args[0].buffer.data
+        extents = call.args[2:]
+        if not any(data.same_as(v) for v in params) or not all(isinstance(e, tirx.IntImm) for e in extents):
+            continue
+        ext = tuple(int(e.value) for e in extents)
+        for k, (v, old) in enumerate(reach):
+            if v.same_as(data) and len(old) == len(ext):
+                reach[k] = (v, tuple(max(a, b) for a, b in zip(old, ext)))
+                break
+        else:
+            reach.append((data, ext))
+    return reach
 
 
 def _expr_nodes(e, *types) -> list:
