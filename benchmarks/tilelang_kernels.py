@@ -29,23 +29,12 @@ if str(ROOT) not in sys.path:  # this checkout's layoutkit and the kernels of it
     sys.path.insert(0, str(ROOT))
 
 
-def _same(a, b) -> bool:
-    """Same kind, shape, replication, thread table of every replica and index table."""
-    import numpy as np
-
-    from layoutkit.fragment.fragment import Fragment
-
-    if isinstance(a, Fragment) != isinstance(b, Fragment) or a.input_shape != b.input_shape:
-        return False
-    if isinstance(a, Fragment) and (a.replicate_size != b.replicate_size
-                                    or not np.array_equal(a.thread_table(), b.thread_table())):
-        return False
-    return bool(np.array_equal(a.table(), b.table()))
 
 
 def _verdict(run, result, program) -> tuple[str, str, str]:
     """(verdict, layoutkit cost, TileLang cost) of one kernel."""
     from layoutkit.cost import get_cost_model
+    from layoutkit.testing.assertions import same_tables
 
     model = get_cost_model("register-count")
 
@@ -57,9 +46,10 @@ def _verdict(run, result, program) -> tuple[str, str, str]:
     if run.failed:
         return "TileLang failed, layoutkit solved", ours, "-"
     theirs = cost(run.layouts)
-    differ = [b for b, lay in run.layouts.items() if b not in result.layout_map or not _same(result.layout_map[b], lay)]
+    differ = [b for b, lay in run.layouts.items()
+              if b not in result.layout_map or not same_tables(result.layout_map[b], lay)]
     differ += [op for op, lay in run.loop_layouts.items()
-               if op not in result.loop_layouts or not _same(result.loop_layouts[op], lay)]
+               if op not in result.loop_layouts or not same_tables(result.loop_layouts[op], lay)]
     if differ:
         return f"different ({', '.join(differ)})", ours, theirs
     return "same layouts", ours, theirs

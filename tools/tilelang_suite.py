@@ -84,6 +84,7 @@ def _compare(func) -> dict:
     from layoutkit.errors import LayoutError, UnsupportedError
     from layoutkit.frontends.tilelang import tilelang_inference
     from layoutkit.infer import infer_layouts
+    from layoutkit.testing.assertions import same_tables
 
     try:
         run = tilelang_inference(func, "sm_80")
@@ -100,26 +101,15 @@ def _compare(func) -> dict:
     if run.failed:
         return {"status": "tilelang-fails", "why": run.error}
     differ = [name for name, theirs in run.layouts.items()
-              if name in ours.layout_map and not _same(ours.layout_map[name], theirs)]
+              if name in ours.layout_map and not same_tables(ours.layout_map[name], theirs)]
     differ += [op for op, theirs in run.loop_layouts.items()
-               if op in ours.loop_layouts and not _same(ours.loop_layouts[op], theirs)]
+               if op in ours.loop_layouts and not same_tables(ours.loop_layouts[op], theirs)]
     missing = [name for name in run.layouts if name not in ours.layout_map]
     if differ or missing:
         return {"status": "differ", "differ": differ, "missing": missing}
     return {"status": "equal", "buffers": len(run.layouts), "loops": len(run.loop_layouts)}
 
 
-def _same(a, b) -> bool:
-    import numpy as np
-
-    from layoutkit.fragment.fragment import Fragment
-
-    if isinstance(a, Fragment) != isinstance(b, Fragment) or a.input_shape != b.input_shape:
-        return False
-    if isinstance(a, Fragment) and (a.replicate_size != b.replicate_size
-                                    or not np.array_equal(a.thread_table(), b.thread_table())):
-        return False
-    return bool(np.array_equal(a.table(), b.table()))
 
 
 def _capture_and_compare(run, label: str) -> dict:

@@ -24,7 +24,7 @@ from ..algebra.layout import Layout
 from ..algebra.proof import Proof, describe_witness
 from ..errors import LayoutError, NotBijectiveError
 
-__all__ = ["assert_bijective", "assert_layouts_equal", "assert_inverse_round_trip"]
+__all__ = ["assert_bijective", "assert_layouts_equal", "assert_inverse_round_trip", "same_tables"]
 
 
 def _check_layout(obj: object, what: str) -> Layout:
@@ -103,6 +103,26 @@ def assert_layouts_equal(a: Layout, b: Layout) -> None:
             f"layouts differ at {int(differs.sum())} of {a.size} coordinates; first at {_coord(np.array(first))}: "
             f"a maps it to {_coord(ta[first])}, b maps it to {_coord(tb[first])}\na = {a}\nb = {b}"
         )
+
+
+def same_tables(a: Layout, b: Layout) -> bool:
+    """Whether two layouts (or fragments) are the same map: same kind and input shape, and for
+    fragments the same replication and thread table of every replica, then the same index table.
+
+    >>> import layoutkit as lk
+    >>> same_tables(lk.Layout([8], lambda i: i % 4 * 2 + i // 4), lk.Layout([8], lambda i: (i * 2) % 7))
+    False
+    >>> same_tables(lk.Layout([4], lambda i: i), lk.Layout([4], lambda i: i % 4))
+    True
+    """
+    from ..fragment.fragment import Fragment
+
+    if isinstance(a, Fragment) != isinstance(b, Fragment) or a.input_shape != b.input_shape:
+        return False
+    if isinstance(a, Fragment) and isinstance(b, Fragment) and (
+            a.replicate_size != b.replicate_size or not np.array_equal(a.thread_table(), b.thread_table())):
+        return False
+    return bool(np.array_equal(a.table(), b.table()))
 
 
 def assert_inverse_round_trip(layout: Layout) -> None:
