@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import cast
 
 from .nodes import Const, Expr, FloorMod, Sum, Var, Xor, walk
-from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view, substitute
+from .simplify import add, bitxor, floordiv, floormod, linear, make_sum, rebuild, scale, split_view, substitute
 
 _TOP = None  # an unbounded upper factor
 
@@ -85,7 +85,8 @@ class _Knowledge:
         pieces = self.pieces.get(var)
         if not pieces:
             return None
-        result: Expr = Const(0)
+        terms: dict[Expr, int] = {}  # the digits' sum, built once: chained adds re-sort and re-merge it per digit
+        const = 0
         cur = lower
         while upper is _TOP or cur < upper:
             if var.extent is not None and cur >= var.extent:
@@ -101,11 +102,14 @@ class _Knowledge:
                 return None
             part = pval if stop is _TOP else floormod(pval, Const(stop // plo))
             part = floordiv(part, Const(cur // plo))
-            result = add(result, scale(part, cur // lower))
+            part_terms, part_const = linear(part)
+            for atom, coeff in part_terms.items():
+                terms[atom] = terms.get(atom, 0) + coeff * (cur // lower)
+            const += part_const * (cur // lower)
             if stop is _TOP:
                 break
             cur = stop
-        return result
+        return make_sum(terms, const)
 
     def resolve(self, e: Expr) -> Expr | None:
         """``e`` rewritten over the outputs, or None if some digit it needs is unknown."""
