@@ -143,6 +143,11 @@ class BitLinear:
     def columns(self) -> list[int]:
         """The image of each input bit, the outputs' bits concatenated (output ``d`` shifted past the earlier
         ones), as Python-int bit vectors."""
+        return list(self._columns)
+
+    @cached_property
+    def _columns(self) -> tuple[int, ...]:
+        # the rank test, the maxima and the round trip all read the transposed matrix: built once per map
         cols = [0] * self.n_bits
         shift = 0
         for v, w in zip(self.outputs, self.widths()):
@@ -152,10 +157,14 @@ class BitLinear:
                     cols[low.bit_length() - 1] |= 1 << (shift + p)
                     row ^= low
             shift += w
-        return cols
+        return tuple(cols)
 
     def widths(self) -> tuple[int, ...]:
         """Bit positions each output may use (its slice of the concatenated column vectors)."""
+        return self._widths
+
+    @cached_property
+    def _widths(self) -> tuple[int, ...]:
         return tuple(max(len(v.rows), v.const.bit_length()) for v in self.outputs)
 
     def contains(self, point: Sequence[int]) -> bool:
@@ -196,23 +205,17 @@ class BitLinear:
     def max_values(self) -> tuple[int, ...]:
         """The exact maximum of every output over the domain (greedy over an echelon basis of its span)."""
         out = []
-        for v in self.outputs:
-            basis = _span(self._output_columns(v))
+        shift = 0
+        for v, w in zip(self.outputs, self._widths):
+            mask = (1 << w) - 1
+            basis = _span([col >> shift & mask for col in self._columns])  # this output's slice of every column
+            shift += w
             best = v.const
             for lead in sorted(basis, reverse=True):
                 if not best >> lead & 1:
                     best ^= basis[lead]
             out.append(best)
         return tuple(out)
-
-    def _output_columns(self, v: _Value) -> list[int]:
-        cols = [0] * self.n_bits
-        for p, row in enumerate(v.rows):
-            while row:
-                low = row & -row
-                cols[low.bit_length() - 1] |= 1 << p
-                row ^= low
-        return cols
 
 
 def _reduce(vec: int, basis: dict[int, int]) -> int:
@@ -283,7 +286,7 @@ def bijection_by_f2(bl: BitLinear) -> Proof:
     claim = "bijective onto the output box"
     zero = tuple(0 for _ in bl.input_shape)
     image0 = tuple(v.const for v in bl.outputs)
-    rank, kernel = _rank_and_kernel(bl.columns())
+    rank, kernel = _rank_and_kernel(bl._columns)
     if kernel is not None:
         return Proof(claim, False, "f2", {"collision": (zero, bl.coordinate(kernel), image0)},
                      detail=f"F2 rank {rank} < {bl.n_bits} input bits")
@@ -333,10 +336,10 @@ def composes_to_identity(inner: BitLinear, outer: BitLinear) -> bool | None:
     for k, w in enumerate(inner.widths()):
         own = outer.input_shape[k].bit_length() - 1
         where += [outer.bit_offsets[k] + p if p < own else None for p in range(w)]
-    outer_cols, widths = outer.columns(), outer.widths()
+    outer_cols, widths = outer._columns, outer._widths
     shifts = _starts(widths)
     owner = [k for k, n in enumerate(inner.input_shape) for _ in range(n.bit_length() - 1)]
-    for b, col in enumerate(inner.columns()):
+    for b, col in enumerate(inner._columns):
         got = 0
         while col:
             low = col & -col
