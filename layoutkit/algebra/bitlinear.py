@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Sum, Var, Xor
 from .proof import Proof
@@ -35,8 +36,7 @@ __all__ = ["BitLinear", "bijection_by_f2", "bit_linear", "composes_to_identity"]
 _MAX_BITS = 4096  # output bit positions kept per value (a larger shift is not an index map worth this test)
 
 
-@dataclass(frozen=True)
-class _Value:
+class _Value(NamedTuple):  # a tuple: built once per node read, and a frozen dataclass's init costs several times more
     rows: tuple[int, ...]  # bit p of the value = parity(rows[p] & x) ^ bit p of const
     const: int
 

@@ -585,4 +585,16 @@ def free_vars(expr: Expr) -> tuple[Var, ...]:
     >>> [v.name for v in free_vars(j * 4 + i)]
     ['_j', '_i']
     """
-    return tuple(e for e in walk(expr) if isinstance(e, Var))
+    # walk's order without its generator: every Layout checks its outputs' variables with this
+    found: list[Var] = []
+    stack, seen = [expr], set()
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if isinstance(e, Var):
+            found.append(e)
+        else:
+            stack.extend(reversed(e.children()))
+    return tuple(found)
