@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from .nodes import Const, Expr, FloorMod, Sum, Var, Xor, walk
+from .nodes import Const, Expr, FloorDiv, FloorMod, Sum, Var, Xor, walk
 from .simplify import add, bitxor, floordiv, floormod, linear, make_sum, rebuild, scale, split_view, substitute
 
 _TOP = None  # an unbounded upper factor
@@ -133,6 +133,8 @@ def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Ex
     """Sums that outputs take digits of (``(i*3 + j) % 2``): each becomes a fresh variable."""
     found: dict[Expr, Var] = {}
     for e in walk(list(exprs)):
+        if not isinstance(e, (FloorDiv, FloorMod)):  # only a digit view has a lower or an upper factor
+            continue
         base, lower, upper = split_view(e)
         if (isinstance(base, Sum) and (lower > 1 or upper is not None) and base not in found
                 and base.lo == 0 and base.hi != float("inf")):
