@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Sum, Var, Xor
 from .proof import Proof
@@ -35,8 +36,7 @@ __all__ = ["BitLinear", "bijection_by_f2", "bit_linear", "composes_to_identity"]
 _MAX_BITS = 4096  # output bit positions kept per value (a larger shift is not an index map worth this test)
 
 
-@dataclass(frozen=True)
-class _Value:
+class _Value(NamedTuple):  # a tuple: built once per node read, and a frozen dataclass's init costs several times more
     rows: tuple[int, ...]  # bit p of the value = parity(rows[p] & x) ^ bit p of const
     const: int
 
@@ -103,17 +103,22 @@ class _Reader:
         return None
 
     def _sum(self, e: Sum) -> _Value | None:
-        acc = _Value((), 0)
+        rows: list[int] = []
+        const = live = 0  # live: positions some earlier term can set (the union, as no two terms overlap)
         parts = [(t, c) for t, c in e.terms] + [(Const(e.const), 1)] if e.const else list(e.terms)
         for term, coef in parts:
             k, v = _log2(coef), self.read(term)
             if k is None or v is None or k + len(v.rows) > _MAX_BITS:
                 return None
-            v = v.shifted(k)
-            if acc.live() & v.live():  # a carry could occur: + is not ^ here
+            own = v.live() << k
+            if live & own:  # a carry could occur: + is not ^ here
                 return None
-            acc = acc.xor(v)
-        return acc
+            live |= own
+            rows.extend([0] * (k + len(v.rows) - len(rows)))
+            for p, r in enumerate(v.rows, k):
+                rows[p] ^= r
+            const ^= v.const << k
+        return _Value(tuple(rows), const)
 
     def _and(self, e: And) -> _Value | None:
         const, other = (e.a, e.b) if e.a.is_const else (e.b, e.a)
@@ -138,6 +143,11 @@ class BitLinear:
     def columns(self) -> list[int]:
         """The image of each input bit, the outputs' bits concatenated (output ``d`` shifted past the earlier
         ones), as Python-int bit vectors."""
+        return list(self._columns)
+
+    @cached_property
+    def _columns(self) -> tuple[int, ...]:
+        # the rank test, the maxima and the round trip all read the transposed matrix: built once per map
         cols = [0] * self.n_bits
         shift = 0
         for v, w in zip(self.outputs, self.widths()):
@@ -147,10 +157,14 @@ class BitLinear:
                     cols[low.bit_length() - 1] |= 1 << (shift + p)
                     row ^= low
             shift += w
-        return cols
+        return tuple(cols)
 
     def widths(self) -> tuple[int, ...]:
         """Bit positions each output may use (its slice of the concatenated column vectors)."""
+        return self._widths
+
+    @cached_property
+    def _widths(self) -> tuple[int, ...]:
         return tuple(max(len(v.rows), v.const.bit_length()) for v in self.outputs)
 
     def contains(self, point: Sequence[int]) -> bool:
@@ -189,10 +203,13 @@ class BitLinear:
         return tuple((bits >> off) & (n - 1) for off, n in zip(self.bit_offsets, self.input_shape))
 
     def max_values(self) -> tuple[int, ...]:
-        """The exact maximum of every output over the domain (greedy over a reduced basis of its span)."""
+        """The exact maximum of every output over the domain (greedy over an echelon basis of its span)."""
         out = []
-        for v in self.outputs:
-            basis = _span(self._output_columns(v))
+        shift = 0
+        for v, w in zip(self.outputs, self._widths):
+            mask = (1 << w) - 1
+            basis = _span([col >> shift & mask for col in self._columns])  # this output's slice of every column
+            shift += w
             best = v.const
             for lead in sorted(basis, reverse=True):
                 if not best >> lead & 1:
@@ -200,26 +217,20 @@ class BitLinear:
             out.append(best)
         return tuple(out)
 
-    def _output_columns(self, v: _Value) -> list[int]:
-        cols = [0] * self.n_bits
-        for p, row in enumerate(v.rows):
-            while row:
-                low = row & -row
-                cols[low.bit_length() - 1] |= 1 << p
-                row ^= low
-        return cols
-
 
 def _reduce(vec: int, basis: dict[int, int]) -> int:
-    """``vec`` with every leading bit of ``basis`` cleared (0 exactly when ``vec`` is in the span)."""
-    for lead in sorted(basis, reverse=True):
-        if vec >> lead & 1:
-            vec ^= basis[lead]
+    """``vec`` reduced while its leading bit leads a vector of ``basis`` (an echelon basis: distinct leading
+    bits), so 0 exactly when ``vec`` is in the span; otherwise its leading bit leads no basis vector."""
+    while vec:
+        row = basis.get(vec.bit_length() - 1)
+        if row is None:
+            break
+        vec ^= row
     return vec
 
 
 def _span(cols: Sequence[int]) -> dict[int, int]:
-    """A reduced basis (leading bit -> vector) of the span of ``cols`` over F2."""
+    """An echelon basis (leading bit -> vector) of the span of ``cols`` over F2."""
     basis: dict[int, int] = {}
     for col in cols:
         col = _reduce(col, basis)
@@ -230,15 +241,16 @@ def _span(cols: Sequence[int]) -> dict[int, int]:
 
 def _rank_and_kernel(cols: Sequence[int]) -> tuple[int, int | None]:
     """Rank of the columns over F2 and, when they are dependent, one nonzero combination summing to 0 (as a
-    mask over the columns)."""
+    mask over the columns: the first column that depends on the earlier ones, with their unique combination)."""
     basis: dict[int, tuple[int, int]] = {}  # leading bit -> (vector, columns combined into it)
     kernel = None
     for k, col in enumerate(cols):
         combo = 1 << k
-        for lead in sorted(basis, reverse=True):
-            if col >> lead & 1:
-                vec, used = basis[lead]
-                col, combo = col ^ vec, combo ^ used
+        while col:
+            hit = basis.get(col.bit_length() - 1)
+            if hit is None:
+                break
+            col, combo = col ^ hit[0], combo ^ hit[1]
         if col:
             basis[col.bit_length() - 1] = (col, combo)
         elif kernel is None:
@@ -274,7 +286,7 @@ def bijection_by_f2(bl: BitLinear) -> Proof:
     claim = "bijective onto the output box"
     zero = tuple(0 for _ in bl.input_shape)
     image0 = tuple(v.const for v in bl.outputs)
-    rank, kernel = _rank_and_kernel(bl.columns())
+    rank, kernel = _rank_and_kernel(bl._columns)
     if kernel is not None:
         return Proof(claim, False, "f2", {"collision": (zero, bl.coordinate(kernel), image0)},
                      detail=f"F2 rank {rank} < {bl.n_bits} input bits")
@@ -312,17 +324,41 @@ def composes_to_identity(inner: BitLinear, outer: BitLinear) -> bool | None:
     """
     if len(inner.outputs) != len(outer.input_shape) or len(outer.outputs) != len(inner.input_shape):
         return None
-
-    def through(values: tuple[int, ...]) -> tuple[int, ...] | None:
-        if any(v >= n for v, n in zip(values, outer.input_shape)):
-            return None
-        return outer.linear_image(outer.bits_of(values))
-
-    base = through(tuple(v.const for v in inner.outputs))
-    if base is None or tuple(c ^ v.const for c, v in zip(base, outer.outputs)) != (0,) * len(outer.outputs):
+    consts = tuple(v.const for v in inner.outputs)
+    if any(v >= n for v, n in zip(consts, outer.input_shape)):
         return False
-    for b in range(inner.n_bits):
-        got = through(inner.linear_image(1 << b))
-        if got != inner.coordinate(1 << b):
+    base = outer.linear_image(outer.bits_of(consts))
+    if any(c ^ v.const for c, v in zip(base, outer.outputs)):
+        return False
+    # M_outer M_inner = I column by column, on concatenated bit vectors: an inner output bit p of output k is
+    # outer input bit offsets[k] + p (no such bit: that inner value would leave the outer domain)
+    where: list[int | None] = []
+    for k, w in enumerate(inner.widths()):
+        own = outer.input_shape[k].bit_length() - 1
+        where += [outer.bit_offsets[k] + p if p < own else None for p in range(w)]
+    outer_cols, widths = outer._columns, outer._widths
+    shifts = _starts(widths)
+    owner = [k for k, n in enumerate(inner.input_shape) for _ in range(n.bit_length() - 1)]
+    for b, col in enumerate(inner._columns):
+        got = 0
+        while col:
+            low = col & -col
+            at = where[low.bit_length() - 1]
+            if at is None:
+                return False
+            got ^= outer_cols[at]
+            col ^= low
+        d = owner[b]
+        p = b - inner.bit_offsets[d]
+        if p >= widths[d] or got != 1 << (shifts[d] + p):
             return False
     return True
+
+
+def _starts(widths: Sequence[int]) -> list[int]:
+    """Where each output's slice of a concatenated bit vector begins."""
+    out, acc = [], 0
+    for w in widths:
+        out.append(acc)
+        acc += w
+    return out

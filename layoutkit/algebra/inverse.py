@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from .nodes import Const, Expr, FloorMod, Sum, Var, Xor, walk
-from .simplify import add, bitxor, floordiv, floormod, linear, rebuild, scale, split_view, substitute
+from .nodes import Const, Expr, FloorDiv, FloorMod, Sum, Var, Xor, walk
+from .simplify import add, bitxor, floordiv, floormod, linear, make_sum, rebuild, scale, split_view, substitute
 
 _TOP = None  # an unbounded upper factor
 
@@ -85,7 +85,8 @@ class _Knowledge:
         pieces = self.pieces.get(var)
         if not pieces:
             return None
-        result: Expr = Const(0)
+        terms: dict[Expr, int] = {}  # the digits' sum, built once: chained adds re-sort and re-merge it per digit
+        const = 0
         cur = lower
         while upper is _TOP or cur < upper:
             if var.extent is not None and cur >= var.extent:
@@ -101,11 +102,14 @@ class _Knowledge:
                 return None
             part = pval if stop is _TOP else floormod(pval, Const(stop // plo))
             part = floordiv(part, Const(cur // plo))
-            result = add(result, scale(part, cur // lower))
+            part_terms, part_const = linear(part)
+            for atom, coeff in part_terms.items():
+                terms[atom] = terms.get(atom, 0) + coeff * (cur // lower)
+            const += part_const * (cur // lower)
             if stop is _TOP:
                 break
             cur = stop
-        return result
+        return make_sum(terms, const)
 
     def resolve(self, e: Expr) -> Expr | None:
         """``e`` rewritten over the outputs, or None if some digit it needs is unknown."""
@@ -129,6 +133,8 @@ def _composite_bases(exprs: Sequence[Expr], variables: Sequence[Var]) -> dict[Ex
     """Sums that outputs take digits of (``(i*3 + j) % 2``): each becomes a fresh variable."""
     found: dict[Expr, Var] = {}
     for e in walk(list(exprs)):
+        if not isinstance(e, (FloorDiv, FloorMod)):  # only a digit view has a lower or an upper factor
+            continue
         base, lower, upper = split_view(e)
         if (isinstance(base, Sum) and (lower > 1 or upper is not None) and base not in found
                 and base.lo == 0 and base.hi != float("inf")):

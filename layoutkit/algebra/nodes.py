@@ -44,6 +44,8 @@ bounds of ``x * x * x ...`` from growing into huge integers)."""
 
 def _as_int(value: object) -> int:
     """Accept Python and numpy integers (not bools, not floats) as constants."""
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         raise ExprError(f"expected an integer constant, found the bool {value!r}")
     if isinstance(value, numbers.Integral):
@@ -72,6 +74,13 @@ _INTERNED: weakref.WeakValueDictionary[tuple[Any, ...], Expr] = weakref.WeakValu
 so equal sub-expressions are one object, a DAG stays a DAG through compose chains and substitutions,
 and equality is identity.  An explicit registry of values, not state: it only ever answers "the node
 with this key", and forgets a node as soon as nothing else holds it."""
+
+
+_PIN_SMALL, _PIN_POWERS = 4096, 2**62
+_PINNED: dict[int, Const] = {}
+"""Constants the interning registry keeps alive (small integers and powers of two, at most ~8,300 of them): the
+strides, extents and digit places that the simplifier builds again on every call would otherwise die at once and be
+rebuilt each time, and building a node costs several times looking one up."""
 
 
 def _interned(cls: type[_N], key: tuple[Any, ...], lo: float, hi: float) -> _N:
@@ -274,10 +283,19 @@ class Const(Expr):
     __slots__ = ()
 
     def __new__(cls, value: int) -> Const:
+        if type(value) is int:
+            pinned = _PINNED.get(value)
+            if pinned is not None:
+                return pinned
         value = _as_int(value)
         key = ("const", value)
         hit = _INTERNED.get(key)
-        return cast(Const, hit) if hit is not None else _interned(cls, key, value, value)
+        if hit is not None:
+            return cast(Const, hit)
+        node = _interned(cls, key, value, value)
+        if -_PIN_SMALL <= value <= _PIN_SMALL or (0 < value <= _PIN_POWERS and value & (value - 1) == 0):
+            _PINNED[value] = node
+        return node
 
     @classmethod
     def _rebuild(cls, value: int) -> Const:
@@ -578,4 +596,16 @@ def free_vars(expr: Expr) -> tuple[Var, ...]:
     >>> [v.name for v in free_vars(j * 4 + i)]
     ['_j', '_i']
     """
-    return tuple(e for e in walk(expr) if isinstance(e, Var))
+    # walk's order without its generator: every Layout checks its outputs' variables with this
+    found: list[Var] = []
+    stack, seen = [expr], set()
+    while stack:
+        e = stack.pop()
+        if e in seen:
+            continue
+        seen.add(e)
+        if isinstance(e, Var):
+            found.append(e)
+        else:
+            stack.extend(reversed(e.children()))
+    return tuple(found)

@@ -171,10 +171,20 @@ def make_sum(terms: dict[Expr, int], const: int = 0) -> Expr:
 # ---- arithmetic ------------------------------------------------------------------------------
 
 
+def _plain(e: Expr) -> bool:
+    """An atom ``make_sum({e: 1})`` returns unchanged (not a sum, not pinned to one value), so ``e + 0`` is
+    ``e`` without building the sum."""
+    return not isinstance(e, (Sum, Const)) and e.lo != e.hi
+
+
 def add(a: Expr, b: Expr) -> Expr:
     """``a + b``."""
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(a.value + b.value)
+    if isinstance(b, Const) and b.value == 0 and _plain(a):
+        return a
+    if isinstance(a, Const) and a.value == 0 and _plain(b):
+        return b
     ta, ca = linear(a)
     tb, cb = linear(b)
     for atom, coeff in tb.items():
@@ -262,7 +272,8 @@ def floormod(a: Expr, b: Expr) -> Expr:
     if c == 1:
         return Const(0)
     if not (math.isinf(a.lo) or math.isinf(a.hi)) and a.lo // c == a.hi // c:
-        return add(a, Const(-(int(a.lo) // c) * c))
+        shift = -(int(a.lo) // c) * c
+        return a if shift == 0 and _plain(a) else add(a, Const(shift))
     if isinstance(a, FloorMod) and a.c % c == 0:
         return floormod(a.a, Const(c))
     if isinstance(a, FloorDiv):

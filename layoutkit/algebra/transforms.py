@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -140,6 +141,12 @@ def inverse(layout: Layout) -> Layout:
     hit: Layout | None = layout._cache.get("inverse")
     if hit is not None:
         return hit
+    inv = _permutation_inverse(layout)
+    if inv is None:
+        inv = _proved_by_round_trip(layout)
+    if inv is not None:
+        layout._cache["inverse"] = inv
+        return inv
     proof = layout.prove_bijective()
     if not proof:
         raise NotBijectiveError(
@@ -160,6 +167,43 @@ def inverse(layout: Layout) -> Layout:
         raise UnsupportedError(f"{layout} is bijective but layoutkit found no closed-form inverse for it")
     layout._cache["inverse"] = inv
     return inv
+
+
+def _permutation_inverse(layout: Layout) -> Layout | None:
+    """When the outputs are the input variables in some order (a transpose), the inverse puts them back: a
+    bijection onto the permuted extents by its form, with nothing to prove or check.  None otherwise.
+
+    The expressions are the ones digit matching finds (each input is the whole of one output; an input of
+    extent 1 is the constant 0)."""
+    fwd, variables = layout._forward, layout._vars
+    if len(fwd) != len(variables) or set(fwd) != set(variables):
+        return None
+    where = {v: k for k, v in enumerate(fwd)}
+    outs = tuple(placeholder(k, cast(Var, e).extent) for k, e in enumerate(fwd))
+    return Layout.from_exprs(tuple(cast(int, o.extent) for o in outs),
+                             tuple(Const(0) if v.extent == 1 else outs[where[v]] for v in variables))
+
+
+def _proved_by_round_trip(layout: Layout) -> Layout | None:
+    """The digit-matching inverse of an F2-affine layout when the bit matrices prove ``inv(layout(x)) == x`` and
+    the output box has as many points as the domain, else None (the caller takes the general path).
+
+    Injective (it has a left inverse) from a domain onto a box of the same size, with every image in the box (an
+    F2 map's outputs are non-negative and ``output_shape`` is their maximum plus one): a bijection onto the box,
+    so the separate rank test would only repeat the proof."""
+    from .bitlinear import composes_to_identity
+    from .inverse import solve_inverse
+
+    fwd = layout._bit_linear()
+    if fwd is None or math.prod(layout.output_shape) != layout.size:
+        return None
+    outs = tuple(placeholder(k, e) for k, e in enumerate(layout.output_shape))
+    sol = solve_inverse(layout._forward, layout._vars, outs)
+    if sol is None:
+        return None
+    inv = Layout.from_exprs(layout.output_shape, sol)
+    back = inv._bit_linear()
+    return inv if back is not None and composes_to_identity(fwd, back) is True else None
 
 
 def _round_trips(layout: Layout, inv: Layout) -> bool:
