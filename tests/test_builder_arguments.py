@@ -147,3 +147,13 @@ def test_wrong_buffer_objects():
         p.copy(other, r)
     with pytest.raises(lk.ShapeError, match="Program target"):
         infer.Program(target=None)
+
+
+def test_parallel_loop_past_the_table_limit():
+    from layoutkit.errors import LimitError
+    from layoutkit.infer import Program
+
+    p = Program(threads=128)
+    f = p.alloc_fragment("f", (64, 64), "float32")
+    with pytest.raises(LimitError, match=r"the loop \(2147483648, 32\) has 68719476736 points"):
+        p.parallel((2**31, 32), writes=[(f, lambda i, j: (i % 64, j))])

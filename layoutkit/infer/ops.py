@@ -13,6 +13,7 @@ Immutable and hashable; :class:`~layoutkit.infer.program.Program` builds them an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,7 +21,8 @@ import numpy as np
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Expr, as_expr
-from ..errors import ShapeError
+from ..algebra.shapes import TABLE_LIMIT
+from ..errors import LimitError, ShapeError
 from ..scopes import FRAGMENT, is_shared  # noqa: F401  (is_shared: re-exported)
 
 
@@ -116,6 +118,13 @@ class Op:
     loop: tuple[int, ...] | None = None
     accesses: tuple[Access, ...] = ()
     buffers: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # rules enumerate the loop domain (vector widths, partitions): bound it as tables are bounded
+        if self.loop is not None and math.prod(self.loop) > TABLE_LIMIT:
+            raise LimitError(f"{self.kind}#{self.uid}: the loop {tuple(self.loop)} has {math.prod(self.loop)} "
+                             f"points; expected at most {TABLE_LIMIT} (a tile loop, not a whole tensor)",
+                             TABLE_LIMIT, math.prod(self.loop))
 
     @property
     def name(self) -> str:

@@ -53,3 +53,18 @@ def test_program_scripts(tmp_path_factory, capsys, source):
     code = main(["infer", str(path)])
     _check(code, capsys.readouterr().err)
     json.dumps(code)
+
+
+def test_a_loop_past_the_table_limit_is_refused_not_enumerated(tmp_path, capsys):
+    # found by `make fuzz`: a copy whose loop extent was mutated to 2**31 made a rule enumerate
+    # 2**36 loop points (1 TiB) and the process was killed for memory
+    from layoutkit.infer import programs
+
+    doc = programs.gemm(bM=64, bN=64, bK=32).to_dict()
+    copy_op = next(o for o in doc["ops"] if o["kind"] == "copy")
+    copy_op["loop"][0] = 2**31
+    path = tmp_path / "program.json"
+    path.write_text(json.dumps(doc))
+    assert main(["infer", str(path), "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: copy#") and "at most 67108864" in err and "\n" not in err
