@@ -97,19 +97,6 @@ def test_every_registered_tile_op_is_read_or_refused_by_name():
     assert not set(READ) & set(REFUSED)
 
 
-def _cumsum():
-    import tilelang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128):
-            s = T.alloc_shared((128,), "float32")
-            T.copy(A, s)
-            T.cumsum(s, dim=0)
-            T.copy(s, B)
-    return main
-
-
 def _atomic_max():
     import tilelang.language as T
 
@@ -137,7 +124,7 @@ def _transpose_fragment():
 
 
 @pytest.mark.parametrize("build, construct, op", [
-    (_cumsum, "T.cumsum", "tl.tileop.cumsum"),
+    (K.cumsum_shared, "T.cumsum", "tl.tileop.cumsum"),
     (_atomic_max, "T.atomic_max", "tl.tileop.atomicmax"),
 ])
 def test_refused_tile_op_names_statement_and_construct(build, construct, op):

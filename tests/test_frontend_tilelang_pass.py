@@ -138,32 +138,19 @@ def test_fused_loops_are_what_tilelang_lays_out():
     assert text.count("i_j_fused in T.parallel(8192") == 2
 
 
-def _cumsum_kernel():
-    """A tile op layoutkit has no counterpart for yet (``T.cumsum``): the adapter refuses it by name."""
-    import tilelang.language as T
-
-    @T.prim_func
-    def main(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
-        with T.Kernel(1, threads=128):
-            s = T.alloc_shared((128,), "float32")
-            T.copy(A, s)
-            T.cumsum(s, dim=0)
-            T.copy(s, B)
-    return main
-
 
 def test_a_kernel_layoutkit_refuses_falls_back_or_raises():
     from tilelang import tvm
 
     target = {"kind": "cuda", "arch": "sm_80"}
     with tvm.target.Target(target):
-        theirs = tilelang.lower(_cumsum_kernel(), target=target).kernel_source
+        theirs = tilelang.lower(K.cumsum_shared(), target=target).kernel_source
     with layoutkit_inference() as record, tvm.target.Target(target):
-        src = tilelang.lower(_cumsum_kernel(), target=target).kernel_source
+        src = tilelang.lower(K.cumsum_shared(), target=target).kernel_source
     assert record.solved == 0 and len(record.fallbacks) == 1 and "T.cumsum" in record.fallbacks[0]
     assert src == theirs
     with pytest.raises(UnsupportedError, match="T.cumsum"):
-        lktl.lower(_cumsum_kernel(), "sm_80", fallback=False)
+        lktl.lower(K.cumsum_shared(), "sm_80", fallback=False)
 
 
 def test_factories_are_restored():
@@ -171,7 +158,7 @@ def test_factories_are_restored():
 
     before = tlt.LayoutInference, tlt.MaterializeKernelLaunch
     with pytest.raises(UnsupportedError):
-        lktl.lower(_cumsum_kernel(), "sm_80", fallback=False)
+        lktl.lower(K.cumsum_shared(), "sm_80", fallback=False)
     assert (tlt.LayoutInference, tlt.MaterializeKernelLaunch) == before
 
 

@@ -233,6 +233,19 @@ def atomic_accumulate(M, N, bM, bN, threads=128, dtype="float32"):
     return main
 
 
+def cumsum_shared(n=128, threads=128, dtype="float32"):
+    """A tile op layoutkit has no counterpart for yet (``T.cumsum`` over a shared buffer): the adapter
+    refuses it by name."""
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
+        with T.Kernel(1, threads=threads):
+            s = T.alloc_shared((n,), dtype)
+            T.copy(A, s)
+            T.cumsum(s, dim=0)
+            T.copy(s, B)
+    return main
+
+
 def attention(seq=256, dim=64, bM=64, bN=64, threads=128, policy=None, dtype="float16", accum_dtype="float32"):
     """One attention head, flash style without the running rescale: S = Q K^T, row max, exp, row sum,
     P = S cast to fp16 in registers, O += P V (a GEMM whose A operand is a fragment), O /= row sum.
