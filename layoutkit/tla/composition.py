@@ -13,8 +13,10 @@ layout, layoutkit returns the exact answer or raises a typed error naming the of
   returned even when C++ refuses it statically;
 * right-hand modes that share a left-hand mode and carry into the next one are checked
   numerically: the per-mode result is returned only when it equals ``A(B(i))`` everywhere;
-* a complement of a non-complementable layout (a stride that is not a multiple of the extent
-  the smaller modes cover) raises instead of truncating.
+* a right-hand side with negative strides walks A backwards (C++ extends A to negative integers
+  with truncating division, ``A(-k) == -A(k)``); the result is checked against ``A(B(i))``;
+* a complement follows C++'s integer arithmetic, also where strides do not divide; its contract
+  is stated on :func:`complement`.
 
 >>> from layoutkit import tla
 >>> A = tla.make_layout((tla._6, tla._2), (tla._8, tla._2))
@@ -84,10 +86,10 @@ class _Composer:
         if d == 0:
             return s, d
         if d < 0:
-            raise UnsupportedError(
-                f"composition {self.A} o {self.B}: mode {path} = {to_str(s)}:{to_str(d)} has a negative stride; "
-                "layoutkit composes only non-negative right-hand strides"
-            )
+            # A is odd as C++ extends it to negative integers (truncating division): A(-k) == -A(k),
+            # so s:-d composes to the negation of s:d (C++'s abs/signum walk gives the same strides)
+            shape, stride = self.leaf(s, -d, path)
+            return shape, _negate(stride)
         shapes, strides = self.shapes, self.strides
         if len(shapes) == 1:
             return s, d * strides[0]
@@ -152,6 +154,23 @@ class _Composer:
         return bad
 
 
+def _negate(x: object) -> object:
+    if type(x) is tuple:
+        return tuple(_negate(v) for v in x)
+    return -cast(int, x)
+
+
+def layout_at(A: Layout, idx: Any) -> Any:
+    """``A(idx)`` for integer indices of any sign, as C++ evaluates a layout on an integer: the last
+    mode is unbounded and division truncates, so ``A(-k) == -A(k)``.
+
+    >>> layout_at(Layout((4, 4), (-1, 1)), np.array([-5, -1, 5, 17]))
+    array([0, 1, 0, 3])
+    """
+    v = np.asarray(idx, dtype=np.int64)
+    return np.sign(v) * np.asarray(_crd2idx(np.abs(v), A.shape, A.stride, ()), dtype=np.int64)
+
+
 def _wrap_str(items: tuple[object, ...]) -> str:
     return to_str(items[0]) if len(items) == 1 else to_str(items)
 
@@ -189,8 +208,10 @@ def composition(a: object, b: object) -> object:
         if len(b) > A.rank:
             raise ShapeError(f"composition: the tiler {_tiler_str(b)} has {len(b)} modes but {A} has rank {A.rank}")
         return concat([composition(A.mode(i), bi) for i, bi in enumerate(b)])
-    if isinstance(b, (Swizzle, ComposedLayout)):
-        raise UnsupportedError(f"composition {A} o {b}: a layout composed with a swizzle is not supported")
+    if isinstance(b, Swizzle):
+        return compose_swizzle(A, b)
+    if isinstance(b, ComposedLayout):
+        return _compose_composed(A, b)
     B = as_layout(b, "composition: right operand")
     composer = _Composer(A, B)
     shape, stride = composer.tree(B.shape, B.stride, ())
@@ -198,7 +219,27 @@ def composition(a: object, b: object) -> object:
     bad = composer.carries()
     if bad:
         _check_carries(A, B, result, bad, composer)
+    elif min(leaves(B.stride)) < 0 and B.size > 1:
+        _check_signed(A, B, result)
     return result
+
+
+def _check_signed(A: Layout, B: Layout, R: Layout) -> None:
+    """B walks backwards: the mode-by-mode result is exact only where A is additive across the
+    signed digits (C++ does not check), so it is compared with ``A(B(i))`` everywhere."""
+    if B.size > NUMERIC_CHECK_LIMIT:
+        raise ShapeError(f"composition {A} o {B}: B has negative strides and is too large ({B.size}) to verify "
+                         "element by element")
+    want = layout_at(A, B.table())
+    got = R.table()
+    diff = np.flatnonzero(want != got)
+    if diff.size:
+        i = int(diff[0])
+        raise ShapeError(
+            f"composition {A} o {B}: B's negative strides step across modes of A, so no layout of B's shape is "
+            f"A o B: at B's coordinate {to_str(idx2crd(i, B.shape))} (index {i}) A(B(.)) = {int(want[i])} but "
+            f"the mode-by-mode result {R} gives {int(got[i])}"
+        )
 
 
 def _check_carries(
@@ -213,9 +254,9 @@ def _check_carries(
     )
     if B.size > NUMERIC_CHECK_LIMIT:
         raise ShapeError(f"composition {A} o {B}: {where}; too large ({B.size}) to verify element by element")
-    want = _crd2idx(B.table(), A.shape, A.stride, ())
+    want = layout_at(A, B.table())
     got = R.table()
-    diff = np.flatnonzero(np.asarray(want) != got)
+    diff = np.flatnonzero(want != got)
     if diff.size:
         i = int(diff[0])
         raise ShapeError(
@@ -223,6 +264,68 @@ def _check_carries(
             f"{to_str(idx2crd(i, B.shape))} (index {i}) A(B(.)) = {int(np.asarray(want)[i])} but the mode-by-mode "
             f"result {R} gives {int(got[i])}"
         )
+
+
+def make_swizzle(yyy: int, zzz: int) -> Swizzle:
+    """The swizzle whose y-bits (xor sources) are the mask ``yyy`` and z-bits (xor targets) ``zzz``
+    (C++ ``make_swizzle<Y, Z>``); the masks must be contiguous runs of equally many bits.
+
+    >>> print(make_swizzle(0b1000, 0b0100), make_swizzle(0b11000000, 0b00000110))
+    Sw<1,2,1> Sw<2,1,5>
+    """
+    yyy, zzz = int(yyy), int(zzz)
+    if yyy < 0 or zzz < 0 or bin(yyy).count("1") != bin(zzz).count("1"):
+        raise ShapeError(f"make_swizzle: the masks {yyy:#b} and {zzz:#b} must be non-negative with equally many bits")
+    if yyy == 0:
+        return Swizzle(0, 0, 0)
+    ty, tz = (yyy & -yyy).bit_length() - 1, (zzz & -zzz).bit_length() - 1
+    bits = bin(yyy).count("1")
+    sw = Swizzle(bits, min(ty, tz), ty - tz)
+    if (sw.yyy_mask | sw.zzz_mask) != (yyy | zzz):
+        raise ShapeError(f"make_swizzle: the masks {yyy:#b} (y) and {zzz:#b} (z) are not two runs of {bits} "
+                         f"contiguous bits; the nearest swizzle {sw} has y {sw.yyy_mask:#b} and z {sw.zzz_mask:#b}")
+    return sw
+
+
+def compose_swizzle(A: Layout, sw: Swizzle) -> object:
+    """``A o sw`` as ``sw' o A`` (C++ ``composition(Layout, Swizzle)``): ``sw'`` xors the bits A
+    maps the swizzle's y- and z-masks to, ``sw' = make_swizzle(A(yyy), A(zzz))``.
+
+    C++ states this "works in simple cases"; layoutkit checks ``A(sw(i)) == sw'(A(i))`` for every
+    ``i < size(A)`` and raises with a witness where A does not carry the swizzle's bits linearly.
+    A swizzle of no bits gives A itself.
+
+    >>> from layoutkit import tla
+    >>> print(tla.composition(tla.make_layout((tla._8, tla._8), (tla._8, tla._1)), tla.Swizzle(3, 0, 3)))
+    Sw<3,0,-3> o _0 o (_8,_8):(_8,_1)
+    """
+    if sw.bits == 0:
+        return A
+    yyy, zzz = layout_at(A, np.array([sw.yyy_mask, sw.zzz_mask]))
+    try:
+        new = make_swizzle(int(yyy), int(zzz))
+    except ShapeError as err:
+        raise ShapeError(f"composition {A} o {sw}: A maps the swizzle's masks {sw.yyy_mask:#b}, {sw.zzz_mask:#b} to "
+                         f"{int(yyy)}, {int(zzz)}, which no swizzle xors ({err})") from None
+    if A.size > NUMERIC_CHECK_LIMIT:
+        raise ShapeError(f"composition {A} o {sw}: too large ({A.size}) to verify element by element")
+    idx = np.arange(int(A.size), dtype=np.int64)
+    want = layout_at(A, sw(idx))
+    got = np.asarray(new(A.table()), dtype=np.int64)
+    diff = np.flatnonzero(want != got)
+    if diff.size:
+        i = int(diff[0])
+        raise ShapeError(f"composition {A} o {sw}: A does not carry the swizzle's bits linearly, so {new} o {A} "
+                         f"is not A o {sw}: at index {i} A(sw(i)) = {int(want[i])} but {new}(A(i)) = {int(got[i])}")
+    return A if new.bits == 0 else ComposedLayout(new, Int(0), A)
+
+
+def _compose_composed(A: Layout, b: ComposedLayout) -> object:
+    """``A o (f o 0 o g)`` = ``(A o f) o g`` (C++; the offset must be 0)."""
+    if b.offset != 0:
+        raise UnsupportedError(f"composition {A} o {b}: composing a layout with a composed layout needs offset 0 "
+                               f"(found {to_str(b.offset)})")
+    return composition(composition(A, b.outer), b.inner)
 
 
 def _tiler_str(t: object) -> str:
@@ -239,17 +342,37 @@ def _tiler_str(t: object) -> str:
 def complement(layout: object, cotarget: object = None) -> Layout:
     """The layout of the offsets ``layout`` misses, ordered, up to ``cotarget`` (C++ ``complement``).
 
-    ``cotarget`` is a size or a shape (default: ``cosize(filter(layout))``).  Requires the
-    layout to be injective and complementable: after sorting its modes by stride, each stride is
-    a multiple of the extent the smaller modes cover.
+    ``cotarget`` is a size or a shape (default: ``cosize(filter(layout))``).  The modes of
+    ``filter(layout)`` are sorted by stride ``d_1 < d_2 < ...``; the result has a mode
+    ``floor(d_k / c_k) : c_k`` before each (``c_1 = 1``, ``c_k = d_{k-1} * s_{k-1}``), then the rest up
+    to ``cotarget``, coalesced -- exactly C++'s arithmetic, including its integer division where a
+    stride is not a multiple of ``c_k`` (``complement((4,6):(1,6))`` is ``1:0``,
+    ``complement((4,10):(1,10))`` is ``2:4``).
+
+    Contract (what C++'s own tests check, and what the property tests here check), for ``R`` the
+    result and ``F = filter(layout)``:
+
+    * ordered: ``R(i-1) < R(i)`` for ``0 < i < size(R)``;
+    * disjoint: ``R(i)`` is not a value of ``layout`` for ``0 < i < size(R)``;
+    * ``(F, R)`` is injective, and ``cosize(R) <= round_up(size(cotarget), cosize(F))``;
+    * complete when every stride divides: ``size(F) * size(R) >= size(cotarget)``, and then
+      ``cosize((F, R)) >= size(cotarget)``.  Where a stride does not divide, the offsets between
+      ``c_k * floor(d_k / c_k)`` and ``d_k`` are left out (C++ does the same), so the pair may cover
+      fewer than ``cotarget`` offsets.
+
+    A layout whose sorted modes overlap (``d_k < c_k``: not injective) raises
+    :class:`~layoutkit.errors.ShapeError` (C++ refuses it statically); negative strides raise
+    :class:`~layoutkit.errors.UnsupportedError` (C++ returns negative extents).
 
     >>> from layoutkit import tla
     >>> print(tla.complement(tla.make_layout((2, 2), (1, 6)), 24), tla.complement(tla.make_layout(4, 1), 24))
     (3,2):(2,12) 6:4
-    >>> tla.complement(tla.make_layout((2, 2), (1, 3)))  # doctest: +ELLIPSIS
+    >>> print(tla.complement(tla.make_layout((tla._4, tla._10), (tla._1, tla._10))))
+    _2:_4
+    >>> tla.complement(tla.make_layout((2, 2), (1, 1)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    layoutkit.errors.ShapeError: complement of (2,2):(1,3): mode 2:3 has stride 3, not a multiple of 2, ...
+    layoutkit.errors.ShapeError: complement of (2,2):(1,1): mode 2:1 overlaps the modes with smaller strides, ...
     """
     if isinstance(layout, ComposedLayout):
         inner = layout.inner
@@ -269,7 +392,8 @@ def complement(layout: object, cotarget: object = None) -> Layout:
         rest = coalesce_shape(cotarget)
         return Layout._make(rest, compact_col_major(rest))
     if min(strides) < 0:
-        raise UnsupportedError(f"complement of {L}: negative strides are not supported")
+        raise UnsupportedError(f"complement of {L}: negative strides have no complement (C++ returns a layout of "
+                               "negative extents)")
     order = sorted(range(len(strides)), key=strides.__getitem__)
     res_s: list[Any] = []
     res_d: list[Any] = [Int(1)]
@@ -281,12 +405,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
                 f"complement of {L}: mode {to_str(s)}:{to_str(d)} overlaps the modes with smaller strides, which "
                 f"cover {covered} offsets (filtered layout {F}); a non-injective layout has no complement"
             )
-        if d % covered:
-            raise ShapeError(
-                f"complement of {L}: mode {to_str(s)}:{to_str(d)} has stride {d}, not a multiple of {covered}, the "
-                f"extent the modes with smaller strides cover (filtered layout {F}); the layout has no complement"
-            )
-        res_s.append(d // covered)
+        res_s.append(d // covered)  # C++ integer division: a stride that does not divide leaves a gap
         if n < len(order) - 1:
             res_d.append(d * s)
     last = order[-1]
