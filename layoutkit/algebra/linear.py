@@ -31,7 +31,9 @@ from numpy.typing import NDArray
 from ..errors import NotBijectiveError, ShapeError
 from .bits import XorBasis, bit_width, gf2_inverse, log2_exact, unpack_bits
 from .linear_exprs import expressions_from_bases
+from .linear_names import from_bases
 from .linear_ops import concat_ins, concat_outs, divide_left, divide_right, product, sublayout, transpose
+from .linear_solve import invert_and_compose
 
 Dims = tuple[tuple[str, int], ...]
 Image = tuple[int, ...]
@@ -100,6 +102,31 @@ class F2Linear:
             for d, (_, s) in enumerate(dims)
         )
         return cls(tuple(dims), tuple(zip(names, (s for _, s in dims))), bases)
+
+    @classmethod
+    def from_bases(
+        cls,
+        bases: Mapping[str, Sequence[Sequence[int]]] | Sequence[tuple[str, Sequence[Sequence[int]]]],
+        out_dims: Mapping[str, int] | Sequence[str] | Sequence[tuple[str, int]],
+        require_surjective: bool | None = None,
+    ) -> F2Linear:
+        """Triton's ``LinearLayout(bases, outDims)`` over named dims (see
+        :func:`layoutkit.algebra.linear_names.from_bases`: names only infer the sizes and require a
+        surjective map, explicit sizes allow any).
+
+        >>> F2Linear.from_bases({"register": [[1], [2]], "lane": [[4]]}, ["dim0"]).out_dims
+        (('dim0', 8),)
+        """
+        return from_bases(cls, bases, out_dims, require_surjective)
+
+    @classmethod
+    def zeros(cls, size: int, in_name: str = "in", out_name: str = "out") -> F2Linear:
+        """Triton's ``zeros1D``: every input of ``size`` maps to 0 (an out dim of size 1).
+
+        >>> F2Linear.zeros(4).bases, F2Linear.zeros(4).matrix().shape
+        ((((0,), (0,)),), (0, 2))
+        """
+        return cls(((in_name, size),), ((out_name, 1),), (tuple((0,) for _ in range(bit_width(size))),))
 
     @classmethod
     def from_images(cls, images: Sequence[int], in_name: str = "in", out_name: str = "out") -> F2Linear:
@@ -313,36 +340,25 @@ class F2Linear:
         return F2Linear(self.in_dims, outer.out_dims, bases)
 
     def invert_and_compose(self, outer: F2Linear) -> F2Linear:
-        """Triton's ``invertAndCompose``: a map ``C`` from ``self``'s ins to ``outer``'s ins with
-        ``outer(C(x)) == self(x)`` for every ``x``.  ``self``'s out dims must be ``outer``'s (same names
-        and order, sizes at most ``outer``'s) and every image of ``self`` must be reached by ``outer``;
-        when ``outer`` is not injective the free variables are set to 0.
+        """Triton's ``invertAndCompose``: ``C`` from ``self``'s ins to ``outer``'s ins.
+
+        Law: ``C.compose(outer)`` equals ``self`` as a map (``outer(C(x)) == self(x)`` for every ``x``);
+        when ``outer`` is invertible ``C == self.compose(outer.invert())``.  The out dims must be the same
+        names (any order), ``self``'s sizes at most ``outer``'s, and every image of ``self`` reached by
+        ``outer`` (else :class:`~layoutkit.NotBijectiveError` names the unreachable image).  Where
+        ``outer`` is not injective, ``C`` is Triton 3.9's choice: in dims shared with equal bases (whose
+        bits no other outer dim sets) map to themselves, every other bit gets the minimum-norm solution
+        (free variables 0); see
+        :mod:`layoutkit.algebra.linear_solve`.
 
         >>> f, g = F2Linear.from_images([1, 2]), F2Linear.from_images([2, 1], "g")
         >>> c = f.invert_and_compose(g)
-        >>> c.compose(g) == f
-        True
+        >>> c.bases, c.compose(g) == f
+        ((((2,), (1,)),), True)
+        >>> F2Linear.from_images([1, 2]).invert_and_compose(F2Linear.from_images([1, 2, 3], "s")).bases
+        (((1,), (2,)),)
         """
-        if self.out_names != outer.out_names or any(s > outer.out_dim_size(n) for n, s in self.out_dims):
-            raise ShapeError(
-                f"invert_and_compose: expected outer out dims covering {self.out_dims}; found {outer.out_dims}"
-            )
-        basis = XorBasis()
-        for c in outer.columns():
-            basis.insert(c)
-        bases = []
-        for name, per in zip(self.in_names, self.bases):
-            row = []
-            for b, image in enumerate(per):
-                combo = basis.solve(outer._pack(image))
-                if combo is None:
-                    raise NotBijectiveError(
-                        f"invert_and_compose: bit {b} of in dim {name!r} maps to {image}, which the outer map "
-                        "never reaches", {"unreachable": image},
-                    )
-                row.append(outer._unpack_in(combo))
-            bases.append(tuple(row))
-        return F2Linear(self.in_dims, outer.in_dims, tuple(bases))
+        return invert_and_compose(self, outer)
 
     def pseudo_inverse(self) -> F2Linear:
         """Triton's ``pseudoinvert``: a right inverse ``P`` (``self(P(y)) == y``) of a surjective map,
@@ -414,6 +430,9 @@ class F2Linear:
     def divide_left(self, inner: F2Linear) -> F2Linear | None:
         """Triton's ``divideLeft``: ``C`` with ``inner * C == self``, or None when there is none.
 
+        Law: ``inner * self.divide_left(inner) == self`` (as maps); ``C`` has ``self``'s dims.  A
+        quotient exists iff, on every dim ``inner`` has, ``self``'s matrix is ``[[inner, 0], [0, C]]``.
+
         >>> whole = F2Linear.identity(8, "x", "y")
         >>> whole.divide_left(F2Linear.identity(2, "x", "y")) == F2Linear.identity(4, "x", "y")
         True
@@ -422,6 +441,8 @@ class F2Linear:
 
     def divide_right(self, outer: F2Linear) -> F2Linear | None:
         """Triton's ``divideRight``: ``C`` with ``C * outer == self``, or None when there is none.
+
+        Law: ``self.divide_right(outer) * outer == self`` (as maps); ``C`` has ``self``'s dims.
 
         >>> F2Linear.identity(8, "x", "y").divide_right(F2Linear.identity(4, "x", "y")).bases
         (((1,),),)
@@ -432,6 +453,10 @@ class F2Linear:
     def sublayout(self, ins: Sequence[str], outs: Sequence[str]) -> F2Linear:
         """Triton's ``sublayout``: only the named in dims and out dims (kept in this map's order).
 
+        Law: the in dims not named are fixed at 0 and the out dims not named are dropped; out sizes are
+        unchanged, so ``f.sublayout(f.in_names, f.out_names) == f`` and
+        ``f.concat_ins(g).sublayout(f.in_names, f.out_names) == f``.
+
         >>> F2Linear.identity_of((("a", 2), ("b", 2))).sublayout(["b"], ["b"]).bases
         (((1,),),)
         """
@@ -439,19 +464,45 @@ class F2Linear:
 
     def concat_ins(self, other: F2Linear) -> F2Linear:
         """Triton's ``concatIns``: both maps' in dims (disjoint names) on the same out dims; the image of
-        ``(x, y)`` is ``self(x) ^ other(y)``."""
+        ``(x, y)`` is ``self(x) ^ other(y)`` (the opposite of :meth:`sublayout`).
+
+        >>> lanes = F2Linear.from_bases({"lane": [[1], [2]]}, {"dim0": 8})
+        >>> warps = F2Linear.from_bases({"warp": [[4]]}, {"dim0": 8})
+        >>> lanes.concat_ins(warps).apply([3, 1])
+        (7,)
+        """
         return concat_ins(self, other)
 
     def concat_outs(self, other: F2Linear) -> F2Linear:
-        """Triton's ``concatOuts``: same in dims, both maps' out dims (disjoint names) side by side."""
+        """Triton's ``concatOuts``: same in dims, both maps' out dims (disjoint names) side by side: the
+        image of ``x`` is ``(self(x), other(x))``.
+
+        >>> rows = F2Linear.from_bases({"lane": [[1], [0]]}, {"dim0": 2})
+        >>> cols = F2Linear.from_bases({"lane": [[0], [1]]}, {"dim1": 2})
+        >>> rows.concat_outs(cols).apply([2])
+        (0, 1)
+        """
         return concat_outs(self, other)
 
     def transpose_ins(self, order: Sequence[str]) -> F2Linear:
-        """The same map with its in dims listed in ``order`` (a permutation of :attr:`in_names`)."""
+        """Triton's ``transposeIns``: the same map with its in dims listed in ``order`` (a permutation of
+        :attr:`in_names`); ``apply`` takes the values in the new order.  Only the listing (and so
+        flattened views such as :meth:`matrix`) changes.
+
+        >>> f = F2Linear.from_bases({"lane": [[1]], "warp": [[2]]}, ["dim0"])
+        >>> f.transpose_ins(["warp", "lane"]).apply([1, 0])
+        (2,)
+        """
         return transpose(self, order, None)
 
     def transpose_outs(self, order: Sequence[str]) -> F2Linear:
-        """The same map with its out dims listed in ``order`` (a permutation of :attr:`out_names`)."""
+        """Triton's ``transposeOuts``: the same map with its out dims listed in ``order``; images list
+        their values in the new order.
+
+        >>> f = F2Linear.from_bases({"lane": [[1, 0], [0, 1]]}, ["dim0", "dim1"])
+        >>> f.transpose_outs(["dim1", "dim0"]).apply([1])
+        (0, 1)
+        """
         return transpose(self, None, order)
 
     def to_triton(self) -> dict[str, dict[str, Any]]:

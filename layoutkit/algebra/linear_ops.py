@@ -39,10 +39,37 @@ def same_map(a: F2Linear, b: F2Linear) -> bool:
     return _named(a) == _named(b)
 
 
+def supremum(a: Sequence[str], b: Sequence[str]) -> list[str]:
+    """The shortest list holding both name lists as subsequences, ``a``'s names first where either could
+    come next (Triton's dim order for ``*``); dims the two share must be in the same relative order.
+
+    >>> supremum(["a", "b"], ["a", "c"]), supremum(["a", "b"], ["b", "c"])
+    (['a', 'b', 'c'], ['a', 'b', 'c'])
+    >>> supremum(["register", "warp"], ["register", "lane", "warp"])
+    ['register', 'lane', 'warp']
+    """
+    out: list[str] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            out.append(a[i])
+            i, j = i + 1, j + 1
+        elif a[i] not in b[j:]:
+            out.append(a[i])
+            i += 1
+        elif b[j] not in a[i:]:
+            out.append(b[j])
+            j += 1
+        else:
+            raise ShapeError(f"product: the dims {list(a)} and {list(b)} share {a[i]!r} and {b[j]!r} in opposite "
+                             "orders (no dim order holds both)")
+    return out + list(a[i:]) + list(b[j:])
+
+
 def product(inner: F2Linear, outer: F2Linear) -> F2Linear:
     """``inner * outer`` (see :meth:`F2Linear.__mul__`)."""
-    in_names = list(inner.in_names) + [n for n in outer.in_names if n not in inner.in_names]
-    out_names = list(inner.out_names) + [n for n in outer.out_names if n not in inner.out_names]
+    in_names = supremum(inner.in_names, outer.in_names)
+    out_names = supremum(inner.out_names, outer.out_names)
     inner_out, outer_out = dict(inner.out_dims), dict(outer.out_dims)
     shift = {n: bit_width(inner_out.get(n, 1)) for n in out_names}
 
@@ -158,4 +185,7 @@ def transpose(f: F2Linear, ins: Sequence[str] | None, outs: Sequence[str] | None
     return type(f)(tuple(f.in_dims[d] for d in pi), tuple(f.out_dims[k] for k in po), bases)
 
 
-__all__ = ["product", "divide_left", "divide_right", "sublayout", "concat_ins", "concat_outs", "transpose", "same_map"]
+__all__ = [
+    "supremum", "product", "divide_left", "divide_right", "sublayout", "concat_ins", "concat_outs", "transpose",
+    "same_map",
+]
