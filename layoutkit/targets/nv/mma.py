@@ -186,8 +186,14 @@ def make_mma_load_layout(
     transposed: bool = False,
     *,
     arch: str | int = "sm_80",
+    warp_order: str = "layoutkit",
 ) -> Fragment:
     """Register fragment of MMA operand ``"A"`` or ``"B"`` for a block of warps.
+
+    ``warp_order="triton"`` gives Triton's ``DotOperandEncoding`` (``kWidth = 2``) of an
+    ``NvidiaMmaEncoding`` v2 parent with ``warpsPerCTA = [brw, bcw]`` (16-bit operands, not transposed):
+    warps interleave per instruction (``16 x ms_k`` for A, ``ms_k x 8`` for B), warp ``wn + bcw*wm``, the
+    registers repeat along K first, then along M (A) or N (B); see :func:`make_mma_store_layout`.
 
     Input shape: A ``[brw*warp_row_tiles, K]`` (transposed ``[K, brw*warp_row_tiles]``), B
     ``[K, bcw*warp_col_tiles]`` (transposed ``[bcw*warp_col_tiles, K]``) with
@@ -212,6 +218,13 @@ def make_mma_load_layout(
             f"MMA load layouts expect 8/16/32-bit operands (TileLang has no other); found {canonical_dtype(dtype)}"
         )
     atom = MmaAtom(f"m{cfg.ms_x}n{cfg.ms_y}k{cfg.ms_k}", element_bits(dtype), cfg.ms_k)
+    if warp_order == "triton":
+        if element_bits(dtype) != 16 or transposed:
+            raise UnsupportedError(f"warp_order='triton' builds 16-bit, non-transposed operands (Triton's kWidth 2); "
+                                   f"found {canonical_dtype(dtype)}, transposed={bool(transposed)}")
+        return _mma_load_triton(op, atom, brw, bcw, cfg, int(chunk))
+    if warp_order != "layoutkit":
+        raise ShapeError(f"warp_order must be 'layoutkit' or 'triton'; found {warp_order!r}")
     ms_s = cfg.ms_x if op == "A" else cfg.ms_y
     ms_k = cfg.ms_k
     warp_s = cfg.warp_rows if op == "A" else cfg.warp_cols
@@ -244,6 +257,36 @@ def make_mma_load_layout(
     return Fragment(shape, forward_thread_fn=thread, replicate=replicate, forward_index_fn=index)
 
 
+def _mma_load_triton(op: str, atom: MmaAtom, brw: int, bcw: int, cfg: _Config, chunk: int) -> Fragment:
+    """Operand ``op`` in Triton's warp order (see :func:`make_mma_load_layout`)."""
+    ms_k = cfg.ms_k
+    inst_s = 16 if op == "A" else 8
+    local_size = _atom_extent(lambda s, k: atom.local(op, s, k), inst_s, ms_k)
+    k_reps = chunk // ms_k
+    block = brw if op == "A" else bcw
+    extent_s = (cfg.ms_x * cfg.warp_rows if op == "A" else cfg.ms_y * cfg.warp_cols) * block
+
+    def parts(s, k):
+        w, rs = (s // inst_s) % block, s // (inst_s * block)
+        local = atom.local(op, s % inst_s, k % ms_k) + local_size * (k // ms_k + k_reps * rs)
+        return atom.lane(s % inst_s, k % ms_k), local, w
+
+    if op == "A":
+        def thread(i, j, rep):
+            lane, _, w = parts(i, j)
+            return lane + WARP_SIZE * (rep + bcw * w)
+
+        return Fragment([extent_s, ms_k * k_reps], forward_thread_fn=thread, replicate=bcw,
+                        forward_index_fn=lambda i, j: parts(i, j)[1])
+
+    def thread_b(i, j, rep):
+        lane, _, w = parts(j, i)
+        return lane + WARP_SIZE * (w + bcw * rep)
+
+    return Fragment([ms_k * k_reps, extent_s], forward_thread_fn=thread_b, replicate=brw,
+                    forward_index_fn=lambda i, j: parts(j, i)[1])
+
+
 def make_mma_store_layout(
     block_row_warps: int,
     block_col_warps: int,
@@ -254,8 +297,17 @@ def make_mma_store_layout(
     accum_dtype: object = None,
     arch: str | int = "sm_80",
     chunk: int | None = None,
+    warp_order: str = "layoutkit",
 ) -> Fragment:
     """The accumulator (C) fragment ``[brw*warp_row_tiles, bcw*warp_col_tiles]``.
+
+    ``warp_order`` chooses how the ``brw x bcw`` warps share the tile.  ``"layoutkit"`` (TileLang's
+    emitter): each warp owns one contiguous ``warp_row_tiles x warp_col_tiles`` tile, formulas below.
+    ``"triton"`` (Triton's ``NvidiaMmaEncoding`` v2 with ``warpsPerCTA = [brw, bcw]``, instruction
+    ``16x8``): the warps tile each ``16*brw x 8*bcw`` block of instructions, warp ``wn + bcw*wm`` taking
+    instruction ``(wm, wn)`` of it, and the registers repeat over the blocks (along N first):
+    ``thread = 32*((j//8) % bcw + bcw*((i//16) % brw)) + lane``,
+    ``index = 4*(j//(8*bcw) + (N//(8*bcw))*(i//(16*brw))) + 2*((i%16)//8) + j%2``.
 
     Atom on ``ms_x x ms_y``: lane ``4*(i%8) + (j%8)//2``, local ``4*((j%ms_y)//8) + 2*((i%16)//8) + j%2``;
     ``thread = bj*(32*brw) + bi*32 + lane``, ``index = wi*(warp_cols*L) + wj*L + local`` with ``L =
@@ -274,8 +326,32 @@ def make_mma_store_layout(
     if accum_dtype is not None and element_bits(accum_dtype) == 64 and element_bits(dtype) != 64:
         raise UnsupportedError(f"a float64 accumulator expects float64 operands; found {canonical_dtype(dtype)}")
     shape = (brw * int(warp_row_tiles), bcw * int(warp_col_tiles))
-    thread, index = _mma_store_exprs(shape, cfg, brw)
+    if warp_order == "triton":
+        if cfg.ms_x * 8 // WARP_SIZE != 4 or cfg.ms_x != 16:
+            raise UnsupportedError(f"warp_order='triton' builds m16n8 accumulators; this configuration uses a "
+                                   f"{cfg.ms_x}x{cfg.ms_y} atom ({canonical_dtype(dtype)})")
+        thread, index = _mma_store_exprs_triton(shape, brw, bcw)
+    elif warp_order == "layoutkit":
+        thread, index = _mma_store_exprs(shape, cfg, brw)
+    else:
+        raise ShapeError(f"warp_order must be 'layoutkit' or 'triton'; found {warp_order!r}")
     return Fragment.from_exprs(shape, (index,), thread)
+
+
+def _mma_store_exprs_triton(shape: tuple[int, int], brw: int, bcw: int) -> tuple[Expr, Expr]:
+    """``(thread, index)`` of the accumulator in Triton's warp order (see :func:`make_mma_store_layout`).
+
+    >>> thread, index = _mma_store_exprs_triton((32, 16), 2, 1)
+    >>> print(thread, "|", index)
+    _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2 | _j // 8 * 4 + _i % 16 // 8 * 2 + _j % 2
+    """
+    i, j = placeholder(0, shape[0]), placeholder(1, shape[1])
+    reps_n = shape[1] // (8 * bcw)
+    lane = [(make_split(i, 1, 8), 4), (make_split(j, 2, 8), 1)]
+    local = [(make_split(i, 8, 16), 2), (make_split(j, 1, 2), 1)]
+    thread = [(make_split(j, 8, 8 * bcw), WARP_SIZE), (make_split(i, 16, 16 * brw), WARP_SIZE * bcw), *lane]
+    index = [(make_split(j, 8 * bcw, None), 4), (make_split(i, 16 * brw, None), 4 * reps_n), *local]
+    return _digit_sum(thread), _digit_sum(index)
 
 
 def _mma_store_exprs(shape: tuple[int, int], cfg: _Config, brw: int) -> tuple[Expr, Expr]:
