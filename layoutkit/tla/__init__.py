@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import re as _re
 
+from .bridges import from_layout, from_linear, to_linear
 from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
-from .composition import complement, composition
+from .composition import complement, composition, make_swizzle
 from .coord import crd2crd, crd2idx, idx2crd
 from .dtypes import c0, element_bits
 from .int_tuple import (
@@ -110,6 +111,10 @@ def __getattr__(name: str) -> Int:
 
 
 __all__ = [
+    "from_layout",
+    "from_linear",
+    "to_linear",
+    "make_swizzle",
     "Int",
     "static",
     "is_int",

@@ -26,6 +26,7 @@ from .copy import (
     select_copy_instruction,
     tma_shared_layout,
 )
+from .cute import cute_swizzle, cute_swizzled_layout, swizzle_kind
 from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
 from .hardware import WARP_SIZE
@@ -63,6 +64,9 @@ from .volta import make_volta_load_layout, make_volta_store_layout
 from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout, wgmma_inst_n
 
 __all__ = [
+    "cute_swizzle",
+    "cute_swizzled_layout",
+    "swizzle_kind",
     "BANK_SWIZZLES",
     "SHARED_LAYOUTS",
     "BankReport",
