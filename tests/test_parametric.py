@@ -1,0 +1,89 @@
+"""Parametric layouts: proofs for every value of the symbols, checked against enumeration of several
+concrete values; refuted claims carry the assignment that breaks them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from layoutkit.algebra.parametric import ParametricLayout, Symbol
+from layoutkit.errors import ShapeError, UnsupportedError
+from layoutkit.targets import nv
+
+M, N = Symbol("M", lo=1), Symbol("N", lo=1)
+CONCRETE = [{"M": m, "N": n} for m in (1, 2, 3, 7) for n in (1, 4, 5, 16)]
+
+
+def is_permutation(table):
+    flat = np.asarray(table).reshape(-1)
+    return np.array_equal(np.sort(flat), np.arange(flat.size))
+
+
+def test_row_major_over_symbolic_extents_is_bijective_for_all_values():
+    L = ParametricLayout.strided((M, N), (N, 1))
+    proof = L.prove_bijective()
+    assert proof.verdict and bool(L.prove_injective())
+    for values in CONCRETE:
+        table = L.table(values)
+        assert is_permutation(table)
+        m, n = values["M"], values["N"]
+        assert np.array_equal(table, np.arange(m * n).reshape(m, n))
+        o = m * n - 1
+        assert L.inverse(o, values) == (m - 1, n - 1)
+    assert bool(L.contains(0))
+    c = L.contains(5)  # M = N = 1 has a single offset
+    assert not c and c.witness["values"] == {"M": 1, "N": 1}
+
+
+def test_padded_layout_is_injective_for_all_values_but_not_bijective():
+    P = Symbol("P", lo=0, multiple=8)
+    L = ParametricLayout((M, N, P), None, (M, N), (N.sym + P.sym, 1))
+    assert bool(L.prove_injective())
+    for values in CONCRETE:
+        for p in (0, 8, 16):
+            flat = L.table({**values, "P": p}).reshape(-1)
+            assert np.unique(flat).size == flat.size
+    proof = L.prove_bijective()
+    assert not proof
+    values = proof.witness["values"]
+    assert values["P"] > 0 and values["M"] > 1  # padding between rows leaves offsets out
+    assert not is_permutation(L.table(values))
+
+
+def test_swizzle_128b_over_symbolic_rows_is_bijective_for_all_values():
+    R = Symbol("R", lo=8, multiple=8)
+    atom = nv.make_full_bank_swizzled_layout((8, 64), "float16")
+    L = ParametricLayout((R,), atom, (R.sym / 8, 1), (512, 0))
+    assert bool(L.prove_bijective())
+    for rows in (8, 16, 24, 64):
+        want = nv.make_full_bank_swizzled_layout((rows, 64), "float16").linearized().table()[..., 0]
+        got = L.table({"R": rows})
+        assert np.array_equal(got, want)
+        assert is_permutation(got)
+        assert L.inverse(int(want[rows - 1, 63]), {"R": rows}) == (rows - 1, 63)
+
+
+def test_a_layout_that_fails_for_some_value_gets_that_value_as_witness():
+    L = ParametricLayout.strided((M, N), (16, 1))  # a fixed pitch: fine while N <= 16
+    proof = L.prove_injective()
+    assert not proof
+    assert proof.witness["values"] == {"M": 2, "N": 17}
+    a, b, image = proof.witness["collision"]
+    assert L.apply(a, proof.witness["values"]) == L.apply(b, proof.witness["values"]) == image
+    for n in (1, 8, 16):  # below the witness every value is injective
+        flat = L.table({"M": 3, "N": n}).reshape(-1)
+        assert np.unique(flat).size == flat.size
+    bounded = ParametricLayout.strided((M, Symbol("N", lo=1, hi=16)), (16, 1))
+    assert bool(bounded.prove_injective())
+
+
+def test_bad_bindings_and_symbols():
+    L = ParametricLayout.strided((M, N), (N, 1))
+    with pytest.raises(ShapeError, match="no value"):
+        L.apply((0, 0), {"M": 2})
+    with pytest.raises(ShapeError, match="assumptions"):
+        L.apply((0, 0), {"M": 0, "N": 2})
+    with pytest.raises(ShapeError, match="identifier"):
+        Symbol("M N")
+    with pytest.raises(UnsupportedError, match="not proved bijective"):
+        ParametricLayout.strided((M, N), (16, 1)).inverse(3, {"M": 2, "N": 4})
