@@ -149,3 +149,10 @@ def test_num_consecutive():
         assert holds(f, V)
         if 2 * V <= f.in_dims[0][1]:
             assert not holds(f, 2 * V)
+
+
+def test_a_map_with_no_output_bits_has_an_empty_matrix():
+    f = F2Linear.from_bases({"register": [[], []], "lane": [[]]}, {})
+    assert f.matrix().shape == (0, 3) and f.matrix().dtype == np.uint8
+    assert f.rank() == 0 and f.is_surjective() and not f.is_injective()
+    assert F2Linear.zeros(8).matrix().shape == (0, 3)

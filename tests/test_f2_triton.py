@@ -125,7 +125,7 @@ def test_pseudo_inverse_and_invert_agree():
     assert invertible > 20
 
 
-def test_a_map_with_no_output_bits_has_an_empty_matrix():
+def test_a_map_with_no_output_bits_has_an_empty_matrix_as_in_triton():
     f = F2Linear.from_bases({"register": [[], []]}, {})
     assert f.matrix().shape == (0, 2)
     assert to_tl(f).get_matrix_view() == []
