@@ -228,3 +228,16 @@ def test_out_of_bounds_and_overlapping_cores_are_caught():
     overlap = ok.replace("y_gm[part * 64 + h * 32]", "y_gm[(part % 2) * 64 + h * 32]")
     with pytest.raises(AscendCpuError, match="was written by AI core"):
         _queue(overlap)
+
+
+def test_a_dropped_wait_is_reported_as_a_race(built):
+    _, _, arrays, _, k = built("fp16-tails-100x72x40")
+    broken = _mutate(print_kernel(k), r"\n *AscendC::WaitFlag<AscendC::HardEvent::MTE1_M>\(EVENT_ID0\);", "")
+    with pytest.raises(AscendCpuError, match=r"Mmad: pipe M touches L0A.* after pipe MTE1 wrote it.*\(a race\)"):
+        run_kernel(k, arrays, source=broken)
+
+
+def test_a_kernel_that_does_not_build_is_reported():
+    with pytest.raises(AscendCpuError, match="does not build against the CPU model"):
+        run_ascend_c('#include "kernel_operator.h"\nextern "C" void k(GM_ADDR x) { AscendC::Nope(x); }', "k",
+                     [("x", "float32", (4,))], {}, 1)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutkit import codegen
 from layoutkit.backends.ascend.passes import run_ascend_passes
@@ -649,3 +651,34 @@ def test_double_buffering_races_are_caught():
     extra = k.body[:j] + (k.body[j],) + k.body[j:]
     with pytest.raises(PipeRaceError, match=r"SetFlag<MTE1_MTE2>\(0\) while an earlier one is still unwaited"):
         run(dataclasses.replace(k, body=extra), {"A": a, "B": b})
+
+
+# ---- multi-core distribution ------------------------------------------------------------------------------
+
+@settings(max_examples=40)
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(0, 1))
+def test_block_swizzle_visits_every_tile_once(mt, nt, offset, direction):
+    seen = [ir.swizzle_coord(t, mt, nt, offset, direction) for t in range(mt * nt)]
+    assert sorted(seen) == [(i, j) for i in range(mt) for j in range(nt)]
+    # the first tasks walk down the first column of the first band (direction 0; along its first row for 1)
+    first = min(offset, mt if direction == 0 else nt)
+    assert seen[:first] == [(i, 0) if direction == 0 else (0, i) for i in range(first)]
+
+
+def test_tail_fields_follow_the_origin_extents():
+    p = gemm(100, 72, 40, 64, 64, 32)
+    k = lower(p, infer_layouts(p))
+    (tiles,) = [s for s in k.body if isinstance(s, ir.TileLoop)]
+    body = ir.flatten(tiles.body)
+    copies = [s for s in body if isinstance(s, ir.CopyGmToL1)]
+    # A's rows and B's columns are the tile's extents; the K tail step keeps its own 8 columns / rows
+    assert {c.params.n_value for c in copies if c.src == "A"} == {ir.Offset(0, 1, "mActual")}
+    assert {c.params.d_value for c in copies if c.src == "B"} == {ir.Offset(0, 1, "nActual")}
+    assert copies[0].src_offset == ir.Offset(0, 64 * 40, "mi")
+    guards = [s for s in tiles.body if isinstance(s, ir.Guard)]
+    assert {g.when for g in guards} == {((("mActual", 64, True),),), ((("nActual", 64, True),),)}
+    (fix,) = [s for s in body if isinstance(s, ir.Fixpipe)]
+    assert (fix.params.m_size, fix.params.n_size) == (ir.Offset(0, 1, "mActual"), ir.Offset(0, 1, "nActual"))
+    for t in range(4):   # every task: the executor's tile variables are the origin shape of its tile
+        env = ir.tile_env(tiles, t, {})
+        assert (env["mActual"], env["nActual"]) == ((64, 36)[env["mi"]], (64, 8)[env["ni"]])

@@ -35,6 +35,7 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...infer.program import Op, Program
 from . import ir
+from .ir import origin_extents
 from .scopes import GM, L0C, UB
 
 __all__ = ["Grid", "tile_groups", "merge_tiles"]
@@ -68,8 +69,9 @@ class Grid:
         >>> Grid(100, 72, 64, 64).extents((True, True))
         {'mActual': 36, 'nActual': 8}
         """
-        return {"mActual": self.m % self.bm if cls[0] else self.bm,
-                "nActual": self.n % self.bn if cls[1] else self.bn}
+        mt, nt = self.shape
+        return dict(zip(("mActual", "nActual"), origin_extents(self.m, self.n, self.bm, self.bn,
+                                                               mt - 1 if cls[0] else 0, nt - 1 if cls[1] else 0)))
 
 
 def _store(p: Program, op: Op):
@@ -284,11 +286,14 @@ def _fit(points: list[tuple[dict, int]], names: list[str], grid: Grid, stmt):
             got = _solve(points, combo)
             if got is not None:
                 return got
+    picks = []
     for var, full in (("mActual", grid.bm), ("nActual", grid.bn)):
         if len({e[var] for e, _ in points}) > 1:
             rest = [n for n in names if n != var]
-            return ir.Pick(var, full, _fit([p for p in points if p[0][var] == full], rest, grid, stmt),
-                           _fit([p for p in points if p[0][var] < full], rest, grid, stmt))
+            picks.append(ir.Pick(var, full, _fit([p for p in points if p[0][var] == full], rest, grid, stmt),
+                                 _fit([p for p in points if p[0][var] < full], rest, grid, stmt)))
+    if picks:  # split on the extent the value depends on: the pick with the fewest branches
+        return min(picks, key=lambda x: repr(x).count("Pick("))
     raise UnsupportedError(f"{ir_label(stmt)}: a field takes values {sorted(values)} that no tile extent explains")
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from ... import tla
 from ...targets.ascend import FractalInfo, Nd2NzParams
 from .scopes import L0A, L0B, L0C, L1, UB
 
@@ -35,7 +36,7 @@ __all__ = [
     "WaitFlag", "SetAtomic", "PipeBarrier", "Comment", "For", "Offset", "Stmt", "Kernel", "cpp_name", "struct_fields",
     "POSITIONS", "flatten", "resolve", "DataCopyExtParams", "CopyGmToUb", "CopyUbToGm", "VecOp", "CrossCoreSetFlag",
     "CrossCoreWaitFlag", "PerCore", "VEC_BINARY", "VEC_SCALAR", "VEC_UNARY", "offset", "linear", "bind_params",
-    "Pick", "Guard", "TileLoop", "swizzle_coord", "tile_env", "value_of",
+    "Pick", "Guard", "TileLoop", "swizzle_coord", "tile_env", "value_of", "origin_extents",
 ]
 
 POSITIONS = {L1: ("A1", "B1"), L0A: ("A2",), L0B: ("B2",), L0C: ("CO1",), UB: ("VECCALC",)}
@@ -529,6 +530,19 @@ def swizzle_coord(t: int, m_tiles: int, n_tiles: int, offset: int = 3, direction
     return (a, b) if direction == 0 else (b, a)
 
 
+def origin_extents(m: int, n: int, bm: int, bn: int, mi: int, ni: int) -> tuple[int, int]:
+    """The valid extents of tile ``(mi, ni)`` of an ``m x n`` result in ``bm x bn`` tiles: the ``origin_shape``
+    of CATLASS's ``GetTileLayout`` (``min(tile, extent - offset)``), which the printed kernel computes as
+    ``mActual`` / ``nActual``.
+
+    >>> origin_extents(100, 72, 64, 64, 1, 1), origin_extents(100, 72, 64, 64, 0, 0)
+    ((36, 8), (64, 64))
+    """
+    tile = tla.get_tile_layout(tla.Layout((m, n)), (bm, bn), (mi * bm, ni * bn))
+    rows, cols = tile.origin_shape
+    return int(rows), int(cols)
+
+
 def tile_env(loop: TileLoop, t: int, env: dict[str, int]) -> dict[str, int]:
     """``env`` with the variables of task ``t`` of ``loop``: ``mi``, ``ni``, ``mActual``, ``nActual`` (and
     ``subM`` on a vector core, ``env["sub"]`` given).
@@ -538,8 +552,8 @@ def tile_env(loop: TileLoop, t: int, env: dict[str, int]) -> dict[str, int]:
     (1, 1, 36, 8)
     """
     mi, ni = swizzle_coord(t, loop.m_tiles, loop.n_tiles, loop.swizzle_offset, loop.swizzle_direction)
-    out = {**env, "mi": mi, "ni": ni, "mActual": min(loop.bm, loop.m - mi * loop.bm),
-           "nActual": min(loop.bn, loop.n - ni * loop.bn)}
+    m_actual, n_actual = origin_extents(loop.m, loop.n, loop.bm, loop.bn, mi, ni)
+    out = {**env, "mi": mi, "ni": ni, "mActual": m_actual, "nActual": n_actual}
     if loop.sub_rows:
         h = loop.sub_rows
         out["subM"] = min(h, max(out["mActual"] - env["sub"] * h, 0))

@@ -92,10 +92,13 @@ def build(source: str, kernel: str, params: Sequence[tuple[str, str, tuple[int, 
     tmp = work / "a.out"
     done = subprocess.run([cxx, *FLAGS, f"-I{HEADER_DIR}", f"-I{work}", str(work / "main.cpp"), "-o", str(tmp)],
                           capture_output=True, text=True)
-    if done.returncode != 0:
-        raise AscendCpuError(f"run_ascend_c: the kernel does not build against the CPU model:\n{done.stderr[-4000:]}")
-    os.replace(tmp, exe)
-    shutil.rmtree(work, ignore_errors=True)
+    try:
+        if done.returncode != 0:
+            raise AscendCpuError(f"run_ascend_c: the kernel does not build against the CPU model:\n"
+                                 f"{done.stderr[-4000:]}")
+        os.replace(tmp, exe)  # atomic: parallel test workers may build the same kernel
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return exe
 
 
