@@ -29,6 +29,10 @@ fuzz: $(VENV)/.installed-test
 
 # every CUDA kernel the tests emit, run on the CPU harness (layoutkit.testing.cuda_cpu) against numpy;
 # `make test` runs a representative subset
+.PHONY: test-ascend-cpu
+test-ascend-cpu: $(VENV)/.installed-test
+	LAYOUTKIT_ASCEND_CPU_LARGE=1 $(PY) -m pytest -p no:cacheprovider -n 2 tests/test_ascend_cpu_model.py
+
 .PHONY: test-cuda-cpu
 test-cuda-cpu: $(VENV)/.installed-test
 	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py

@@ -3,7 +3,8 @@
 GM -> L1 -> L0A/L0B -> Cube (MAD) -> L0C -> GM.  ``layoutkit infer examples/ascend_gemm.py`` gives the
 fractal layouts (A MajorK = CATLASS zN, B MajorMN = CATLASS nZ, C the L0C layout); the Ascend passes
 (`backends.ascend.run_ascend_passes`) then pad to whole fractals and clamp/fill the tail tiles; ``--emit DIR`` writes
-the Ascend C kernel, with repeated K steps and tiles folded back into loops.
+the Ascend C kernel: the output tiles spread over ``GetBlockNum()`` AI cores by ``GetBlockIdx()`` (CATLASS's block
+swizzle), one tile body whose tails follow the tile's origin extents, the K steps folded into a loop.
 """
 
 from layoutkit.infer import Program, programs

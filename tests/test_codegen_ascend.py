@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from layoutkit import codegen
 from layoutkit.backends.ascend.passes import run_ascend_passes
@@ -49,9 +51,10 @@ def by_label(kernel: ir.Kernel, label: str, kind: type) -> list:
 
 @pytest.fixture(scope="module")
 def tail_kernel():
-    """100 x 72 x 40 in 64 x 64 x 32 tiles: tails in M (36), N (8) and K (8)."""
+    """100 x 72 x 40 in 64 x 64 x 32 tiles: tails in M (36), N (8) and K (8); unrolled (``roll=False``), one
+    statement list with every tile's own parameters."""
     p = gemm(100, 72, 40, 64, 64, 32)
-    return p, lower(p, infer_layouts(p))
+    return p, lower(p, infer_layouts(p), roll=False)
 
 
 # ---- parameters, hand-checked -------------------------------------------------------------------
@@ -98,8 +101,9 @@ def test_load_plan_transposes_b_fractals(tail_kernel):
     assert [(s.dst_offset, s.params) for s in loads] == [
         (0, ir.LoadData2DParams(start_index=0, repeat_times=4, src_stride=2, dst_gap=0, if_transpose=True)),
         (4 * 256, ir.LoadData2DParams(start_index=1, repeat_times=4, src_stride=2, dst_gap=0, if_transpose=True))]
-    a_loads = [s.params for s in k.body if isinstance(s, ir.LoadData) and s.dst == "A_l0"]
-    assert set(a_loads) == {ir.LoadData2DParams(0, 8, 1, 0, False)}
+    # A (64 x 32) goes zZ into L0A, as Mmad reads it: each 16-row band's two K fractals (L1 fractals mb, mb + 4)
+    a_loads = [(s.dst_offset, s.params) for s in k.body if isinstance(s, ir.LoadData) and s.dst == "A_l0"][:4]
+    assert a_loads == [(2 * mb * 256, ir.LoadData2DParams(mb, 2, 4, 0, False)) for mb in range(4)]
     assert k.buffer("B_l1").image.kind.name == "MAJOR_K" and k.buffer("B_l0").image.kind.name == "MAJOR_MN"
     assert [b.position for b in k.buffers] == ["A1", "B1", "A2", "B2", "CO1"]
 
@@ -191,7 +195,7 @@ def test_dropped_wait_is_a_pipe_race(tail_kernel):
 
 def test_dropped_zero_init_is_an_uninitialised_read():
     p = gemm(20, 16, 16, 32, 16, 16)        # the first A copy is clamped: rows 20..31 of A_l1 never written
-    k = lower(p, infer_layouts(p))
+    k = lower(p, infer_layouts(p), roll=False)
     broken = dataclasses.replace(k, body=tuple(s for s in k.body if not isinstance(s, ir.InitConstValue)))
     a, b, want = inputs(20, 16, 16)
     with pytest.raises(UninitialisedReadError) as err:
@@ -210,7 +214,8 @@ def test_dropped_zero_init_reads_stale_data(tail_kernel):
 def test_full_k_steps_roll_into_a_loop(tmp_path):
     p = gemm(128, 64, 1024, 128, 64, 128)             # 8 K steps: the first clears C, 7 accumulate
     k = lower(p, infer_layouts(p))
-    (loop,) = [s for s in k.body if isinstance(s, ir.For)]
+    (tiles,) = [s for s in k.body if isinstance(s, ir.TileLoop)]     # one 128 x 64 output tile
+    (loop,) = [s for s in tiles.body if isinstance(s, ir.For) and s.var == "kt0"]
     assert (loop.var, loop.extent) == ("kt0", 7)
     copies = [s for s in loop.body if isinstance(s, ir.CopyGmToL1)]
     assert [(c.src, c.src_offset) for c in copies] == [("A", ir.Offset(128, 128, "kt0")),
@@ -288,7 +293,7 @@ def test_unsupported_program_names_the_op():
 def test_relu_epilogue_fuses_into_fixpipe(shape):
     p = gemm(*shape, relu=True)
     r = infer_layouts(p)
-    k = lower(p, r)
+    k = lower(p, r, roll=False)
     fix = [s.params for s in k.body if isinstance(s, ir.Fixpipe)]
     assert all(f.relu_en for f in fix) and len(fix) == 4
     assert (fix[-1].m_size, fix[-1].n_size) == (shape[0] - shape[3], shape[1] - shape[4])
@@ -297,7 +302,11 @@ def test_relu_epilogue_fuses_into_fixpipe(shape):
     np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-5, atol=1e-5 * shape[2])
     q, _ = run_ascend_passes(p, r)
     assert np.array_equal(got, run_ascend(q, {"A": a, "B": b})["C"])
-    assert "p.reluEn = true;" in print_kernel(k)
+    rolled = lower(p, r)  # one Fixpipe for every tile: its extent is the tile's origin shape
+    (fixpipe,) = [s for s in ir.flatten(rolled.body) if isinstance(s, ir.Fixpipe)]
+    assert fixpipe.params.relu_en and fixpipe.params.m_size == ir.Offset(0, 1, "mActual")
+    assert np.array_equal(run(rolled, {"A": a, "B": b})["C"], got)
+    assert "p.reluEn = true;" in print_kernel(rolled) and "p.mSize = mActual;" in print_kernel(rolled)
 
 
 def test_nonzero_pad_value_is_refused():
@@ -357,7 +366,9 @@ def test_cli_infer_emits_ascend_c(tmp_path, capsys):
     assert main(["infer", str(ROOT / "examples" / "ascend_gemm.py"), "--emit", str(tmp_path)]) == 0
     (cpp,) = tmp_path.glob("*.cpp")
     text = cpp.read_text()
-    assert cpp.name == "ascend_gemm.cpp" and text.count("AscendC::Mmad(") == 8
+    # 100 x 72 x 40 in 64 x 64 x 32 tiles: one tile body (a full and a tail K step) over GetBlockNum() cores
+    assert cpp.name == "ascend_gemm.cpp" and text.count("AscendC::Mmad(") == 2
+    assert "AscendC::GetBlockIdx()" in text and "t += AscendC::GetBlockNum()" in text
     _syntax_check(text, tmp_path)
 
 
@@ -413,7 +424,8 @@ def _epilogue_case(M, N, K, bm, bn, bk, computes, bias=True, c_dtype="float32"):
 def test_bias_relu_epilogue_runs_on_the_vector_cores(shape, tmp_path):
     p, r, arrays, prod = _epilogue_case(*shape, ["add", "relu"])
     k = lower(p, r)
-    assert k.vector and k.param("workspace").shape == (shape[3], shape[4])
+    # one tile-sized workspace slice per AI core
+    assert k.vector and k.param("workspace").shape == (k.block_dim * shape[3], shape[4])
     assert [b.name for b in k.buffers if b.is_ub] == ["Bias_ub", "C_ub"]
     got = run(k, arrays)["C"]
     np.testing.assert_allclose(got, np.maximum(prod + arrays["Bias"], 0), rtol=1e-5, atol=1e-5 * shape[2])
@@ -441,20 +453,26 @@ def test_epilogue_tail_parameters():
     loads = [s for s in k.vector if isinstance(s, ir.CopyGmToUb)]
     assert loads[0] == ir.CopyGmToUb("Bias_ub", 0, "Bias", 0, ir.DataCopyExtParams(1, 256, 0, 0), loads[0].label)
     assert (loads[1].src, loads[1].src_offset, loads[1].params) == (
-        "workspace", ir.Offset(0, 32 * 64, "sub"), ir.DataCopyExtParams(1, 32 * 64 * 4, 0, 0))
+        "workspace", ir.Offset(0, 32 * 64, "sub", (("core", 64 * 64),)), ir.DataCopyExtParams(1, 32 * 64 * 4, 0, 0))
     # the tail bias tile is zeroed (Duplicate) before its 8-element DataCopyPad
     dup = [s for s in k.vector if isinstance(s, ir.VecOp) and s.op == "Duplicate"]
     assert [(d.dst, d.count, d.scalar) for d in dup] == [("Bias_ub", 64, 0.0)] * 2
-    # the cube waits for the vector cores before every tile's workspace store but the first
-    assert k.count(ir.CrossCoreWaitFlag) == 3 + 4 and k.count(ir.CrossCoreSetFlag) == 4 + 3
+    # the cube waits for the vector cores before every tile's workspace store (they hand it over once before
+    # their first tile) and takes their last hand-back at the end
+    assert k.count(ir.CrossCoreWaitFlag) == 4 + 5 and k.count(ir.CrossCoreSetFlag) == 4 + 5
+    assert k.vector[0] == ir.CrossCoreSetFlag(1, "MTE2") and k.body[-2] == ir.CrossCoreWaitFlag(1)
     src = print_kernel(k)
     assert "p.blockCount = (sub == 0 ? 32 : 4);" in src and "if (p.blockCount > 0)" not in src
     # 80 rows: the second M tile has 16 rows, all on core 0; core 1 stores nothing
     p, r, arrays, prod = _epilogue_case(80, 64, 32, 64, 64, 32, ["add", "relu"])
-    k = lower(p, r)
-    assert [s.params.block_count for s in ir.flatten(k.vector) if isinstance(s, ir.CopyUbToGm)] == [
+    assert [s.params.block_count for s in lower(p, r, roll=False).vector if isinstance(s, ir.CopyUbToGm)] == [
         32, ir.PerCore((16, 0))]
-    assert "if (p.blockCount > 0) AscendC::DataCopyPad(C_gm[" in print_kernel(k)
+    k = lower(p, r)  # one store for both tiles: each vector core's rows of the tile (the origin-shape rule)
+    assert [s.params.block_count for s in ir.flatten(k.vector) if isinstance(s, ir.CopyUbToGm)] == [
+        ir.Offset(0, 1, "subM")]
+    text = print_kernel(k)
+    assert "if (p.blockCount > 0) AscendC::DataCopyPad(C_gm[" in text and "p.blockCount = subM;" in text
+    assert "uint32_t subM = mActual > sub * 32 ? (mActual - sub * 32 < 32 ? mActual - sub * 32 : 32) : 0;" in text
     np.testing.assert_allclose(run(k, arrays)["C"], np.maximum(prod + arrays["Bias"], 0), rtol=1e-5, atol=1e-4)
 
 
@@ -473,7 +491,7 @@ def test_epilogue_casts_to_a_16_bit_output(c_dtype, tmp_path):
     t = {"float16": "half", "bfloat16": "bfloat16_t"}[c_dtype]
     assert f"AscendC::Cast(C_ub_{c_dtype}[0], C_ub[0], AscendC::RoundMode::CAST_RINT, 2048);" in src
     assert f"AscendC::LocalTensor<{t}> C_ub_{c_dtype} = C_ub_{c_dtype}_buf.Get<{t}>();" in src
-    stores = [s.params for s in ir.flatten(k.vector) if isinstance(s, ir.CopyUbToGm)]
+    stores = [s.params for s in lower(p, r, roll=False).vector if isinstance(s, ir.CopyUbToGm)]
     # 8 halves (16 bytes, one block of the 4-block UB row: gap 3), 64 halves short of the 72-wide GM row
     assert stores[-1] == ir.DataCopyExtParams(ir.PerCore((32, 4)), 16, 3, 64 * 2)
     _syntax_check(src, tmp_path)
@@ -502,7 +520,7 @@ def test_missing_cross_core_flags_are_caught():
     k = lower(p, r, roll=False)
     # the cube overwrites the workspace before the vector cores have read the previous tile
     i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.CrossCoreWaitFlag))
-    with pytest.raises(PipeRaceError, match=r"pipe aiv\d\.MTE2 touches workspace after pipe FIX \(statement"):
+    with pytest.raises(PipeRaceError, match=r"pipe (FIX|aiv\d\.MTE2) touches workspace after pipe (aiv\d\.MTE2|FIX) "):
         run(dataclasses.replace(k, body=k.body[:i] + k.body[i + 1:]), arrays)
     # a vector core that never hears "tile ready" waits forever
     i = next(i for i, s in enumerate(k.body) if isinstance(s, ir.CrossCoreSetFlag))
@@ -531,13 +549,16 @@ def test_tile_loops_keep_a_1024_gemm_small(tmp_path):
     k = lower(p, r)
     unrolled = lower(p, r, roll=False)
     assert unrolled.count(ir.Fixpipe) == 64 and unrolled.size > 2500
-    assert k.size < 300 and k.count(ir.Fixpipe) <= 3
+    # one tile body for the 64 tiles, over 20 AI cores; inside it the 7 accumulating K steps are a loop
+    assert k.size < 60 and k.count(ir.Fixpipe) == 1 and k.block_dim == 20
+    (tiles,) = [s for s in k.body if isinstance(s, ir.TileLoop)]
+    assert (tiles.m_tiles, tiles.n_tiles) == (8, 8)
     loops = {(s.var, s.extent) for s in ir.flatten(k.body) if isinstance(s, ir.For)}
-    assert {("kt0", 7), ("tj", 7), ("tj", 8), ("ti", 7)} <= loops
+    assert {("kt0", 7), ("fr", 8)} <= loops
     a, b, want = inputs(1024, 1024, 1024)
     np.testing.assert_allclose(run(k, {"A": a, "B": b})["C"], want, rtol=1e-5, atol=1e-2)
     src = print_kernel(k)
-    assert src.count("\n") < 1000 and "for (uint32_t ti = 0; ti < 7; ++ti) {  // tiles" in src
+    assert src.count("\n") < 200 and "for (uint32_t t = core; t < 64; t += AscendC::GetBlockNum()) {" in src
     _syntax_check(src, tmp_path)
 
 
@@ -552,7 +573,7 @@ def test_rolled_tiles_compute_what_unrolled_tiles_do(shape, computes, tmp_path):
     else:
         p, r, arrays, _ = _epilogue_case(*shape, computes)
     k, unrolled = lower(p, r), lower(p, r, roll=False)
-    assert k.size < unrolled.size / 2 and any(isinstance(s, ir.For) and s.var == "tj" for s in k.vector + k.body)
+    assert k.size < unrolled.size / 10 and isinstance(k.body[0], ir.TileLoop)
     assert np.array_equal(run(k, arrays)["C"], run(unrolled, arrays)["C"])
     _syntax_check(print_kernel(k), tmp_path)
 
@@ -630,3 +651,34 @@ def test_double_buffering_races_are_caught():
     extra = k.body[:j] + (k.body[j],) + k.body[j:]
     with pytest.raises(PipeRaceError, match=r"SetFlag<MTE1_MTE2>\(0\) while an earlier one is still unwaited"):
         run(dataclasses.replace(k, body=extra), {"A": a, "B": b})
+
+
+# ---- multi-core distribution ------------------------------------------------------------------------------
+
+@settings(max_examples=40)
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 4), st.integers(0, 1))
+def test_block_swizzle_visits_every_tile_once(mt, nt, offset, direction):
+    seen = [ir.swizzle_coord(t, mt, nt, offset, direction) for t in range(mt * nt)]
+    assert sorted(seen) == [(i, j) for i in range(mt) for j in range(nt)]
+    # the first tasks walk down the first column of the first band (direction 0; along its first row for 1)
+    first = min(offset, mt if direction == 0 else nt)
+    assert seen[:first] == [(i, 0) if direction == 0 else (0, i) for i in range(first)]
+
+
+def test_tail_fields_follow_the_origin_extents():
+    p = gemm(100, 72, 40, 64, 64, 32)
+    k = lower(p, infer_layouts(p))
+    (tiles,) = [s for s in k.body if isinstance(s, ir.TileLoop)]
+    body = ir.flatten(tiles.body)
+    copies = [s for s in body if isinstance(s, ir.CopyGmToL1)]
+    # A's rows and B's columns are the tile's extents; the K tail step keeps its own 8 columns / rows
+    assert {c.params.n_value for c in copies if c.src == "A"} == {ir.Offset(0, 1, "mActual")}
+    assert {c.params.d_value for c in copies if c.src == "B"} == {ir.Offset(0, 1, "nActual")}
+    assert copies[0].src_offset == ir.Offset(0, 64 * 40, "mi")
+    guards = [s for s in tiles.body if isinstance(s, ir.Guard)]
+    assert {g.when for g in guards} == {((("mActual", 64, True),),), ((("nActual", 64, True),),)}
+    (fix,) = [s for s in body if isinstance(s, ir.Fixpipe)]
+    assert (fix.params.m_size, fix.params.n_size) == (ir.Offset(0, 1, "mActual"), ir.Offset(0, 1, "nActual"))
+    for t in range(4):   # every task: the executor's tile variables are the origin shape of its tile
+        env = ir.tile_env(tiles, t, {})
+        assert (env["mActual"], env["nActual"]) == ((64, 36)[env["mi"]], (64, 8)[env["ni"]])

@@ -53,19 +53,29 @@ def ident(name: str) -> str:
     return "_" + out if out[:1].isdigit() else out
 
 
-def _offset(x: int | ir.Offset) -> str:
-    """An element offset: a constant or ``base + var * stride + ...`` (innermost loop first).
+def _offset(x: int | ir.Offset | ir.Pick) -> str:
+    """An element offset or struct field: a constant, ``base + var * stride + ...`` (innermost loop first) or
+    a tail pick ``(var < full ? tail : value)``.
 
-    >>> _offset(ir.Offset(8, 2, "kt0", (("ti", 64),))), _offset(3)
-    ('8 + kt0 * 2 + ti * 64', '3')
+    >>> _offset(ir.Offset(8, 2, "kt0", (("ti", 64),))), _offset(3), _offset(ir.Offset(288, -4, "nActual"))
+    ('8 + kt0 * 2 + ti * 64', '3', '288 - nActual * 4')
+    >>> _offset(ir.Pick("nActual", 64, 0, 7)), _offset(ir.Offset(0, 1, "mActual"))
+    ('(nActual < 64 ? 7 : 0)', 'mActual')
     """
+    if isinstance(x, ir.Pick):
+        return f"({x.var} < {x.full} ? {_offset(x.tail)} : {_offset(x.value)})"
     if isinstance(x, ir.Offset):
-        parts = ([str(x.base)] if x.base else []) + [f"{v} * {s}" for v, s in ((x.var, x.stride),) + x.terms]
-        return " + ".join(parts)
+        out = str(x.base) if x.base else ""
+        for v, s in ((x.var, x.stride),) + x.terms:
+            term = v if abs(s) == 1 else f"{v} * {abs(s)}"
+            out = (f"{out} - {term}" if out else f"0 - {term}") if s < 0 else (f"{out} + {term}" if out else term)
+        return out
     return str(x)
 
 
 def _value(v: object) -> str:
+    if isinstance(v, (ir.Offset, ir.Pick)):
+        return _offset(v)
     if isinstance(v, ir.PerCore):
         return f"(sub == 0 ? {v.values[0]} : {v.values[1]})"
     if isinstance(v, bool):
@@ -94,12 +104,60 @@ def _block(comment: str, body: list[str]) -> list[str]:
     return [f"{{  // {comment}"] + [f"    {x}" for x in body] + ["}"]
 
 
+def _condition(g: ir.Guard) -> str:
+    """The C condition of a :class:`~.ir.Guard`.
+
+    >>> _condition(ir.Guard(((("mActual", 64, True),), (("nActual", 32, True),)), ()))
+    'mActual < 64 || nActual < 32'
+    """
+    return " || ".join(" && ".join(f"{v} < {full}" if tail else f"{v} == {full}" for v, full, tail in conj)
+                       for conj in g.when)
+
+
+def _tile_loop(s: ir.TileLoop, k: ir.Kernel) -> list[str]:
+    """The loop over this core's output tiles: task ``t`` -> tile ``(mi, ni)`` by CATLASS's identity block
+    swizzle, then the tile's origin extents."""
+    inner = [x for t in s.body for x in _stmt(t, k)]
+    text = "\n".join(inner)
+    off, mt, nt = s.swizzle_offset, s.m_tiles, s.n_tiles
+    rows, cols, a, b = (mt, nt, "mi", "ni") if s.swizzle_direction == 0 else (nt, mt, "ni", "mi")
+    bands = -(-rows // off)
+    head = [f"for (uint32_t t = core; t < {s.tiles}; t += AscendC::GetBlockNum()) {{  // this core's output tiles",
+            f"    // block swizzle <{off}, {s.swizzle_direction}>: bands of {off} tile "
+            f"{'rows' if s.swizzle_direction == 0 else 'columns'}, every other band walked backwards",
+            f"    uint32_t band = t / {off * cols};",
+            f"    uint32_t inBand = t % {off * cols};",
+            f"    uint32_t width = band == {bands - 1} ? {rows} - {off} * band : {off};",
+            f"    uint32_t {a} = band * {off} + inBand % width;",
+            f"    uint32_t {b} = inBand / width;",
+            f"    if (band % 2 == 1) {{ {b} = {cols - 1} - {b}; }}",
+            "    // the tile's origin shape (TLA get_tile_layout): what is left of the result, at most one tile"]
+    uses = {v for v in ("mActual", "nActual", "subM") if re.search(rf"\b{v}\b", text)}
+    uses |= {"mActual"} if "subM" in uses else set()
+    for v, full, pos, var in (("mActual", s.m, s.bm, "mi"), ("nActual", s.n, s.bn, "ni")):
+        if v in uses:
+            head.append(f"    uint32_t {v} = {full} - {var} * {pos} < {pos} ? {full} - {var} * {pos} : {pos};")
+    if "subM" in uses:
+        h = s.sub_rows
+        head.append(f"    uint32_t subM = mActual > sub * {h} ? (mActual - sub * {h} < {h} ? mActual - sub * {h} : "
+                    f"{h}) : 0;  // this vector core's rows of the tile")
+    for v, extent in (("mi", "mActual"), ("ni", "nActual")):
+        if not re.search(rf"\b{v}\b", text) and extent not in uses:
+            head.append(f"    (void){v};")
+    return head + [f"    {x}" for x in inner] + ["}"]
+
+
 def _stmt(s, k: ir.Kernel) -> list[str]:
+    if isinstance(s, ir.TileLoop):
+        return _tile_loop(s, k)
+    if isinstance(s, ir.Guard):
+        inner = [f"    {x}" for t in s.body for x in _stmt(t, k)]
+        return [f"if ({_condition(s)}) {{  // only tail tiles"] + inner + ["}"]
     if isinstance(s, ir.Comment):
         return [f"// {s.text}"]
     if isinstance(s, ir.For):
         inner = [f"    {x}" for t in s.body for x in _stmt(t, k)]
-        what = {"kt0": "K steps", "r": "rows"}.get(s.var, "tiles")
+        what = {"kt0": "K steps", "r": "rows", "fr": "fractal rows"}.get(s.var, "tiles")
         return [f"for (uint32_t {s.var} = 0; {s.var} < {s.extent}; ++{s.var}) {{  // {what}"] + inner + ["}"]
     if isinstance(s, ir.CrossCoreSetFlag):
         return [f"AscendC::CrossCoreSetFlag<0x2, PIPE_{s.pipe_name}>({s.flag_id});"]
@@ -121,7 +179,8 @@ def _stmt(s, k: ir.Kernel) -> list[str]:
             return _block(f"{s.label}: GM -> UB", body + [call])
         call = (f"AscendC::DataCopyPad({ident(s.dst)}_gm[{_offset(s.dst_offset)}], "
                 f"{ident(s.src)}[{_offset(s.src_offset)}], p);")
-        if isinstance(s.params.block_count, ir.PerCore) and 0 in s.params.block_count.values:
+        count = s.params.block_count
+        if (isinstance(count, ir.PerCore) and 0 in count.values) or isinstance(count, (ir.Offset, ir.Pick)):
             call = f"if (p.blockCount > 0) {call}"  # a tail tile may leave one core no rows
         return _block(f"{s.label}: UB -> GM", body + [call])
     if isinstance(s, ir.SetFlag):
@@ -158,6 +217,10 @@ def _stmt(s, k: ir.Kernel) -> list[str]:
     raise UnsupportedError(f"ascend_c: no printer for {type(s).__name__}")
 
 
+def _core_index(body, line: str) -> list[str]:
+    return [line] if any(isinstance(s, ir.TileLoop) for s in body) else []
+
+
 def _declare(b: ir.LocalBuffer) -> list[str]:
     t = ctype(b.dtype)
     return [f"AscendC::TBuf<AscendC::TPosition::{b.position}> {ident(b.name)}_buf;",
@@ -188,12 +251,15 @@ def print_kernel(kernel: ir.Kernel) -> str:
         body += [f"AscendC::GlobalTensor<{t}> {ident(g.name)}_gm;",
                  f"{ident(g.name)}_gm.SetGlobalBuffer((__gm__ {t} *){ident(g.name)});"]
     cube = [x for b in kernel.buffers if not b.is_ub for x in _declare(b)]
+    cube += _core_index(kernel.body, "uint32_t core = AscendC::GetBlockIdx();  // this AI core")
     cube += [""] + [x for s in kernel.body for x in _stmt(s, kernel)]
     if not mixed:
         body += cube
     else:
         vec = ["uint32_t sub = AscendC::GetSubBlockIdx();  // which half of each tile this vector core takes"]
         vec += [x for b in kernel.buffers if b.is_ub for x in _declare(b)]
+        vec += _core_index(kernel.vector, "uint32_t core = AscendC::GetBlockIdx() / AscendC::GetSubBlockNum();  "
+                                          "// the cube core this vector core serves")
         vec += [""] + [x for s in kernel.vector for x in _stmt(s, kernel)]
         body += (["if ASCEND_IS_AIC {"] + [f"    {x}" if x else "" for x in cube] + ["}"]
                  + ["if ASCEND_IS_AIV {"] + [f"    {x}" if x else "" for x in vec] + ["}"])

@@ -86,17 +86,18 @@ class VectorEpilogue:
         self.workspace = (2 * h, n)
         if self.p.buffers[l0c].dtype != "float32":
             raise UnsupportedError(f"{epi['op']}: the L0C tile must be float32")
-        # cube: wait until the vector cores hold the previous tile, park this one in the workspace, signal
-        if self.handed:
-            self.body.append(ir.CrossCoreWaitFlag(FREE))
+        # cube: wait until the vector cores hold the previous tile (the vector cores hand the workspace back
+        # once before their first tile, the cube takes the last hand-back after its last tile), park this one
+        # in its core's slice of the workspace, signal
+        self.body.append(ir.CrossCoreWaitFlag(FREE))
         fix = ir.FixpipeParamsV220(n_size=n, m_size=2 * h, src_stride=info.outer1 * ROW, dst_stride=n)
         check_u16(op, m_size=2 * h, n_size=n, src_stride=fix.src_stride)
-        self.emit(ir.Fixpipe(WORKSPACE, 0, l0c, 0, fix, epi["op"]))
+        self.emit(ir.Fixpipe(WORKSPACE, ir.offset(0, [("core", 2 * h * n)]), l0c, 0, fix, epi["op"]))
         self.body.append(ir.CrossCoreSetFlag(READY, "FIX"))
         self.handed += 1
         # vector cores: take half the rows, hand the workspace back, compute, store the valid part
         self.vbody.append(ir.CrossCoreWaitFlag(READY))
-        self.emit(ir.CopyGmToUb(ub, 0, WORKSPACE, ir.offset(0, [("sub", h * n)]),
+        self.emit(ir.CopyGmToUb(ub, 0, WORKSPACE, ir.offset(0, [("sub", h * n), ("core", 2 * h * n)]),
                                 ir.DataCopyExtParams(1, h * n * 4, 0, 0), epi["op"]), vector=True)
         self.vbody.append(ir.CrossCoreSetFlag(FREE, "MTE2"))
         for inner in epi["inner"]:

@@ -60,6 +60,36 @@ VECTOR_PIPES = ("MTE2", "V", "MTE3")
 VECTOR_CORES = ("aiv0", "aiv1")
 
 
+def ascend_c0(dtype: str) -> int:
+    """C0: the elements of one 32-byte block (16 for float16 / bfloat16, 8 for float32).
+
+    >>> ascend_c0("bfloat16"), ascend_c0("float32")
+    (16, 8)
+    """
+    return BLOCK_BYTES // np.dtype(np_dtype(dtype)).itemsize
+
+
+def mmad_index(m: int, n: int, k: int, c0: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Element offsets ``[m, k]``, ``[k, n]`` and ``[m, n]`` of the operands of ``Mmad(c, a, b, {m, n, k})`` as
+    Ascend C documents them: A in L0A is zZ (``16 x C0`` fractals, row-major inside and between fractals, a
+    fractal row holding ``ceil(k / C0)`` fractals), B in L0B is nZ (``C0 x 16`` fractals, column-major inside,
+    row-major between, ``ceil(n / 16)`` per fractal row) and C in L0C is zN (``16 x 16`` fractals, row-major
+    inside, column-major between, ``ceil(m / 16)`` per fractal column).
+
+    >>> ia, ib, ic = mmad_index(32, 16, 32, 16)
+    >>> int(ia[0, 16]), int(ia[16, 0]), int(ib[1, 0]), int(ic[17, 1])
+    (256, 512, 1, 273)
+    """
+    f = ascend.ROW_FRACTAL
+    kf, nf, mf = -(-k // c0), -(-n // f), -(-m // f)
+    r, kk = np.arange(m)[:, None], np.arange(k)[None, :]
+    ia = ((r // f) * kf + kk // c0) * f * c0 + (r % f) * c0 + kk % c0
+    kk, cc = np.arange(k)[:, None], np.arange(n)[None, :]
+    ib = ((kk // c0) * nf + cc // f) * f * c0 + (cc % f) * c0 + kk % c0
+    ic = ((cc // f) * mf + r // f) * f * f + (r % f) * f + cc % f
+    return ia, ib, ic
+
+
 class PipeRaceError(AscendExecutionError):
     """Two pipes touch one buffer without a SetFlag/WaitFlag pair ordering them."""
 
@@ -77,12 +107,14 @@ def _blank(size: int, dtype: str) -> np.ndarray:
 
 
 class _Machine:
-    def __init__(self, kernel: ir.Kernel, inputs: Mapping[str, np.ndarray]):
+    def __init__(self, kernel: ir.Kernel, inputs: Mapping[str, np.ndarray], gm: dict | None = None):
         self.k = kernel
         self.dtype = {g.name: g.dtype for g in kernel.params} | {b.name: b.dtype for b in kernel.buffers}
         self.mem: dict[str, np.ndarray] = {}
         for g in kernel.params:
-            if g.name in inputs:
+            if gm is not None:  # another AI core of the same launch: the same global memory
+                self.mem[g.name] = gm[g.name]
+            elif g.name in inputs:
                 arr = np.asarray(inputs[g.name])
                 if arr.shape != g.shape:
                     raise AscendExecutionError(f"execute_ascend: input {g.name} has shape {arr.shape}; expected "
@@ -245,19 +277,16 @@ class _Machine:
 
     def op_Mmad(self, s: ir.Mmad, n: int) -> None:
         q = s.params
-        va, vb = self.logical(s.a), self.logical(s.b)
-        a = va[:q.k, :q.m].T if s.transpose_a else va[:q.m, :q.k]
-        b = vb[:q.n, :q.k].T if s.transpose_b else vb[:q.k, :q.n]
+        ia, ib, ic = mmad_index(q.m, q.n, q.k, ascend_c0(self.dtype[s.a]))
+        a, b = self.mem[s.a][ia], self.mem[s.b][ib]
         self.check(a, s.a, s)
         self.check(b, s.b, s)
-        c = self.logical(s.c).copy()
+        c = None
         if not q.cmatrix_init_val:
-            self.check(c[:q.m, :q.n], s.c, s)
+            c = self.mem[s.c][ic]
+            self.check(c, s.c, s)
         # the op-level simulator calls the same routine: equal bit for bit on every machine
-        c[:q.m, :q.n] = mad(to_values(a, self.dtype[s.a]), to_values(b, self.dtype[s.b]),
-                            None if q.cmatrix_init_val else c[:q.m, :q.n])
-        info = self.k.buffer(s.c).image
-        self.mem[s.c] = np.ascontiguousarray(ascend.to_storage(c, info)).reshape(-1)
+        self.mem[s.c][ic] = mad(to_values(a, self.dtype[s.a]), to_values(b, self.dtype[s.b]), c)
 
     def op_Fixpipe(self, s: ir.Fixpipe, n: int) -> None:
         q = s.params
@@ -322,12 +351,13 @@ class _Machine:
 
 
 def _bind(stmt, env: dict[str, int]):
-    """``stmt`` with its loop-affine offsets (and per-core parameters) evaluated."""
+    """``stmt`` with its loop-affine offsets and its struct fields (per core, per tile extent) evaluated."""
     changes = {f: ir.resolve(getattr(stmt, f), env) for f in ("src_offset", "dst_offset")
-               if isinstance(getattr(stmt, f, None), ir.Offset)}
+               if isinstance(getattr(stmt, f, None), (ir.Offset, ir.Pick))}
     if isinstance(stmt, ir.VecOp):
         changes["srcs"] = tuple((b, ir.resolve(o, env)) for b, o in stmt.srcs)
-    if isinstance(stmt, (ir.CopyGmToUb, ir.CopyUbToGm)):
+        changes["count"] = ir.value_of(stmt.count, env)
+    if isinstance(stmt, ir.WORK) and not isinstance(stmt, (ir.VecOp, ir.Mmad)) or isinstance(stmt, ir.Mmad):
         changes["params"] = ir.bind_params(stmt.params, env)
     return replace(stmt, **changes) if changes else stmt
 
@@ -338,6 +368,14 @@ def _steps(m: _Machine, core: str, body, env: dict[str, int], counter: list[int]
         if isinstance(stmt, ir.For):
             for i in range(stmt.extent):
                 yield from _steps(m, core, stmt.body, {**env, stmt.var: i}, counter)
+            continue
+        if isinstance(stmt, ir.TileLoop):  # this core's tiles: core, core + GetBlockNum(), ...
+            for t in range(env["core"], stmt.tiles, env["block_num"]):
+                yield from _steps(m, core, stmt.body, ir.tile_env(stmt, t, env), counter)
+            continue
+        if isinstance(stmt, ir.Guard):
+            if stmt.holds(env):
+                yield from _steps(m, core, stmt.body, env, counter)
             continue
         m.core = core
         if isinstance(stmt, ir.CrossCoreWaitFlag):
@@ -351,12 +389,14 @@ def _steps(m: _Machine, core: str, body, env: dict[str, int], counter: list[int]
         STATEMENTS.lookup(type(stmt).__name__)(m, stmt, n)
 
 
-def _schedule(m: _Machine, kernel: ir.Kernel) -> None:
-    """Round-robin over the cores' coroutines until all finish; a round in which nobody moves is a deadlock."""
+def _schedule(m: _Machine, kernel: ir.Kernel, block: int = 0, block_num: int = 1) -> None:
+    """Round-robin over the cores' coroutines of AI core ``block`` until all finish; a round in which nobody
+    moves is a deadlock."""
     counter = [0]
-    cores = {"": _steps(m, "", kernel.body, {}, counter)}
+    env = {"core": block, "block_num": block_num}
+    cores = {"": _steps(m, "", kernel.body, env, counter)}
     if kernel.vector:
-        cores |= {c: _steps(m, c, kernel.vector, {"sub": i}, counter) for i, c in enumerate(VECTOR_CORES)}
+        cores |= {c: _steps(m, c, kernel.vector, {**env, "sub": i}, counter) for i, c in enumerate(VECTOR_CORES)}
     while cores:
         before = counter[0]
         for core, gen in list(cores.items()):
@@ -395,22 +435,27 @@ def _check_inputs(kernel: ir.Kernel, inputs) -> None:
                              f"(converted to {kernel.param(name).dtype} as a host copy would)")
 
 
-def run(kernel: ir.Kernel, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def run(kernel: ir.Kernel, inputs: Mapping[str, np.ndarray], block_num: int | None = None) -> dict[str, np.ndarray]:
     """Run ``kernel`` on ``inputs`` (GM arrays by name, shaped as declared, floating values; bfloat16 given as
     values, not bits) and return every GM tensor, shaped as declared (bfloat16 decoded to float32).  Every GM
     tensor the kernel reads and never writes needs an array (:func:`gm_inputs`); the others start at zero.
     Bad inputs raise :class:`~layoutkit.errors.CodegenInputError` / :class:`~layoutkit.errors.DtypeError`
     / :class:`~layoutkit.backends.ascend.reference.AscendExecutionError` (shape) naming the tensor.  See the module
-    doc for an example."""
+    doc for an example.  The AI cores of the launch (``block_num``, default ``kernel.block_dim``) run one
+    after another on one global memory, each with its own on-chip buffers and pipes."""
     _check_inputs(kernel, inputs)
-    m = _Machine(kernel, inputs)
-    _schedule(m, kernel)
-    if m.flags:  # a set nobody waits for leaves the event raised for the next kernel
-        core, src, dst, event = next(iter(m.flags))
-        raise PipeRaceError(f"SetFlag<{src}_{dst}>({event}) on {core or 'the cube'} is never waited for", src)
+    blocks = kernel.block_dim if block_num is None else int(block_num)
+    gm = None
+    for block in range(max(blocks, 1)):
+        m = _Machine(kernel, inputs, gm)
+        gm = m.mem
+        _schedule(m, kernel, block, blocks)
+        if m.flags:  # a set nobody waits for leaves the event raised for the next kernel
+            core, src, dst, event = next(iter(m.flags))
+            raise PipeRaceError(f"SetFlag<{src}_{dst}>({event}) on {core or 'the cube'} is never waited for", src)
     out = {}
     for g in kernel.params:
-        arr = m.mem[g.name].reshape(g.shape)
+        arr = m.mem[g.name].reshape(g.shape)  # every core's machine shares these arrays
         out[g.name] = bf16_value(arr) if g.dtype == "bfloat16" else arr
     return out
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+from ... import tla
 from ...targets.ascend import FractalInfo, Nd2NzParams
 from .scopes import L0A, L0B, L0C, L1, UB
 
@@ -35,6 +36,7 @@ __all__ = [
     "WaitFlag", "SetAtomic", "PipeBarrier", "Comment", "For", "Offset", "Stmt", "Kernel", "cpp_name", "struct_fields",
     "POSITIONS", "flatten", "resolve", "DataCopyExtParams", "CopyGmToUb", "CopyUbToGm", "VecOp", "CrossCoreSetFlag",
     "CrossCoreWaitFlag", "PerCore", "VEC_BINARY", "VEC_SCALAR", "VEC_UNARY", "offset", "linear", "bind_params",
+    "Pick", "Guard", "TileLoop", "swizzle_coord", "tile_env", "value_of", "origin_extents",
 ]
 
 POSITIONS = {L1: ("A1", "B1"), L0A: ("A2",), L0B: ("B2",), L0C: ("CO1",), UB: ("VECCALC",)}
@@ -97,14 +99,44 @@ def offset(base: int, terms) -> int | Offset:
     return Offset(base, s, v, tuple(rest))
 
 
-def resolve(x: int | Offset, env: dict[str, int]) -> int:
+def resolve(x: int | Offset | Pick, env: dict[str, int]) -> int:
     """The value of an offset for the loop variables in ``env``.
 
     >>> resolve(Offset(128, 64, "kt0"), {"kt0": 2}), resolve(7, {})
     (256, 7)
     """
+    if isinstance(x, Pick):
+        return resolve(x.tail if env[x.var] < x.full else x.value, env)
     base, terms = linear(x)
     return base + sum(s * env[v] for v, s in terms)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """``var < full ? tail : value``: a field whose value differs between the full tiles and the tail tiles
+    of one dimension (``var`` is the tile's origin extent, ``mActual`` or ``nActual``) and is not affine in it.
+
+    >>> resolve(Pick("nActual", 64, 0, 7), {"nActual": 8}), resolve(Pick("nActual", 64, 0, 7), {"nActual": 64})
+    (7, 0)
+    """
+
+    var: str
+    full: int
+    value: int | Offset | Pick
+    tail: int | Offset | Pick
+
+
+def value_of(x, env: dict[str, int]):
+    """A struct field or offset evaluated for ``env`` (a :class:`PerCore` field for the core ``env["sub"]``).
+
+    >>> value_of(Offset(0, 1, "mActual"), {"mActual": 36}), value_of(PerCore((32, 4)), {"sub": 1}), value_of(True, {})
+    (36, 4, True)
+    """
+    if isinstance(x, PerCore):
+        return x.values[env["sub"]]
+    if isinstance(x, (Offset, Pick)):
+        return resolve(x, env)
+    return x
 
 
 @dataclass(frozen=True)
@@ -120,8 +152,8 @@ def bind_params(params, env: dict[str, int]):
     >>> bind_params(DataCopyExtParams(PerCore((32, 4)), 32, 0, 256), {"sub": 1}).block_count
     4
     """
-    changes = {f.name: getattr(params, f.name).values[env["sub"]] for f in fields(params)
-               if isinstance(getattr(params, f.name), PerCore)}
+    changes = {f.name: value_of(getattr(params, f.name), env) for f in fields(params)
+               if isinstance(getattr(params, f.name), (PerCore, Offset, Pick))}
     return replace(params, **changes) if changes else params
 
 
@@ -209,10 +241,10 @@ class DataCopyExtParams:
     the gaps between consecutive blocks, in bytes on the GM side and in 32-byte blocks on the UB side (a UB
     block occupies ``block_len`` rounded up to 32 bytes)."""
 
-    block_count: int | PerCore
-    block_len: int
-    src_stride: int
-    dst_stride: int
+    block_count: int | PerCore | Offset | Pick
+    block_len: int | Offset | Pick
+    src_stride: int | Offset | Pick
+    dst_stride: int | Offset | Pick
 
 
 VEC_BINARY = ("Add", "Mul", "Max")
@@ -428,8 +460,108 @@ class For:
     body: tuple
 
 
+@dataclass(frozen=True)
+class Guard:
+    """``if (cond) body``: statements only some tile classes run (a tail tile's zero fill).  ``when`` is a
+    disjunction of conjunctions of ``(var, full, tail)``: ``var < full`` when ``tail``, else ``var == full``.
+
+    >>> Guard(((("mActual", 64, True),),), ()).holds({"mActual": 36})
+    True
+    """
+
+    when: tuple[tuple[tuple[str, int, bool], ...], ...]
+    body: tuple
+
+    def holds(self, env: dict[str, int]) -> bool:
+        return any(all((env[v] < full) == tail for v, full, tail in conj) for conj in self.when)
+
+
+@dataclass(frozen=True)
+class TileLoop:
+    """The output tiles of an ``m x n`` result in ``bm x bn`` tiles, distributed over the AI cores:
+    ``for (t = core; t < tiles; t += GetBlockNum())`` with ``core = GetBlockIdx()`` (on a vector core
+    ``GetBlockIdx() / GetSubBlockNum()``, the cube core it serves), the tile coordinate ``(mi, ni)`` from
+    CATLASS's ``GemmIdentityBlockSwizzle<swizzle_offset, swizzle_direction>`` (:func:`swizzle_coord`) and the
+    tile's origin extents (the TLA ``get_tile_layout`` rule ``min(tile, extent - offset)``): ``mActual``,
+    ``nActual`` and, on a vector core that takes ``sub_rows`` rows of each tile, ``subM`` (its rows of the
+    tile: ``min(sub_rows, max(mActual - sub * sub_rows, 0))``).  Statements in ``body`` use ``mi``, ``ni``,
+    ``core`` in offsets and the extents in struct fields."""
+
+    m: int
+    n: int
+    bm: int
+    bn: int
+    body: tuple
+    swizzle_offset: int = 3
+    swizzle_direction: int = 0
+    sub_rows: int = 0
+
+    @property
+    def m_tiles(self) -> int:
+        return -(-self.m // self.bm)
+
+    @property
+    def n_tiles(self) -> int:
+        return -(-self.n // self.bn)
+
+    @property
+    def tiles(self) -> int:
+        return self.m_tiles * self.n_tiles
+
+
+def swizzle_coord(t: int, m_tiles: int, n_tiles: int, offset: int = 3, direction: int = 0) -> tuple[int, int]:
+    """The ``(mi, ni)`` tile of task ``t`` under CATLASS's identity block swizzle: tiles go in bands of
+    ``offset`` tile rows (direction 0; columns for direction 1), down each band's columns, and every other
+    band is walked backwards so consecutive tasks share operand tiles.
+
+    >>> [swizzle_coord(t, 4, 3, 3, 0) for t in range(12)][:7]
+    [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (0, 2)]
+    >>> [swizzle_coord(t, 4, 3, 3, 0) for t in range(9, 12)]
+    [(3, 2), (3, 1), (3, 0)]
+    """
+    rows, cols = (m_tiles, n_tiles) if direction == 0 else (n_tiles, m_tiles)
+    bands = -(-rows // offset)
+    band, inner = divmod(t % (rows * cols), offset * cols)
+    width = rows - offset * band if band == bands - 1 else offset
+    a = band * offset + inner % width
+    b = inner // width
+    if band % 2 == 1:
+        b = cols - b - 1
+    return (a, b) if direction == 0 else (b, a)
+
+
+def origin_extents(m: int, n: int, bm: int, bn: int, mi: int, ni: int) -> tuple[int, int]:
+    """The valid extents of tile ``(mi, ni)`` of an ``m x n`` result in ``bm x bn`` tiles: the ``origin_shape``
+    of CATLASS's ``GetTileLayout`` (``min(tile, extent - offset)``), which the printed kernel computes as
+    ``mActual`` / ``nActual``.
+
+    >>> origin_extents(100, 72, 64, 64, 1, 1), origin_extents(100, 72, 64, 64, 0, 0)
+    ((36, 8), (64, 64))
+    """
+    tile = tla.get_tile_layout(tla.Layout((m, n)), (bm, bn), (mi * bm, ni * bn))
+    rows, cols = tile.origin_shape
+    return int(rows), int(cols)
+
+
+def tile_env(loop: TileLoop, t: int, env: dict[str, int]) -> dict[str, int]:
+    """``env`` with the variables of task ``t`` of ``loop``: ``mi``, ``ni``, ``mActual``, ``nActual`` (and
+    ``subM`` on a vector core, ``env["sub"]`` given).
+
+    >>> e = tile_env(TileLoop(100, 72, 64, 64, ()), 3, {})
+    >>> e["mi"], e["ni"], e["mActual"], e["nActual"]
+    (1, 1, 36, 8)
+    """
+    mi, ni = swizzle_coord(t, loop.m_tiles, loop.n_tiles, loop.swizzle_offset, loop.swizzle_direction)
+    m_actual, n_actual = origin_extents(loop.m, loop.n, loop.bm, loop.bn, mi, ni)
+    out = {**env, "mi": mi, "ni": ni, "mActual": m_actual, "nActual": n_actual}
+    if loop.sub_rows:
+        h = loop.sub_rows
+        out["subM"] = min(h, max(out["mActual"] - env["sub"] * h, 0))
+    return out
+
+
 Stmt = (InitConstValue | CopyGmToL1 | LoadData | Mmad | Fixpipe | SetFlag | WaitFlag | SetAtomic | PipeBarrier
-        | Comment | For | CopyGmToUb | CopyUbToGm | VecOp | CrossCoreSetFlag | CrossCoreWaitFlag)
+        | Comment | For | CopyGmToUb | CopyUbToGm | VecOp | CrossCoreSetFlag | CrossCoreWaitFlag | Guard | TileLoop)
 WORK = (InitConstValue, CopyGmToL1, LoadData, Mmad, Fixpipe, CopyGmToUb, CopyUbToGm, VecOp)
 """Statements that move or compute data (the others order the pipes or annotate)."""
 
@@ -444,6 +576,8 @@ class Kernel:
     buffers: tuple[LocalBuffer, ...]
     body: tuple[Stmt, ...]
     vector: tuple[Stmt, ...] = ()
+    block_dim: int = 1
+    """How many AI cores the launch uses (``GetBlockNum()``); a GM workspace holds one slice per core."""
 
     def buffer(self, name: str) -> LocalBuffer:
         for b in self.buffers:
@@ -476,6 +610,6 @@ def flatten(body) -> list:
     out = []
     for s in body:
         out.append(s)
-        if isinstance(s, For):
+        if isinstance(s, (For, Guard, TileLoop)):
             out += flatten(s.body)
     return out

@@ -48,21 +48,30 @@ MajorMN image.  That needs 16-element fractal rows (16-bit types).
   the Fixpipe stores in between accumulate into GM (split-K).
 
 Anything else (other ``dual_copy`` paths, UB copies, other atomic modes) raises
-:class:`~layoutkit.errors.UnsupportedError` naming the op.  The program is unrolled tile by tile; the lowering
-folds it back: runs of identical K steps (offsets moving evenly) become ``for`` loops (:func:`roll_k_loops`),
-then runs of identical tiles, and runs of identical runs (:func:`roll_tiles`), so a kernel's size grows with
-the number of distinct tile shapes, not with the number of tiles.
+:class:`~layoutkit.errors.UnsupportedError` naming the op.
+
+The program is written tile by tile; the kernel is multi-core (:mod:`.distribute`): the ops of each output
+tile are lowered on their own and folded into one tile body inside a :class:`~.ir.TileLoop` that every AI
+core runs for tiles ``GetBlockIdx(), GetBlockIdx() + GetBlockNum(), ...`` (CATLASS's block swizzle), tail
+tiles following the tile's origin extents (``nValue = mActual``, guarded zero fills), the K steps of a tile
+rolled into a loop (:func:`roll_k_loops`) and the per-fractal-row ``LoadData`` calls into a loop over the
+rows.  A mixed kernel's vector cores run the same tile loop (``GetBlockIdx() / GetSubBlockNum()``), each its
+half of the rows, through the workspace slice of its cube core.  ``roll=False`` keeps the single-core form:
+every tile and K step unrolled, as the passes left them.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.ascend_gemm(M=20, N=18, K=24, bm=32, bn=32, bk=32)   # one tile, tails in every dim
 >>> k = lower(p, infer_layouts(p))
->>> k.body[1].params.n_value, k.body[1].params.d_value, k.body[1].params.src_d_value
-(20, 24, 24)
+>>> tiles = k.body[0]                      # the loop over the output tiles, here one
+>>> type(tiles).__name__, tiles.body[1].params.n_value, tiles.body[1].params.d_value, tiles.body[1].params.src_d_value
+('TileLoop', 20, 24, 24)
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import cast
 
 from ...errors import UnsupportedError
 from ...infer.program import Op, Program
@@ -70,8 +79,9 @@ from ...targets import ascend
 from ...targets.ascend import FractalInfo, FractalKind, Nd2NzParams
 from ..dispatch import OpTable
 from . import ir
+from .distribute import Grid, merge_tiles, tile_groups
 from .epilogue import FREE, WORKSPACE, VectorEpilogue, check_u16
-from .loops import roll_k_loops, roll_tiles
+from .loops import roll_k_loops
 from .passes import layouts_of, run_ascend_passes
 from .reference import round_up
 from .scopes import GM, L0A, L0B, L0C, L1, UB
@@ -79,13 +89,15 @@ from .sync import EVENTS, SyncState, Touch, label_of
 
 ROW = ascend.ROW_FRACTAL
 MAX_REPEAT = 255  # LoadData2DParams.repeatTimes is a uint8_t
+MAX_CORES = 20    # AI cores a launch uses at most (the cube cores of an Atlas A2 part)
 
 
 def lower(program: Program, result=None, name: str | None = None, roll: bool = True,
-          double_buffer: bool = False) -> ir.Kernel:
+          double_buffer: bool = False, cores: int = MAX_CORES) -> ir.Kernel:
     """The :class:`~.ir.Kernel` of a solved Ascend cube program (see the module doc); ``name``
     defaults to ``ascend_gemm`` for a program with a GEMM, else ``ascend_kernel``; ``roll=False`` keeps
-    every tile and K step unrolled, as the passes left them;
+    every tile and K step unrolled on one core, as the passes left them (else the tiles are spread over at
+    most ``cores`` AI cores, :mod:`.distribute`);
     ``double_buffer=True`` ping-pongs the L1 and L0A/L0B buffers (see :class:`Lowering`).  ``result`` is
     trusted here (``None``: the program's annotations); :func:`layoutkit.codegen.lower` checks it first.
 
@@ -104,7 +116,7 @@ def lower(program: Program, result=None, name: str | None = None, roll: bool = T
     else:
         program, _ = run_ascend_passes(program, result)
         lay = layouts_of(program)
-    return Lowering(program, lay, roll, double_buffer).run(name)
+    return Lowering(program, lay, roll, double_buffer, cores).run(name)
 
 
 def _processed(program: Program) -> bool:
@@ -143,14 +155,35 @@ def fractal_origins(info: FractalInfo) -> list[tuple[int, int, bool]]:
     return out
 
 
-def load_plan(src: FractalInfo, dst: FractalInfo, what: str) -> list[tuple[int, ir.LoadData2DParams]]:
+def hardware_order(info: FractalInfo, role: str, transposed: bool) -> list[tuple[int, int, bool]]:
+    """The fractals of an L0 operand image in the order ``Mmad`` reads them (Ascend C's Mmad: A in L0A is
+    zZ, its ``16 x C0`` fractals row-major over (m, k); B in L0B is nZ, its ``C0 x 16`` fractals row-major
+    over (k, n)), as :func:`fractal_origins` entries (origins in the buffer's own coordinates, which are the
+    operand's transpose when ``transposed``).
+
+    >>> info = ascend.fractal_info(ascend.make_ascend_major_k_layout((32, 32), "float16"))
+    >>> [o[:2] for o in fractal_origins(info)], [o[:2] for o in hardware_order(info, "A", False)]
+    ([(0, 0), (16, 0), (0, 16), (16, 16)], [(0, 0), (0, 16), (16, 0), (16, 16)])
+    """
+    def key(o):
+        r, c, _ = o
+        return (c, r) if transposed else (r, c)
+    return sorted(fractal_origins(info), key=key) if role in ("A", "B") else fractal_origins(info)
+
+
+def load_plan(src: FractalInfo, dst: FractalInfo, what: str,
+              order: list[tuple[int, int, bool]] | None = None) -> list[tuple[int, ir.LoadData2DParams]]:
     """The ``LoadData`` calls that make ``dst`` hold the same logical tile as ``src``: one per run of
     consecutive destination fractals whose source fractals step evenly (at most 255 long), as
-    ``[(first destination fractal, LoadData2DParams)]``.
+    ``[(first destination fractal, LoadData2DParams)]``; ``order`` is the destination's fractal order
+    (:func:`hardware_order`; default: its storage order).
 
     >>> k = ascend.fractal_info(ascend.make_ascend_nz_layout((32, 32), "float16"))
     >>> load_plan(k, k, "x")
     [(0, LoadData2DParams(start_index=0, repeat_times=4, src_stride=1, dst_gap=0, if_transpose=False))]
+    >>> zz = hardware_order(k, "A", False)
+    >>> [(t, p.start_index, p.repeat_times, p.src_stride) for t, p in load_plan(k, k, "x", zz)]
+    [(0, 0, 2, 2), (2, 1, 2, 2)]
     """
     # MajorMN fractals hold their block transposed, so a MajorK <-> MajorMN move transposes each fractal
     flip = (dst.kind is FractalKind.MAJOR_MN) != (src.kind is FractalKind.MAJOR_MN)
@@ -159,7 +192,7 @@ def load_plan(src: FractalInfo, dst: FractalInfo, what: str) -> list[tuple[int, 
                                f"{src.c0}")
     index = {(r, c): t for t, (r, c, _) in enumerate(fractal_origins(src))}
     pairs = []
-    for r, c, _ in fractal_origins(dst):
+    for r, c, _ in (fractal_origins(dst) if order is None else order):
         if (r, c) not in index:
             raise UnsupportedError(f"{what}: the L0 fractal at ({r}, {c}) has no matching L1 fractal (L1 image "
                                    f"{src.kind.name} {src.storage_shape}, L0 image {dst.kind.name} "
@@ -178,6 +211,14 @@ def load_plan(src: FractalInfo, dst: FractalInfo, what: str) -> list[tuple[int, 
     return plan
 
 
+def _even(plan: list[tuple[int, ir.LoadData2DParams]]) -> bool:
+    """Whether the calls of a load plan differ only by a start index and a destination moving evenly."""
+    (t0, p0), (t1, p1) = plan[0], plan[1]
+    return all(t == t0 + k * (t1 - t0) and q == replace(p0, start_index=p0.start_index + k * (p1.start_index
+                                                                                                - p0.start_index))
+               for k, (t, q) in enumerate(plan))
+
+
 class Lowering(VectorEpilogue):
     """The lowering state.  With ``double_buffer`` every L1 / L0A / L0B buffer ``X`` becomes two, ``X_0`` and
     ``X_1``, and each write of ``X`` (a GM -> L1 copy with its zero fill, an L1 -> L0 load) switches to the
@@ -186,8 +227,10 @@ class Lowering(VectorEpilogue):
     ``EVENT_ID`` the buffer's slot) and the ``WaitFlag`` right before that later one, so a pipe waits for
     exactly the step it needs, not for everything issued since."""
 
-    def __init__(self, program: Program, layouts: dict, roll: bool = True, double_buffer: bool = False):
+    def __init__(self, program: Program, layouts: dict, roll: bool = True, double_buffer: bool = False,
+                 cores: int = MAX_CORES):
         self.p = program
+        self.cores = max(1, int(cores))
         self.roll = roll
         self.double = double_buffer
         self.slot: dict[str, int] = {}      # double-buffered buffer -> the slot its last write used
@@ -204,6 +247,11 @@ class Lowering(VectorEpilogue):
         self.casts: dict[str, tuple[str, int]] = {}  # UB buffers of the output type: name -> (dtype, size)
         self.workspace: tuple[int, int] | None = None
         self.handed = 0                     # tiles the cube has handed to the vector cores
+        self.roles: dict[str, tuple[str, bool]] = {}  # L0 operand -> ("A" / "B", transposed in its buffer)
+        for op in program.ops:
+            if op.kind == "gemm":
+                self.roles[op.args["A"]] = ("A", bool(op.args["transpose_A"]))
+                self.roles[op.args["B"]] = ("B", bool(op.args["transpose_B"]))
 
     # ---- helpers ----------------------------------------------------------------------------------
     def scope(self, name: str) -> str:
@@ -258,27 +306,69 @@ class Lowering(VectorEpilogue):
 
     # ---- ops --------------------------------------------------------------------------------------
     def run(self, name: str) -> ir.Kernel:
-        for op in self.p.ops:
-            into_ub = op.kind in ("copy", "fill") and self.scope(op.args["dst"]) == UB
-            if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
-                raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
-                                       f"{self.epilogue['op']}")
-            LOWERINGS.lookup(op.kind, Lowering.unsupported)(self, op)
+        if not self.roll:
+            for op in self.p.ops:
+                self.lower_op(op)
+            self.close_epilogue()
+            flat = [x for i, stmt in enumerate(self.body) for x in [stmt] + self.after.get(i, [])]
+            vbody = list(self.vbody)
+            if self.handed:  # the vector cores' first hand-back, the cube's last wait (see VectorEpilogue.mixed)
+                vbody.insert(0, ir.CrossCoreSetFlag(FREE, "MTE2"))
+                flat.append(ir.CrossCoreWaitFlag(FREE))
+            return self.kernel(name, flat, vbody, 1)
+        plan = tile_groups(self.p)
+        if plan is None:  # stores that do not tile one result: one task, run by core 0
+            plan = (Grid(1, 1, 1, 1), [((0, 0), list(self.p.ops))])
+        grid, groups = plan
+        cube, vec = {}, {}
+        for coord, ops in groups:
+            self.begin_tile()
+            for op in ops:
+                self.lower_op(op)
+            self.close_epilogue()
+            flat = [x for i, stmt in enumerate(self.body) for x in [stmt] + self.after.get(i, [])]
+            cube[coord] = roll_k_loops(flat) + [ir.PipeBarrier()]
+            vec[coord] = list(self.vbody) + [ir.PipeBarrier()]
+        tiles = grid.shape[0] * grid.shape[1]
+        cores = min(tiles, self.cores)
+        loop = ir.TileLoop(grid.m, grid.n, grid.bm, grid.bn, tuple(merge_tiles(cube, grid)))
+        top: list = [loop]
+        vtop: list = []
+        if self.handed:
+            vloop = replace(loop, body=tuple(merge_tiles(vec, grid, vector=True)), sub_rows=grid.bm // 2)
+            vtop = [ir.CrossCoreSetFlag(FREE, "MTE2"), vloop]
+            top.append(ir.CrossCoreWaitFlag(FREE))
+        return self.kernel(name, top, vtop, cores)
+
+    def lower_op(self, op: Op) -> None:
+        into_ub = op.kind in ("copy", "fill") and self.scope(op.args["dst"]) == UB
+        if self.epilogue is not None and op.kind not in ("vf", "dual_copy") and not into_ub:
+            raise UnsupportedError(f"{op.name}: a {op.kind!r} op inside the vector epilogue begun by "
+                                   f"{self.epilogue['op']}")
+        LOWERINGS.lookup(op.kind, Lowering.unsupported)(self, op)
+
+    def close_epilogue(self) -> None:
         if self.epilogue is not None:
             raise UnsupportedError(f"{self.epilogue['op']}: the L0C -> UB dual_copy has no UB -> GM dual_copy")
         if self.vbody and not self.handed:
             raise UnsupportedError("the program's UB ops feed no vector epilogue (UB ops are lowered only around "
                                    "an L0C -> UB ... UB -> GM epilogue)")
-        frees = [i for i, s in enumerate(self.vbody) if isinstance(s, ir.CrossCoreSetFlag) and s.flag_id == FREE]
-        if frees:  # the cube waits before every tile but the first: the last hand-back has no taker
-            del self.vbody[frees[-1]]
-        flat = [x for i, stmt in enumerate(self.body) for x in [stmt] + self.after.get(i, [])]
-        body = (roll_tiles(roll_k_loops(flat)) if self.roll else flat) + [ir.PipeBarrier()]
-        vector = (roll_tiles(self.vbody) if self.roll else self.vbody) + [ir.PipeBarrier()] if self.vbody else []
+
+    def begin_tile(self) -> None:
+        """Start an output tile afresh: its flags order only its own statements (a barrier ends each tile)
+        and double buffering starts at slot 0, so every tile of a class lowers to the same statements."""
+        self.body, self.after, self.vbody = [], {}, []
+        self.slot = {}
+        self.sync = SyncState(self.slot_of if self.double else None)
+        self.vsync = SyncState()
+
+    def kernel(self, name: str, body: list, vector: list, cores: int) -> ir.Kernel:
+        body = body + [ir.PipeBarrier()]
+        vector = vector + [ir.PipeBarrier()] if vector else []
         gms = [b for b in self.p.buffers.values() if b.scope == GM]
         params = tuple(ir.GlobalParam(b.name, b.dtype, self.p.shape_of(b.name)) for b in gms)
-        if self.workspace is not None:
-            params += (ir.GlobalParam(WORKSPACE, "float32", self.workspace),)
+        if self.workspace is not None:  # one tile-sized slice per AI core
+            params += (ir.GlobalParam(WORKSPACE, "float32", (cores * self.workspace[0], self.workspace[1])),)
         feeds_b = {op.args["src"] for op in self.p.ops if op.kind == "copy"
                    and self.scope(op.args["dst"]) == L0B}
         buffers = []
@@ -293,7 +383,7 @@ class Lowering(VectorEpilogue):
                                           math.prod(self.p.shape_of(bname)), None))
         for bname, (dt, size) in self.casts.items():
             buffers.append(ir.LocalBuffer(bname, dt, "VECCALC", size, None))
-        return ir.Kernel(name, params, tuple(buffers), tuple(body), tuple(vector))
+        return ir.Kernel(name, params, tuple(buffers), tuple(body), tuple(vector), cores)
 
     def unsupported(self, op: Op) -> None:
         raise UnsupportedError(f"{op.name}: Ascend C lowering handles copy (GM -> L1, L1 -> L0A/L0B, L0C -> GM), "
@@ -380,8 +470,18 @@ class Lowering(VectorEpilogue):
         if (si.rows, si.cols) != (di.rows, di.cols):
             raise UnsupportedError(f"{op.name}: {src} {si.rows}x{si.cols} and {dst} {di.rows}x{di.cols} differ")
         frac = ROW * di.c0
+        role, transposed = self.roles.get(dst, ("", False))
+        order = hardware_order(di, role, transposed)
         src, dst = self.current(src), self.fresh(dst)
-        for t, params in load_plan(si, di, op.name):
+        plan = load_plan(si, di, op.name, order)
+        (t0, p0), *rest = plan
+        if self.roll and rest and _even(plan):  # one call per fractal row, the rows stepping evenly: a loop over them
+            dt, ds = rest[0][0] - t0, rest[0][1].start_index - p0.start_index
+            body = ir.LoadData(dst, ir.offset(t0 * frac, [("fr", dt * frac)]), src, 0,
+                               # a start index moving with the loop (resolved per iteration, like offsets)
+                               replace(p0, start_index=cast(int, ir.offset(p0.start_index, [("fr", ds)]))), op.name)
+            return self.emit(ir.For("fr", len(plan), (body,)))
+        for t, params in plan:
             self.emit(ir.LoadData(dst, t * frac, src, 0, params, op.name))
 
     def l0c_to_gm(self, op: Op) -> None:

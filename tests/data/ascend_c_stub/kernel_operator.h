@@ -163,6 +163,9 @@ __aicore__ void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const
 template <typename T>
 __aicore__ void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& calCount);
 __aicore__ int64_t GetSubBlockIdx();
+__aicore__ int64_t GetSubBlockNum();
+__aicore__ int64_t GetBlockIdx();
+__aicore__ int64_t GetBlockNum();
 template <uint8_t modeId, pipe_t pipe> __aicore__ void CrossCoreSetFlag(uint16_t flagId);
 template <uint8_t modeId = 0, pipe_t pipe = PIPE_S> __aicore__ void CrossCoreWaitFlag(uint16_t flagId);
 template <typename T>
