@@ -34,7 +34,7 @@ def test_show_new_form_with_table_and_plot(tmp_path):
     out = run("show", "lambda i, j: i * 8 + (j ^ i)", "--shape", "4,8", "--plot", str(tmp_path), "--formats", "svg")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + (_j ^ _i),))"
+    assert lines[0] == "Layout((4, 8) -> (32,), transform: (_i, _j) -> (_i * 8 + (_j ^ _i),))"
     assert "  1   9   8  11  10  13  12  15  14" in lines
     assert "bijective onto the output box: proved by f2" in out.stdout
     assert "inverse: Layout((32,) -> (4, 8)" in out.stdout
@@ -46,8 +46,8 @@ def test_show_new_form_with_table_and_plot(tmp_path):
 def test_show_old_positional_form():
     out = run("show", "8x8", "lambda i, j: (j, i)")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))")
-    assert "inverse: Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))" in out.stdout
+    assert out.stdout.startswith("Layout((8, 8) -> (8, 8), transform: (_i, _j) -> (_j, _i))")
+    assert "inverse: Layout((8, 8) -> (8, 8), transform: (_i, _j) -> (_j, _i))" in out.stdout
 
 
 def test_check_exit_codes():
