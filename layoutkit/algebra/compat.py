@@ -33,33 +33,44 @@ class TileLangAccessors:
 
     __slots__ = ()
 
-    def get_input_shape(self: Layout) -> tuple[int, ...]:
+    if TYPE_CHECKING:  # what Layout provides
+        @property
+        def input_shape(self) -> tuple[int, ...]: ...
+        @property
+        def output_shape(self) -> tuple[int, ...]: ...
+        @property
+        def forward_index(self) -> tuple[Expr, ...]: ...
+        @property
+        def forward_vars(self) -> tuple[Var, ...]: ...
+        def linearized(self) -> Layout: ...
+
+    def get_input_shape(self) -> tuple[int, ...]:
         """``input_shape`` (TileLang's ``Layout.get_input_shape``)."""
         return self.input_shape
 
-    def get_output_shape(self: Layout) -> tuple[int, ...]:
+    def get_output_shape(self) -> tuple[int, ...]:
         """``output_shape``: the bounding box ``max(out_d) + 1`` (TileLang's ``get_output_shape``)."""
         return self.output_shape
 
-    def get_forward_index(self: Layout) -> tuple[Expr, ...]:
+    def get_forward_index(self) -> tuple[Expr, ...]:
         """``forward_index``: one expression per output dim (TileLang's ``get_forward_index``)."""
         return self.forward_index
 
-    def get_forward_vars(self: Layout) -> tuple[Var, ...]:
+    def get_forward_vars(self) -> tuple[Var, ...]:
         """``forward_vars``: the placeholders ``_i, _j, ...`` (TileLang's ``get_forward_vars``)."""
         return self.forward_vars
 
-    def get_linearized_forward_index(self: Layout) -> Expr:
+    def get_linearized_forward_index(self) -> Expr:
         """The row-major offset over ``output_shape`` as one expression (``linearized().forward_index[0]``)."""
         return self.linearized().forward_index[0]
 
     @property
-    def input_size(self: Layout) -> tuple[int, ...]:
+    def input_size(self) -> tuple[int, ...]:
         """``input_shape`` under TileLang's field name."""
         return self.input_shape
 
     @property
-    def index(self: Layout) -> tuple[Expr, ...]:
+    def index(self) -> tuple[Expr, ...]:
         """``forward_index`` under TileLang's field name."""
         return self.forward_index
 
@@ -81,10 +92,10 @@ stride layout use layoutkit.tla.make_layout((2, 3), (3, 1)) (colexicographic, as
     if not isinstance(forward_fn, (Sequence, int)) or not _plain_ints(forward_fn):
         return
     shape = list(input_shape) if isinstance(input_shape, Sequence) else [input_shape]
-    flat = isinstance(forward_fn, Sequence) and all(isinstance(s, int) for s in forward_fn) and len(shape) == len(
-        forward_fn) and all(isinstance(e, int) for e in shape)
+    strides = list(forward_fn) if isinstance(forward_fn, Sequence) else [forward_fn]
+    flat = all(isinstance(v, int) for v in strides + shape) and len(shape) == len(strides) <= 6
     example = ("e.g. lk.Layout(" + str(shape) + ", lambda " + ", ".join("ijklmn"[: len(shape)]) + ": "
-               + " + ".join(f"{v} * {s}" for v, s in zip("ijklmn", forward_fn)) + ")") if flat else (
+               + " + ".join(f"{v} * {s}" for v, s in zip("ijklmn", strides)) + ")") if flat else (
         "e.g. lk.Layout([4, 4], lambda i, j: i * 4 + j)")
     raise ShapeStrideError(
         f"Layout({input_shape!r}, {forward_fn!r}) looks like pycute's Layout(shape, stride), but lk.Layout takes "
