@@ -2,7 +2,7 @@
 
 >>> import layoutkit as lk
 >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).inverse())
-Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 """
 
 from typing import TYPE_CHECKING

@@ -1,14 +1,14 @@
-"""The ``layoutkit`` command.
+"""The ``layoutkit`` command (also ``python -m layoutkit``).
 
     layoutkit show "lambda i, j: (j, i)" --shape 8,8 [--plot DIR]   # layout, table, proof, inverse
     layoutkit show 8x8 "lambda i, j: (j, i)"                         # the older positional form
     layoutkit show "lambda i, j: j % 2" --shape 8,8 --thread "lambda i, j: i * 4 + j // 2"  # a fragment
     layoutkit check "lambda i, j: i * 8 + (j ^ i)" --shape 8,8      # bijection proof; exit 0 / 1
-    layoutkit demo                                                   # the quick-start demo
     layoutkit infer PROGRAM.py --plot out/                           # solve, print, plot
+    layoutkit demo                                                   # the quick-start demo
 
-Index functions are lambda text parsed safely (no eval).  Errors go to stderr; exit codes: 0 success
-(``check``: bijective), 1 (``check``: not bijective), 2 bad input or failure.
+Index functions are lambda text parsed safely (no eval).  Errors go to stderr as one ``error:`` line;
+exit codes: 0 success (``check``: bijective), 1 (``check``: not bijective), 2 bad input or failure.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from . import __version__
 from .algebra import Layout, parse_index_fn
 from .errors import LayoutError
 from .fragment import Fragment
@@ -79,9 +80,13 @@ def _build(args: argparse.Namespace) -> Layout:
         raise CliError("missing --shape, e.g. --shape 8,64")
     fn = parse_index_fn(items[0])
     thread = getattr(args, "thread", None)
+    replicate = getattr(args, "replicate", None)
     if thread:
         return Fragment(shape, forward_thread_fn=parse_index_fn(thread), forward_index_fn=fn,
-                        replicate=getattr(args, "replicate", 1))
+                        replicate=1 if replicate is None else replicate)
+    if replicate is not None:
+        raise CliError(f"--replicate {replicate} needs --thread (replicas belong to a fragment's thread map), "
+                       'e.g. --thread "lambda i, j, rep: i * 2 + rep"')
     return Layout(shape, fn)
 
 
@@ -95,6 +100,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         from .plot.text import ascii_table
 
         print(ascii_table(layout, max_cells=args.table_cells))
+    else:
+        print(f"table: not printed ({layout.size} cells > --table-cells {args.table_cells}; raise it to print "
+              "the table, or use --plot)")
     if not isinstance(layout, Fragment):
         proof = layout.prove_bijective(args.method, budget_s=args.budget)
         print(proof)
@@ -187,7 +195,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         prog.target = args.target
     result = infer.infer_layouts(prog, cost_model=args.cost_model or "register-count")
     # after solving, so that a failure is the one error line on stderr
-    print(f"inferred {len(prog.ops)} ops on {prog.threads} threads, target {prog.target}", file=sys.stderr)
+    print(f"inferred {len(prog.ops)} ops{_threads_text(prog, result)}, target {prog.target}", file=sys.stderr)
     if args.json:
         payload = {
             name: {"repr": str(layout), "input_shape": list(layout.input_shape),
@@ -221,6 +229,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _threads_text(prog, result) -> str:
+    """``" on 128 threads"`` when the result places data in threads (fragments); nothing on a target
+    whose layouts are all memory layouts (Ascend: one AI core, no thread map)."""
+    if any(isinstance(layout, Fragment) for layout in result.layout_map.values()):
+        return f" on {prog.threads} threads"
+    return ""
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import main as demo
 
@@ -228,40 +244,125 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+EPILOG = """\
+examples:
+  layoutkit show "lambda i, j: (j, i)" --shape 8,8            layout, table, proof, inverse
+  layoutkit show "lambda i, j: j % 2" --shape 8,8 --thread "lambda i, j: i * 4 + j // 2"
+                                                               a fragment (thread and register)
+  layoutkit check "lambda i, j: i * 8 + (j ^ i)" --shape 8,8  exit 0 if bijective, 1 if not
+  layoutkit infer examples/gemm.py --plot out/ --emit out/    infer, draw and emit a kernel
+  layoutkit demo                                              the quick-start demo
+
+Index functions are lambda text, parsed safely (never evaluated).  Every error is one line on stderr;
+exit codes: 0 success, 1 (check) not bijective / not injective, 2 bad input or failure.
+"""
+
+FORMATS = ("png", "svg", "pdf", "all")
+"""Figure formats ``--formats`` accepts (``all`` writes the three)."""
+NV_TARGETS = (70, 90)
+"""The NVIDIA architectures ``--target`` accepts: ``sm_70`` .. ``sm_90`` (with an optional ``a``, e.g. ``sm_90a``)."""
+
+
+def parse_target(text: str) -> str:
+    """A target ``infer`` supports: ``sm_70`` .. ``sm_90`` (``sm_90a`` too) or ``ascend``.
+
+    >>> parse_target("sm_80"), parse_target("SM_90a"), parse_target("ascend")
+    ('sm_80', 'sm_90a', 'ascend')
+    >>> parse_target("sm_60")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: target must be sm_70 .. sm_90 (sm_90a too) or ascend; found 'sm_60'
+    """
+    name = text.strip().lower()
+    if name == "ascend":
+        return name
+    digits = name[3:-1] if name.endswith("a") else name[3:]
+    lo, hi = NV_TARGETS
+    if name.startswith("sm_") and digits.isdigit() and lo <= int(digits) <= hi:
+        return name
+    raise argparse.ArgumentTypeError(f"target must be sm_{lo} .. sm_{hi} (sm_{hi}a too) or ascend; found {text!r}")
+
+
+def _formats(text: str) -> str:
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if not names or any(n not in FORMATS for n in names):
+        raise argparse.ArgumentTypeError(f"formats must be among {', '.join(FORMATS)} (comma-separated); "
+                                         f"found {text!r}")
+    return ",".join(names)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; found {text!r}")
+    return value
+
+
 def _layout_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr", nargs="+", metavar="EXPR",
-                   help='index function, e.g. "lambda i, j: (j, i)" (or the old form: SHAPE EXPR)')
+                   help='index function, e.g. "lambda i, j: (j, i)" (or the older form: SHAPE EXPR)')
     p.add_argument("--shape", type=parse_shape, help="input shape, e.g. 8,64 or 8x64")
-    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl", "f2"], help="proof method")
+    p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl", "f2"],
+                   help="proof method: auto (chosen from the structure; default), enumerate, isl or f2")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                    help="stop the proof after this many seconds (default: none for an explicit method; auto "
                         "bounds islpy itself)")
-    p.add_argument("--thread", help="thread function: EXPR becomes a fragment's register index")
-    p.add_argument("--replicate", type=int, default=1, help="replicas of a fragment (with --thread)")
+    p.add_argument("--thread", metavar="EXPR",
+                   help="thread function (lambda text): EXPR becomes a fragment's register index")
+    p.add_argument("--replicate", type=_positive, default=None, metavar="N",
+                   help="replicas of a fragment (needs --thread; the thread function may take a trailing rep "
+                        "argument); default 1")
+
+
+def _cost_model_names() -> list[str]:
+    from .cost.registry import cost_model_names
+
+    return cost_model_names()
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="layoutkit", description="tensor-compiler layouts: show, check, demo",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    show = sub.add_parser("show", help="print a layout, its table, a bijectivity proof and the inverse")
+    parser = _Parser(prog="layoutkit", description="layoutkit: tensor-compiler layouts: show, check, infer, demo",
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"layoutkit {__version__}")
+    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", title="commands")
+    show = sub.add_parser("show", help="print a layout, its table, a bijectivity proof and the inverse",
+                          description="Print a layout (or, with --thread, a fragment), its table up to "
+                                      "--table-cells cells, a bijectivity proof and the inverse.")
     _layout_args(show)
     show.add_argument("--plot", metavar="DIR", help="also write figures (input and output views) to DIR")
-    show.add_argument("--formats", default="png", help="figure formats: png, svg, pdf or all")
-    show.add_argument("--table-cells", type=int, default=TABLE_CELLS, help="largest layout shown as a table")
+    show.add_argument("--formats", type=_formats, default="png", metavar="FORMATS",
+                      help=f"figure formats for --plot: {', '.join(FORMATS)}, or a comma-separated list "
+                           "(default: png)")
+    show.add_argument("--table-cells", type=_positive, default=TABLE_CELLS, metavar="N",
+                      help=f"largest layout printed as a table, in cells (default: {TABLE_CELLS}); a larger "
+                           "one prints a note instead")
     show.set_defaults(run=cmd_show)
-    check = sub.add_parser("check", help="prove or refute bijectivity (exit 0: bijective, 1: not)")
+    check = sub.add_parser("check", help="prove or refute bijectivity (exit 0: bijective, 1: not)",
+                           description="Prove or refute that a layout is a bijection onto its output box (a "
+                                       "fragment: injective).  Exit 0 when it is, 1 when it is not.")
     _layout_args(check)
     check.set_defaults(run=cmd_check)
-    infer = sub.add_parser("infer", help="infer the layouts of a program (.py defining program(), or .json)")
-    infer.add_argument("program", help="PROGRAM.py or PROGRAM.json")
-    infer.add_argument("--target", help="override the program's target (sm_70 .. sm_90)")
-    infer.add_argument("--cost-model")
-    infer.add_argument("--plot", metavar="DIR")
-    infer.add_argument("--emit", metavar="DIR")
-    infer.add_argument("--json", action="store_true")
+    models = _cost_model_names()
+    lo, hi = NV_TARGETS
+    infer = sub.add_parser("infer", help="infer the layouts of a program (.py defining program(), or .json)",
+                           description="Infer every buffer's layout of a program, print them with the "
+                                       "reasons, and optionally draw them and emit the kernel.")
+    infer.add_argument("program", metavar="PROGRAM",
+                       help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json")
+    infer.add_argument("--target", type=parse_target, metavar="TARGET",
+                       help=f"override the program's target: sm_{lo} .. sm_{hi} (sm_{hi}a too) or ascend")
+    infer.add_argument("--cost-model", choices=models, metavar="MODEL",
+                       help=f"cost model that picks among candidate layouts: {', '.join(models)} "
+                            "(default: register-count)")
+    infer.add_argument("--plot", metavar="DIR", help="write one PNG figure per buffer to DIR")
+    infer.add_argument("--emit", metavar="DIR", help="write the generated kernel (CUDA or Ascend C) to DIR")
+    infer.add_argument("--json", action="store_true",
+                       help="print the layouts as JSON (repr, shapes, index and thread expressions) instead of text")
     infer.set_defaults(run=cmd_infer)
-    demo = sub.add_parser("demo", help="run the quick-start demo")
+    demo = sub.add_parser("demo", help="run the quick-start demo", description="Run the quick-start demo.")
     demo.set_defaults(run=cmd_demo)
     return parser
 
@@ -270,10 +371,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return the exit code.  Every failure is one ``error:`` line on stderr and exit
     code 2 (usage errors included); an exception layoutkit did not raise on purpose is reported the same
     way, as an internal error, rather than as a traceback."""
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as stop:  # usage errors and --help: argparse has written its message
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # usage errors, --help and --version: argparse has written its message
         return stop.code if isinstance(stop.code, int) else EXIT_ERROR
+    if getattr(args, "run", None) is None:  # no command: the help on stdout, one error line on stderr
+        parser.print_help()
+        print("error: layoutkit: give a command: show, check, infer or demo (layoutkit COMMAND --help for "
+              "its options)", file=sys.stderr)
+        return EXIT_ERROR
     try:
         return int(args.run(args))
     except (LayoutError, OSError) as err:

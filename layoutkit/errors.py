@@ -75,6 +75,11 @@ class ExprError(LayoutError, TypeError):
     """An index expression cannot be built (float constants, true division, bad operand)."""
 
 
+class ShapeStrideError(ExprError):
+    """``lk.Layout(shape, stride)`` written as in pycute / CuTe: ``lk.Layout`` takes an index function;
+    shape-and-stride layouts are :func:`layoutkit.tla.make_layout`."""
+
+
 class NotBijectiveError(LayoutError):
     """A map that must be a bijection is not; ``witness`` shows why.
 
@@ -125,6 +130,7 @@ __all__ = [
     "DtypeError",
     "CodegenInputError",
     "ExprError",
+    "ShapeStrideError",
     "ProgramFormatError",
     "LimitError",
     "UserFunctionError",

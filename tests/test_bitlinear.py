@@ -79,7 +79,7 @@ def test_large_f2_maps_get_their_box_and_inverse_from_the_bit_matrix():
     L = lk.Layout([65536, 65536], lambda i, j: (j, i))          # 2**32 coordinates: never enumerated
     assert L.output_shape == (65536, 65536)
     inv = L.inverse()
-    assert str(inv) == "Layout((65536, 65536) -> (65536, 65536), (_i, _j) -> (_j, _i))"
+    assert str(inv) == "Layout((65536, 65536) -> (65536, 65536), transform: (_i, _j) -> (_j, _i))"
     swz = lk.Layout([8192, 16384], lambda i, j: (i, j ^ (i % 1024)))
     assert swz.output_shape == (8192, 16384)
     assert tuple(swz.inverse().map_forward_index([5, 1029])) == (5, 1029 ^ 5)

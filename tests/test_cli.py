@@ -34,7 +34,7 @@ def test_show_new_form_with_table_and_plot(tmp_path):
     out = run("show", "lambda i, j: i * 8 + (j ^ i)", "--shape", "4,8", "--plot", str(tmp_path), "--formats", "svg")
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0] == "Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + (_j ^ _i),))"
+    assert lines[0] == "Layout((4, 8) -> (32,), transform: (_i, _j) -> (_i * 8 + (_j ^ _i),))"
     assert "  1   9   8  11  10  13  12  15  14" in lines
     assert "bijective onto the output box: proved by f2" in out.stdout
     assert "inverse: Layout((32,) -> (4, 8)" in out.stdout
@@ -46,8 +46,8 @@ def test_show_new_form_with_table_and_plot(tmp_path):
 def test_show_old_positional_form():
     out = run("show", "8x8", "lambda i, j: (j, i)")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.startswith("Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))")
-    assert "inverse: Layout((8, 8) -> (8, 8), (_i, _j) -> (_j, _i))" in out.stdout
+    assert out.stdout.startswith("Layout((8, 8) -> (8, 8), transform: (_i, _j) -> (_j, _i))")
+    assert "inverse: Layout((8, 8) -> (8, 8), transform: (_i, _j) -> (_j, _i))" in out.stdout
 
 
 def test_check_exit_codes():
@@ -99,7 +99,8 @@ def test_large_layout_skips_table_and_isl_method(capsys):
     # 48 rows: not affine over F2, so islpy decides (on a power-of-two shape the F2 rank would)
     assert main(["show", "lambda i, j: i * 64 + j", "--shape", "48,64", "--method", "isl"]) == 0
     out = capsys.readouterr().out
-    assert "proved by isl" in out and len(out.splitlines()) == 3
+    assert "proved by isl" in out and len(out.splitlines()) == 4
+    assert "table: not printed (3072 cells > --table-cells 256;" in out
 
 
 def test_shape_given_twice_is_an_error(capsys):
@@ -145,11 +146,21 @@ def test_infer_json_and_program_json_round_trip(tmp_path, capsys):
 
 def test_infer_ascend_example(capsys):
     assert main(["infer", str(EXAMPLES / "ascend_gemm.py")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     # A in MajorK (CATLASS zN), B in MajorMN (CATLASS nZ), set by the MAD rule
     section = {block.split("\n")[0]: block for block in out.split("== ")[1:]}
     assert "(_i, _j) -> (_j // 16, _i // 16, _i % 16, _j % 16)" in section["A_l0"]
     assert "(_i, _j) -> (_i // 16, _j // 16, _j % 16, _i % 16)" in section["B_l0"]
+    # one AI core and memory layouts only: no thread count to report
+    assert "threads" not in err and "target ascend" in err
+
+
+def test_infer_summary_names_threads_on_nv_only(capsys):
+    assert main(["infer", str(EXAMPLES / "ascend_gemm.py")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("inferred ") and err.rstrip().endswith("ops, target ascend") and "threads" not in err
+    assert main(["infer", str(EXAMPLES / "elementwise.py")]) == 0
+    assert " ops on 128 threads, target sm_80" in capsys.readouterr().err
 
 
 def test_infer_emits_cuda(tmp_path, capsys):

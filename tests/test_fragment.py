@@ -195,8 +195,8 @@ def test_partial_fragment():
 
 def test_text_and_str():
     f = atom8x8().bind_thread_range(128, 32)
-    assert str(f) == ("Fragment([8, 8] -> [2], replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, "
-                      "forward_index: [_j % 2], thread_range: [128, 160))")
+    assert str(f) == ("Fragment((8, 8) -> (2,), replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, "
+                      "forward_index: (_j % 2,), thread_range: [128, 160))")
     lines = f.text().splitlines()
     assert [line.split(":")[0] for line in lines] == ["Shape", "Thread", "Index", "Replicate"]
 

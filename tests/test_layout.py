@@ -99,7 +99,7 @@ def test_output_shape_is_a_bounding_box():
 def test_linearized():
     L = lk.Layout([4, 4], lambda i, j: (j, i))
     lin = L.linearized()
-    assert str(lin) == "Layout((4, 4) -> (16,), (_i, _j) -> (_j * 4 + _i,))"
+    assert str(lin) == "Layout((4, 4) -> (16,), transform: (_i, _j) -> (_j * 4 + _i,))"
     assert np.array_equal(lin.table()[..., 0], L.linear_table())
 
 
@@ -118,10 +118,11 @@ def test_map_region_bounds():
 
 def test_repeat_expand_reshape():
     T = lk.Layout([4, 4], lambda i, j: (j, i))
-    assert str(T.repeat(0, 2)) == "Layout((8, 4) -> (2, 4, 4), (_i, _j) -> (_i // 4, _j, _i % 4))"
+    assert str(T.repeat(0, 2)) == "Layout((8, 4) -> (2, 4, 4), transform: (_i, _j) -> (_i // 4, _j, _i % 4))"
     assert str(T.repeat(-1, 2)) == str(T.repeat(1, 2))
-    assert str(T.expand([2, 3])) == "Layout((2, 3, 4, 4) -> (2, 3, 4, 4), (_i, _j, _k, _l) -> (_i, _j, _l, _k))"
-    assert str(T.reshape([16])) == "Layout((16,) -> (4, 4), (_i,) -> (_i % 4, _i // 4))"
+    assert str(T.expand([2, 3])) == ("Layout((2, 3, 4, 4) -> (2, 3, 4, 4), transform: (_i, _j, _k, _l) -> "
+                                     "(_i, _j, _l, _k))")
+    assert str(T.reshape([16])) == "Layout((16,) -> (4, 4), transform: (_i,) -> (_i % 4, _i // 4))"
     with pytest.raises(lk.ShapeError):
         T.repeat(2, 2)
     with pytest.raises(lk.ShapeError):
@@ -133,7 +134,7 @@ def test_repeat_expand_reshape():
 def test_reshape_rescale_narrow_and_widen():
     L = lk.Layout([4, 8], lambda i, j: i * 8 + j)
     narrow = L.reshape([4, 16], 2, 1)  # 32-bit elements viewed as 16-bit halves
-    assert str(narrow) == "Layout((4, 16) -> (64,), (_i, _j) -> (_i * 16 + _j,))"
+    assert str(narrow) == "Layout((4, 16) -> (64,), transform: (_i, _j) -> (_i * 16 + _j,))"
     wide = narrow.reshape([4, 8], 1, 2)
     assert wide.is_equal(L)
     swz = swizzle128_fp16(8, 64)
@@ -150,7 +151,7 @@ def test_compose():
     T = lk.Layout([4, 4], lambda i, j: (j, i))
     row = lk.Layout([4, 4], lambda i, j: i * 4 + j)
     col = row.compose(T)
-    assert str(col) == "Layout((4, 4) -> (16,), (_i, _j) -> (_j * 4 + _i,))"
+    assert str(col) == "Layout((4, 4) -> (16,), transform: (_i, _j) -> (_j * 4 + _i,))"
     big = lk.Layout([2, 8], lambda i, j: (j, i))
     with pytest.raises(lk.CoordinateError, match="outside the input shape"):
         row.compose(big)
@@ -207,11 +208,12 @@ def test_isl_proves_what_enumeration_cannot_afford():
 
 def test_inverse_of_mixed_radix_and_swizzles():
     mixed = lk.Layout([6, 10], lambda i, j: (j % 5 * 12 + i * 2 + j // 5,))
-    assert str(mixed.inverse()) == "Layout((60,) -> (6, 10), (_i,) -> (_i % 12 // 2, _i % 2 * 5 + _i // 12))"
+    assert str(mixed.inverse()) == "Layout((60,) -> (6, 10), transform: (_i,) -> (_i % 12 // 2, _i % 2 * 5 + _i // 12))"
     swz = swizzle128_fp16(32, 64)
     inv = swz.inverse()
     assert str(inv) == (
-        "Layout((1, 4, 512) -> (32, 64), (_i, _j, _k) -> (_j * 8 + _k // 64, (_k % 64 // 8 ^ _k // 64) * 8 + _k % 8))"
+        "Layout((1, 4, 512) -> (32, 64), transform: (_i, _j, _k) -> "
+        "(_j * 8 + _k // 64, (_k % 64 // 8 ^ _k // 64) * 8 + _k % 8))"
     )
     assert inv.inverse().is_equal(swz)
     tilelang_xor = lk.Layout([8, 16], lambda i, j: (i, (j // 8 + i % 2) % 2 * 8 + j % 8))

@@ -294,7 +294,7 @@ def test_to_layout_is_symbolic_and_exact():
     L = tla.make_layout(((4, 2), (4, 3)), ((4, 16), (1, 32)))
     M = L.to_layout()
     assert isinstance(M, lk.Layout) and M.input_shape == (8, 12) and len(M.forward_index) == 1
-    assert str(M) == "Layout((8, 12) -> (96,), (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))"
+    assert str(M) == "Layout((8, 12) -> (96,), transform: (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))"
     assert np.array_equal(M.table()[..., 0], L.offset_table())
     assert M.prove_bijective("isl").verdict and M.prove_bijective("enumerate").verdict
     assert M.map_forward_index([1, 5]) == (37,)
@@ -309,7 +309,7 @@ def test_to_layout_over_the_origin_shape():
     padded = tla.make_layout_from_tag("zN", "bfloat16", 112, 48).to_layout()
     assert padded.prove_bijective("isl").verdict
     vec = tla.make_layout(16).to_layout()
-    assert vec.input_shape == (16,) and str(vec) == "Layout((16,) -> (16,), (_i,) -> (_i,))"
+    assert vec.input_shape == (16,) and str(vec) == "Layout((16,) -> (16,), transform: (_i,) -> (_i,))"
 
 
 def test_size_cosize_helpers():

@@ -7,20 +7,20 @@ row-major.  ``output_shape`` is TileLang's bounding box: ``max(out_d) + 1`` over
 >>> import layoutkit as lk
 >>> L = lk.Layout([4, 4], lambda i, j: (j, i))
 >>> print(L)
-Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 >>> L.map_forward_index([1, 2])
 (2, 1)
 >>> print(L.inverse())
-Layout((4, 4) -> (4, 4), (_i, _j) -> (_j, _i))
+Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 >>> print(lk.Layout([8, 8], lambda i, j: i * 8 + j).reshape([64]))
-Layout((64,) -> (64,), (_i,) -> (_i,))
+Layout((64,) -> (64,), transform: (_i,) -> (_i,))
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,9 +30,10 @@ from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofB
 from .attained import attained_ranges
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .budget import check_budget, run_with_budget
+from .compat import TileLangAccessors, check_not_shape_stride
 from .evaluate import compile_numpy, evaluate_columns, grid
 from .nodes import Expr, Var, as_expr, free_vars
-from .printing import text_prefix
+from .printing import text_prefix, tuple_text
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method
 from .shapes import (
     TABLE_LIMIT,
@@ -72,11 +73,14 @@ __all__ = [  # the helpers moved to .shapes stay importable from here
 ]
 
 
-class Layout:
+class Layout(TileLangAccessors):
     """Logical coordinate -> physical coordinate, as TileLang's ``T.Layout``.
 
     ``forward_fn`` is a function of one placeholder variable per input dim returning an expression
-    or a tuple of expressions, or directly a sequence of expressions over the placeholders.
+    or a tuple of expressions, or directly a sequence of expressions over the placeholders.  TileLang's
+    accessors (``get_input_shape()``, ``get_output_shape()``, ``get_forward_index()``, ...) are there
+    too (:mod:`layoutkit.algebra.compat`).  pycute's ``Layout(shape, stride)`` raises
+    :class:`~layoutkit.errors.ShapeStrideError` pointing to :func:`layoutkit.tla.make_layout`.
     """
 
     __slots__ = ("_input_shape", "_forward", "_vars", "_cache", "_tag")
@@ -89,6 +93,7 @@ class Layout:
     def __init__(
         self, input_shape: Sequence[int] | int, forward_fn: Callable[..., object] | Sequence[object] | None = None
     ) -> None:
+        check_not_shape_stride(input_shape, forward_fn)  # before the shape check: pycute shapes nest
         shape = check_shape(input_shape)
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         if forward_fn is None:
@@ -360,7 +365,7 @@ class Layout:
 
         >>> import layoutkit as lk
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).repeat(1, 3))
-        Layout((4, 12) -> (3, 4, 4), (_i, _j) -> (_j // 4, _j % 4, _i))
+        Layout((4, 12) -> (3, 4, 4), transform: (_i, _j) -> (_j // 4, _j % 4, _i))
         """
         from . import transforms
 
@@ -371,7 +376,7 @@ class Layout:
 
         >>> import layoutkit as lk
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).expand([2]))
-        Layout((2, 4, 4) -> (2, 4, 4), (_i, _j, _k) -> (_i, _k, _j))
+        Layout((2, 4, 4) -> (2, 4, 4), transform: (_i, _j, _k) -> (_i, _k, _j))
         """
         from . import transforms
 
@@ -394,7 +399,7 @@ class Layout:
         >>> import layoutkit as lk
         >>> T = lk.Layout([4, 4], lambda i, j: (j, i))
         >>> print(T.compose(T))
-        Layout((4, 4) -> (4, 4), (_i, _j) -> (_i, _j))
+        Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_i, _j))
         """
         from . import transforms
 
@@ -575,7 +580,8 @@ class Layout:
         except LayoutError:
             out_shape = "(?)"
         ins = _tuple_text(v.name for v in self._vars)
-        return f"Layout({_tuple_text(self._input_shape)} -> {out_shape}, {ins} -> {_tuple_text(self._forward)})"
+        outs = _tuple_text(self._forward)
+        return f"Layout({_tuple_text(self._input_shape)} -> {out_shape}, transform: {ins} -> {outs})"
 
     __repr__ = __str__
 
@@ -585,9 +591,6 @@ def tagged_layout(input_shape: Sequence[int], exprs: Sequence[Expr], tag: Hashab
     return Layout.from_exprs(input_shape, exprs).with_tag(tag)
 
 
-def _tuple_text(items: Iterable[object]) -> str:
-    """Python tuple syntax: ``(a, b)``, ``(a,)``."""
-    parts = [str(x) for x in items]
-    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+_tuple_text = tuple_text
 
 

@@ -81,7 +81,30 @@ def _build(node: ast.AST, variables: Mapping[str, Expr], text: str, depth: int =
         right = _build(node.right, variables, text, depth + 1)
         out: Expr = _BINOPS[type(node.op)](left, right)
         return out
-    raise ExprError(f"unsupported syntax {ast.dump(node)[:60]} in index expression {text!r}")
+    raise ExprError(f"unsupported syntax {_describe_node(node)} in index expression {_excerpt(text)}; "
+                    f"expected integers, the lambda's variables and + - * // % ^ & | << >>")
+
+
+def _describe_node(node: ast.AST) -> str:
+    """What the user wrote, as they wrote it (a function call, a float, ``/``), short and on one line.
+
+    >>> _describe_node(ast.parse("foo(i)", mode="eval").body), _describe_node(ast.parse("i / 2", mode="eval").body)
+    ("'foo(i)' (a function call)", "'i / 2' (operator /)")
+    """
+    kinds = {ast.Call: "a function call", ast.Attribute: "an attribute", ast.Subscript: "an index",
+             ast.Compare: "a comparison", ast.IfExp: "a conditional", ast.Constant: "a non-integer constant",
+             ast.BoolOp: "a boolean operator", ast.Lambda: "a nested lambda"}
+    if isinstance(node, ast.BinOp):
+        symbols = {ast.Div: "/", ast.Pow: "**", ast.MatMult: "@"}
+        kind = f"operator {symbols.get(type(node.op), type(node.op).__name__)}"
+    else:
+        kind = kinds.get(type(node), type(node).__name__)
+    try:
+        source = " ".join(ast.unparse(node).split())
+    except (ValueError, RecursionError):  # pragma: no cover - unparse of a tree ast.parse built
+        source = type(node).__name__
+    source = source if len(source) <= 40 else source[:37] + "..."
+    return f"{source!r} ({kind})"
 
 
 def parse_index_fn(text: str) -> Callable[..., Expr | tuple[Expr, ...]]:

@@ -14,6 +14,7 @@ The output is valid Python and reads back to the same expression through
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import cast
 
 from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, int_text
@@ -181,3 +182,13 @@ def _compare(a: Expr, b: Expr) -> tuple[int, bool]:
         if ha != hb:
             return (-1 if ha < hb else 1), True
         ta, tb = ta[m:], tb[m:]
+
+
+def tuple_text(items: Iterable[object]) -> str:
+    """Python tuple syntax, as TileLang prints shapes and index tuples: ``(a, b)``, ``(a,)``.
+
+    >>> tuple_text([16, 16]), tuple_text([8]), tuple_text([])
+    ('(16, 16)', '(8,)', '()')
+    """
+    parts = [str(x) for x in items]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"

@@ -5,7 +5,7 @@ methods keep the documentation and examples).
 
 >>> from layoutkit.algebra.layout import Layout
 >>> print(repeat(Layout([4], lambda i: i), 0, 2))
-Layout((8,) -> (2, 4), (_i,) -> (_i // 4, _i % 4))
+Layout((8,) -> (2, 4), transform: (_i,) -> (_i // 4, _i % 4))
 """
 
 from __future__ import annotations

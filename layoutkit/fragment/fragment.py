@@ -7,7 +7,7 @@ plus a *thread map* that may use the replication variable ``_rep`` in ``[0, repl
 >>> import layoutkit as lk
 >>> F = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
 >>> print(F)
-Fragment([8, 8] -> [2], replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, forward_index: [_j % 2])
+Fragment((8, 8) -> (2,), replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, forward_index: (_j % 2,))
 >>> F.map_forward_thread([3, 5]), F.map_forward_index([3, 5])
 (14, (1,))
 
@@ -40,6 +40,7 @@ from ..algebra.layout import (
 )
 from ..algebra.linear import F2Linear
 from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
+from ..algebra.printing import tuple_text
 from ..algebra.proof import Proof
 from ..algebra.simplify import add, scale, substitute
 from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
@@ -177,6 +178,28 @@ class Fragment(Layout):
             hit = int(t.max()) + 1
             self._cache["thread_extent"] = hit
         return hit
+
+    def get_thread_size(self) -> int:
+        """``thread_extent`` (TileLang's ``Fragment.get_thread_size``: replicas over threads included).
+
+        >>> F = Fragment([16, 16], forward_thread_fn=lambda i, j, r: r * 32 + i * 2 + j // 8,
+        ...              forward_index_fn=lambda i, j: j % 8, replicate=2)
+        >>> print(F)
+        Fragment((16, 16) -> (8,), replicate: 2, thread: 64, forward_thread: _rep * 32 + _i * 2 + _j // 8, \
+forward_index: (_j % 8,))
+        >>> F.get_thread_size(), str(F.get_forward_thread()), F.thread == F.forward_thread, F.get_output_shape()
+        (64, '_rep * 32 + _i * 2 + _j // 8', True, (8,))
+        """
+        return self.thread_extent
+
+    def get_forward_thread(self) -> Expr:
+        """``forward_thread``: the thread expression over the placeholders and ``_rep``."""
+        return self._thread
+
+    @property
+    def thread(self) -> Expr:
+        """``forward_thread`` under TileLang's field name."""
+        return self._thread
 
     @property
     def local_size(self) -> int:
@@ -417,8 +440,8 @@ class Fragment(Layout):
             out, threads = list(self.output_shape), self.thread_extent
         except LayoutError:
             return self.describe()
-        text = (f"Fragment({list(self.input_shape)} -> {out}, replicate: {self._replicate}, thread: {threads}, "
-                f"forward_thread: {self._thread}, forward_index: [{', '.join(str(e) for e in self.forward_index)}]")
+        text = (f"Fragment({tuple_text(self.input_shape)} -> {tuple_text(out)}, replicate: {self._replicate}, "
+                f"thread: {threads}, forward_thread: {self._thread}, forward_index: {tuple_text(self.forward_index)}")
         if self._thread_range is not None:
             start, extent = self._thread_range
             text += f", thread_range: [{start}, {start + extent})"
@@ -442,7 +465,8 @@ def make_fully_replicated_fragment(shape: Sequence[int], threads: int) -> Fragme
     row-major), bound to threads ``[0, threads)``.
 
     >>> print(make_fully_replicated_fragment([4], 128))
-    Fragment([4] -> [4], replicate: 128, thread: 128, forward_thread: _rep, forward_index: [_i], thread_range: [0, 128))
+    Fragment((4,) -> (4,), replicate: 128, thread: 128, forward_thread: _rep, forward_index: (_i,), \
+thread_range: [0, 128))
     """
     shape = check_shape(shape, "fully replicated fragment shape")
     threads = positive_int(threads, "threads")

@@ -36,17 +36,20 @@ def pyplot() -> Any:
 
 
 def check_formats(formats: str | Sequence[str]) -> tuple[str, ...]:
-    """Normalise ``"png" | "svg" | "pdf" | "all"`` (or a list of them).
+    """Normalise ``"png" | "svg" | "pdf" | "all"``, a comma-separated string of them (as TileLang
+    accepts) or a list.
 
     >>> check_formats("all")
     ('png', 'svg', 'pdf')
+    >>> check_formats("svg, png")
+    ('svg', 'png')
     >>> check_formats(["svg", "png"])
     ('svg', 'png')
     """
-    items = [formats] if isinstance(formats, str) else list(formats)
+    items = formats.split(",") if isinstance(formats, str) else list(formats)
     out: list[str] = []
     for f in items:
-        f = str(f).lower().lstrip(".")
+        f = str(f).strip().lower().lstrip(".")
         if f == "all":
             out.extend(x for x in FORMATS if x not in out)
         elif f in FORMATS:

@@ -16,7 +16,7 @@ from ..algebra.layout import Layout
 from ..errors import LayoutError
 from ..targets.nv import banks as nvb
 from ._mpl import RC, pyplot, save
-from .draw import LABEL_CELLS, draw_cells, figure, rgba_grid
+from .draw import LABEL_CELLS, colorbar_for_values, draw_cells, figure, rgba_grid, tick_step
 from .grids import Panel
 
 
@@ -68,15 +68,18 @@ def plot_banks(
         shown = hits[:max_phases]
         labels = np.where(shown > 0, shown.astype(str), "")
         more = "" if len(names) <= max_phases else f" (first {max_phases} of {len(names)} phases)"
-        panel = Panel(shown.astype(float), labels, f"bank hits per phase: {report}{more}")
+        panel = Panel(shown.astype(float), labels, f"bank hits per phase{more}", xlabel="bank",
+                      ylabel="phase (warp, instruction, phase)")
         rows = shown.shape[0]
         labelled = rows * nvb.NUM_BANKS <= LABEL_CELLS
-        fig, (ax,) = figure(1, rows, nvb.NUM_BANKS, labelled, 2)
-        rgba = rgba_grid(panel, None, colormap or "Reds", vmin=0.0, vmax=float(max(1, hits.max())))
+        fig, (ax,), cax = figure(1, rows, nvb.NUM_BANKS, labelled, 2, str(report), colorbar=True, left=1.2)
+        top = float(max(8, hits.max()))  # a fixed scale up to 8-way, so conflict-free rows read light
+        rgba = rgba_grid(panel, None, colormap or "Reds", vmin=0.0, vmax=top)
         draw_cells(fig, ax, panel, rgba, gid="bank-hits", labelled=labelled)
-        ax.set_xlabel("bank")
-        ax.set_ylabel("phase (warp, instruction, phase)")
-        step = 1 if rows <= 32 else max(1, rows // 16)
+        step = tick_step(rows, ax.get_position().height * fig.get_size_inches()[1] / max(1, rows))
         ax.set_yticks([r + 0.5 for r in range(0, rows, step)])
         ax.set_yticklabels([names[r] for r in range(0, rows, step)])
+        colorbar_for_values(fig, cax, 0.0, top, colormap or "Reds",
+                            "distinct words in the bank\n(1: conflict-free; a row's max = its wavefronts)",
+                            integer=True)
         return save(fig, save_directory, name, formats)

@@ -73,7 +73,7 @@ def plot_diff(
         rgba = np.where(mask.reshape(rows, cols, 1), np.array(DIFFERENT), np.array(SAME))
         labelled = rows * cols <= LABEL_CELLS
         length = max((len(s) for s in labels.ravel()), default=1) if labelled else 1
-        fig, (ax,) = figure(1, rows, cols, labelled, length, f"a: {describe(a)}\nb: {describe(b)}")
+        fig, (ax,), _ = figure(1, rows, cols, labelled, length, f"a: {describe(a)}\nb: {describe(b)}")
         draw_cells(fig, ax, panel, rgba, gid="diff-cells")
         return save(fig, save_directory, name, formats)
 

@@ -4,6 +4,9 @@ Grids up to :data:`VECTOR_CELLS` cells are drawn with ``pcolormesh`` (one SVG pa
 group whose id is the panel's ``gid``), and up to :data:`LABEL_CELLS` cells also get one text label
 per cell (matplotlib spends about a millisecond per text, so labels stop at 32x32); larger grids are
 one ``imshow`` raster image with tick labels only, so a 128x128 layout renders well under a second.
+
+Every figure says what its colours mean: a colour bar (offsets, bank hits) or a thread-id colour bar
+(fragments), ticks spaced so that their numbers never run together, tiles (Ascend fractals) outlined.
 """
 
 from __future__ import annotations
@@ -25,36 +28,62 @@ LABEL_CELLS = 32 * 32
 
 EMPTY = (0.92, 0.92, 0.92, 1.0)
 
+MARGINS = (0.85, 0.3, 0.75, 0.55)
+"""Inches around each panel: left (row ticks and label), right, top (title, column ticks), bottom (x label)."""
+COLORBAR = 1.15
+"""Inches on the right of the figure for the colour bar and its label."""
+GRID_INCHES = 7.0
+"""Unlabelled grids are scaled so that their longer side is about this long (cells 0.04 .. 0.3 inch)."""
+TICK_INCHES = 0.28
+"""Closest spacing of two tick labels."""
 
-MARGINS = (1.1, 0.3, 0.75, 0.55)
-"""Inches around each panel: left (row labels), right, top (title, column ticks), bottom (x label)."""
+
+def cell_inches(rows: int, cols: int, labelled: bool, label_len: int) -> float:
+    """Side of one cell: wide enough for its label, else the grid scaled to :data:`GRID_INCHES`.
+
+    >>> cell_inches(128, 128, False, 1), cell_inches(8, 8, False, 1), round(cell_inches(4, 4, True, 5), 2)
+    (0.0546875, 0.3, 0.55)
+    """
+    if labelled:
+        return max(0.3, min(1.2, 0.09 * label_len + 0.1))
+    return max(0.04, min(0.3, GRID_INCHES / max(rows, cols)))
 
 
-def figure(panels: int, rows: int, cols: int, labelled: bool, label_len: int, title: str = "") -> tuple[Any, list]:
+def figure(panels: int, rows: int, cols: int, labelled: bool, label_len: int, title: str = "",
+           colorbar: bool = False, left: float | None = None) -> tuple[Any, list, Any]:
     """A figure with ``panels`` axes (up to 4 per row), cells sized for their labels, laid out in
-    inches (no tight bbox pass, which would draw the figure twice), and ``title`` wrapped on top."""
+    inches (no tight bbox pass, which would draw the figure twice), ``title`` wrapped on top, and a
+    colour-bar axes on the right when ``colorbar`` (else None)."""
     plt = pyplot()
-    cell = max(0.3, min(1.2, 0.09 * label_len + 0.1)) if labelled else 0.08
-    w = min(20.0, max(2.0, cols * cell))
+    cell = cell_inches(rows, cols, labelled, label_len)
+    w = min(20.0, max(1.2, cols * cell))
     h = min(20.0, max(0.4, rows * cell))
-    left, right, top, bottom = MARGINS
+    m_left, right, top, bottom = MARGINS
+    left = m_left if left is None else left
     ncols = min(panels, 4)
     nrows = -(-panels // ncols)
-    width = ncols * (left + w + right)
+    bar = COLORBAR if colorbar else 0.0
+    width = max(4.0, ncols * (left + w + right) + bar)
     chars = max(40, int(width * 72 / 6.5))
     lines = [line for para in title.splitlines() for line in textwrap.wrap(para, width=chars)]
-    head = 0.2 * len(lines) + (0.15 if lines else 0.0)
+    head = 0.2 * len(lines) + (0.2 if lines else 0.0)
     height = head + nrows * (top + h + bottom)
     fig = plt.figure(figsize=(width, height))
     if lines:
-        fig.text(0.5, 1 - 0.08 / height, "\n".join(lines), ha="center", va="top", fontsize=10)
+        fig.text(0.5, 1 - 0.1 / height, "\n".join(lines), ha="center", va="top", fontsize=10)
     axes = []
     for k in range(panels):
         r, c = divmod(k, ncols)
         x0 = c * (left + w + right) + left
         y0 = height - head - r * (top + h + bottom) - top - h
         axes.append(fig.add_axes((x0 / width, y0 / height, w / width, h / height)))
-    return fig, axes
+    cax = None
+    if colorbar:
+        bar_h = min(h, max(1.5, 0.8 * h)) if nrows == 1 else (height - head) * 0.8
+        y0 = height - head - top - (h + bar_h) / 2 if nrows == 1 else (height - head - bar_h) / 2
+        x0 = ncols * (left + w + right) + 0.1
+        cax = fig.add_axes((x0 / width, y0 / height, 0.18 / width, bar_h / height))
+    return fig, axes, cax
 
 
 def fontsize(fig: Any, ax: Any, rows: int, cols: int, label_len: int) -> float:
@@ -64,6 +93,15 @@ def fontsize(fig: Any, ax: Any, rows: int, cols: int, label_len: int) -> float:
     cell_w = w * bbox.width / cols * 72
     cell_h = h * bbox.height / rows * 72
     return float(max(2.0, min(10.0, cell_w / (0.62 * max(1, label_len)), cell_h * 0.45)))
+
+
+def value_range(panels: Sequence[Panel]) -> tuple[float, float]:
+    """The common colour scale of ``panels`` (their own ``vmin``/``vmax`` first, else the data)."""
+    vals = [p.values[~np.isnan(p.values)] for p in panels]
+    vals = [v for v in vals if v.size]
+    lo = panels[0].vmin if panels[0].vmin is not None else (min(float(v.min()) for v in vals) if vals else 0.0)
+    hi = panels[0].vmax if panels[0].vmax is not None else (max(float(v.max()) for v in vals) if vals else 1.0)
+    return lo, hi
 
 
 def rgba_grid(panel: Panel, colors: dict[int, tuple] | None, colormap: str | None,
@@ -96,8 +134,8 @@ def thread_colors(panels: Sequence[Panel], colormap: str | None) -> dict[int, tu
 
 
 def draw_cells(fig: Any, ax: Any, panel: Panel, rgba: np.ndarray, gid: str, labelled: bool | None = None) -> None:
-    """Draw one panel: cells, labels (small grids, or as ``labelled`` says), ticks, title; row 0
-    at the top."""
+    """Draw one panel: cells, labels (small grids, or as ``labelled`` says), ticks, outlines, title;
+    row 0 at the top."""
     rows, cols = panel.values.shape
     labelled = rows * cols <= LABEL_CELLS if labelled is None else labelled
     if labelled or rows * cols <= VECTOR_CELLS:
@@ -112,28 +150,97 @@ def draw_cells(fig: Any, ax: Any, panel: Panel, rgba: np.ndarray, gid: str, labe
         image = ax.imshow(rgba, interpolation="nearest", aspect="auto", extent=(0, cols, rows, 0))
         image.set_gid(gid)
     if labelled:
-        length = max((len(s) for s in panel.labels.ravel()), default=1)
-        size = fontsize(fig, ax, rows, cols, length)
-        light = rgba[..., :3] @ np.array([0.299, 0.587, 0.114]) < 0.5
-        for r in range(rows):
-            for c in range(cols):
-                text = panel.labels[r, c]
-                if text:
-                    ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=size, parse_math=False,
-                            color="white" if light[r, c] else "black")
-    for axis, n in ((ax.xaxis, cols), (ax.yaxis, rows)):
-        ticks = range(0, n, _tick_step(n))
+        _labels(fig, ax, panel, rgba)
+    if panel.outline is not None:
+        _outline(ax, rows, cols, panel.outline, panel.tile_labels)
+    w, h = fig.get_size_inches()
+    box = ax.get_position()
+    for axis, n, inches in ((ax.xaxis, cols, w * box.width), (ax.yaxis, rows, h * box.height)):
+        ticks = range(0, n, tick_step(n, inches / max(1, n)))
         axis.set_ticks([t + 0.5 for t in ticks])
         axis.set_ticklabels([str(t) for t in ticks])
     ax.xaxis.tick_top()
     ax.tick_params(labelsize=7, length=0)
-    ax.set_title(panel.title, fontsize=9, pad=14)
+    chars = max(20, int(w * box.width * 72 / 5.5))
+    ax.set_title("\n".join(textwrap.wrap(panel.title, width=chars)), fontsize=9, pad=14)
     if panel.xlabel:
         ax.set_xlabel(panel.xlabel, fontsize=8)
     if panel.ylabel:
         ax.set_ylabel(panel.ylabel, fontsize=8)
 
 
-def _tick_step(n: int) -> int:
-    """Every index up to 32, then about 16 ticks."""
-    return 1 if n <= 32 else max(1, n // 16)
+def _labels(fig: Any, ax: Any, panel: Panel, rgba: np.ndarray) -> None:
+    rows, cols = panel.values.shape
+    length = max((len(s) for s in panel.labels.ravel()), default=1)
+    size = fontsize(fig, ax, rows, cols, length)
+    light = rgba[..., :3] @ np.array([0.299, 0.587, 0.114]) < 0.5
+    for r in range(rows):
+        for c in range(cols):
+            text = panel.labels[r, c]
+            if text:
+                ax.text(c + 0.5, r + 0.5, text, ha="center", va="center", fontsize=size, parse_math=False,
+                        color="white" if light[r, c] else "black")
+
+
+def _outline(ax: Any, rows: int, cols: int, tile: tuple[int, int], names: np.ndarray | None) -> None:
+    """Black lines around every ``tile[0] x tile[1]`` block (an Ascend fractal), and each block's name
+    (its place in memory) in a white box at its centre when there are few enough blocks to read."""
+    th, tw = tile
+    ax.hlines(np.arange(0, rows + 1, th), 0, cols, colors="black", linewidth=1.2, gid="outline-rows")
+    ax.vlines(np.arange(0, cols + 1, tw), 0, rows, colors="black", linewidth=1.2, gid="outline-cols")
+    if names is None or names.size > 256:
+        return
+    for (r, c), text in np.ndenumerate(names):
+        ax.text((c + 0.5) * tw, (r + 0.5) * th, text, ha="center", va="center", fontsize=8, parse_math=False,
+                bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "linewidth": 0})
+
+
+def tick_step(n: int, cell_inches: float) -> int:
+    """Every index when the labels fit, else the smallest power of two (or 10, 20, 50 ... beyond 64)
+    whose spacing is at least :data:`TICK_INCHES`, so that numbers never run together.
+
+    >>> tick_step(16, 0.5), tick_step(32, 0.1), tick_step(128, 0.055), tick_step(1000, 0.007)
+    (1, 4, 8, 64)
+    """
+    digits = len(str(max(0, n - 1)))
+    need = max(TICK_INCHES, 0.09 * digits + 0.08)
+    step = 1
+    while step * cell_inches < need and step < n:
+        step *= 2
+    return step
+
+
+def colorbar_for_values(fig: Any, cax: Any, lo: float, hi: float, colormap: str | None, label: str,
+                        integer: bool = True) -> None:
+    """A continuous colour bar from ``lo`` to ``hi`` on ``cax`` (integer ticks: offsets and counts)."""
+    import matplotlib as mpl
+
+    plt = pyplot()
+    norm = mpl.colors.Normalize(vmin=lo, vmax=hi if hi > lo else lo + 1)
+    bar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=plt.get_cmap(colormap or "viridis")), cax=cax)
+    if integer:
+        bar.ax.yaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
+    bar.set_label(label, fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    cax.set_gid("colorbar")
+
+
+def colorbar_for_threads(fig: Any, cax: Any, colors: dict[int, tuple]) -> None:
+    """A discrete colour bar, one band per thread id, with readable tick spacing."""
+    import matplotlib as mpl
+
+    ids = sorted(colors)
+    n = len(ids)
+    cmap = mpl.colors.ListedColormap([colors[t] for t in ids])
+    norm = mpl.colors.BoundaryNorm(np.arange(n + 1) - 0.5, n)
+    bar = fig.colorbar(mpl.cm.ScalarMappable(norm=norm, cmap=cmap), cax=cax)
+    inches = cax.get_position().height * fig.get_size_inches()[1]
+    step = tick_step(n, inches / max(1, n))
+    ticks = list(range(0, n, step))
+    if ticks[-1] != n - 1 and (n - 1 - ticks[-1]) * inches / n >= TICK_INCHES:
+        ticks.append(n - 1)
+    bar.set_ticks(ticks)
+    bar.set_ticklabels([str(ids[k]) for k in ticks])
+    bar.set_label("thread id", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    cax.set_gid("thread-colorbar")

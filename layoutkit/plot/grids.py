@@ -27,6 +27,11 @@ from ..fragment.fragment import Fragment
 
 MAX_REPLICA_PANELS = 8
 """Fragments with more replicas show this many panels (replica 0, 1, ...)."""
+LABEL_GRID = 32 * 32
+"""Grids up to this many cells carry per-cell labels (``draw.LABEL_CELLS``)."""
+MAX_STAGE_PANELS = 8
+"""Layouts of rank 3 or more with at most this many leading positions (pipeline stages) show one panel
+per position; more are folded into rows."""
 
 
 @dataclass
@@ -40,6 +45,14 @@ class Panel:
     threads: np.ndarray | None = None
     xlabel: str = ""
     ylabel: str = ""
+    colorbar: str = ""
+    """What the colours mean (the colour bar's label); empty: no colour bar."""
+    outline: tuple[int, int] | None = None
+    """``(rows, cols)`` of the tiles to outline (an Ascend fractal), or None."""
+    vmin: float | None = None
+    vmax: float | None = None
+    tile_labels: np.ndarray | None = None
+    """Text at the centre of each outlined tile (``F<k>``: the k-th fractal in memory)."""
 
 
 def as_layout(obj: object) -> Layout:
@@ -112,15 +125,66 @@ def layout_panels(obj: object, view: str = "input", grid_shape: Sequence[int] | 
     layout = as_layout(obj)
     if isinstance(layout, Fragment):
         return _fragment_panels(layout, view, grid_shape)
-    if view == "input":
-        rows, cols = grid2d(layout.input_shape, grid_shape)
-        offsets = np.asarray(layout.linear_table()).reshape(rows, cols)
-        labels = _coord_text(np.asarray(layout.table())).reshape(rows, cols)
-        if rows == 1:
-            return [Panel(offsets.astype(float), labels, "input view: the output of each logical coordinate")]
-        title = f"input view: the output of each logical coordinate (colour: offset mod {cols})"
-        return [Panel((offsets % cols).astype(float), labels, title)]
-    return [_output_panel(layout, grid_shape)]
+    if view == "output":
+        return [_output_panel(layout, grid_shape)]
+    shape = layout.input_shape
+    offsets = np.asarray(layout.linear_table())
+    labels = _coord_text(np.asarray(layout.table()))
+    stages = math.prod(shape[:-2]) if len(shape) >= 3 else 1
+    if grid_shape is None and 1 < stages <= MAX_STAGE_PANELS:  # one panel per stage (leading index)
+        rows, cols = shape[-2], shape[-1]
+        offsets, labels = offsets.reshape(stages, rows, cols), labels.reshape(stages, rows, cols)
+        lead = list(np.ndindex(*shape[:-2]))
+        names = [v.name for v in layout.forward_vars]
+        panels = []
+        for k, idx in enumerate(lead):
+            where = ", ".join(map(str, idx))
+            title = f"stage {where}: [{where}, :, :]" if len(idx) == 1 else f"[{where}, :, :]"
+            panel = _input_panel(layout, offsets[k], labels[k], title)
+            panel.ylabel, panel.xlabel = f"{names[-2]} (dim {len(shape) - 2})", f"{names[-1]} (dim {len(shape) - 1})"
+            panels.append(panel)
+        return panels
+    rows, cols = grid2d(shape, grid_shape)
+    title = "input view" if stages == 1 or grid_shape is not None else (
+        f"input view ({stages} leading positions folded into rows)")
+    return [_input_panel(layout, offsets.reshape(rows, cols), labels.reshape(rows, cols), title)]
+
+
+def _input_panel(layout: Layout, offsets: np.ndarray, labels: np.ndarray, title: str) -> Panel:
+    """Cells coloured by the offset, modulo what shows the structure: the fractal size of an Ascend
+    layout (with the fractals outlined), the row width of a 2-D grid (the permutation in each row)."""
+    rows, cols = offsets.shape
+    tile = fractal_tile(layout) if layout.fractal is not None else None
+    if tile is not None and rows % tile[0] == 0 and cols % tile[1] == 0:
+        size = tile[0] * tile[1]
+        order = np.char.add("F", (offsets[:: tile[0], :: tile[1]] // size).astype(str))
+        return Panel((offsets % size).astype(float), labels, title, colorbar=(
+            f"offset within its {tile[0]} x {tile[1]} fractal (outlined; F<k>: k-th fractal in memory)"),
+            outline=tile, vmin=0, vmax=size - 1, tile_labels=order)
+    if rows == 1:
+        return Panel(offsets.astype(float), labels, title, colorbar="offset")
+    return Panel((offsets % cols).astype(float), labels, title, colorbar=f"offset mod {cols} (place in its row)",
+                 vmin=0, vmax=cols - 1)
+
+
+def fractal_tile(layout: Layout) -> tuple[int, int] | None:
+    """``(rows, cols)`` of one fractal on the logical grid of an Ascend fractal layout, else None.
+
+    >>> from layoutkit.targets import ascend
+    >>> fractal_tile(ascend.make_ascend_nz_layout((32, 64), "float16"))
+    (16, 16)
+    >>> fractal_tile(ascend.make_ascend_nz_layout((32, 64), "int8"))
+    (16, 32)
+    """
+    from ..targets.ascend import fractal_info
+
+    try:
+        info = fractal_info(layout)
+    except LayoutError:
+        return None
+    along = {info.c0_axis: info.c0, info.row16_axis: info.row_frac}
+    tile = (along.get(0, 1), along.get(1, 1))
+    return tile if tile[0] > 1 and tile[1] > 1 else None
 
 
 def _output_panel(layout: Layout, grid_shape: Sequence[int] | None) -> Panel:
@@ -136,8 +200,9 @@ def _output_panel(layout: Layout, grid_shape: Sequence[int] | None) -> Panel:
     labels = np.full(n, "", dtype=text.dtype if text.size else "<U1")
     labels[flat_out[::-1]] = text[::-1]
     labels = np.where(counts > 1, np.char.add(labels, "+"), labels)
-    title = "output view: the logical coordinate at each physical position (colour: its last index)"
-    return Panel(values.reshape(rows, cols), labels.reshape(rows, cols), title)
+    title = "output view: the logical coordinate at each physical position"
+    return Panel(values.reshape(rows, cols), labels.reshape(rows, cols), title,
+                 colorbar="last index of the logical coordinate (grey: unused)")
 
 
 def _fragment_panels(frag: Fragment, view: str, grid_shape: Sequence[int] | None) -> list[Panel]:
@@ -153,8 +218,10 @@ def _fragment_panels(frag: Fragment, view: str, grid_shape: Sequence[int] | None
     for r in range(shown):
         t = threads[r].reshape(rows, cols)
         labels = np.char.add(np.char.add(np.char.add("T", t.astype(str)), " L"), slots)
-        title = f"replica {r}{suffix}: thread and register" if frag.replicate_size > 1 else "thread and register"
-        panels.append(Panel(t.astype(float), labels, title, t.astype(np.int64)))
+        what = "T<thread> L<register> of each element" if rows * cols <= LABEL_GRID else (
+            "thread of each element (colour; too many cells for T<thread> L<register> labels)")
+        title = f"replica {r}{suffix}: {what}" if frag.replicate_size > 1 else what
+        panels.append(Panel(t.astype(float), labels, title, t.astype(np.int64), colorbar="thread id"))
     return panels
 
 
@@ -176,7 +243,7 @@ def _register_panel(frag: Fragment, threads: np.ndarray, index: np.ndarray) -> P
     cell_threads = np.full(n, -1, dtype=np.int64)
     cell_threads[flat] = threads.reshape(-1)
     return Panel(values.reshape(rows, cols), labels.reshape(rows, cols), "output view: the element in each register",
-                 cell_threads.reshape(rows, cols), xlabel="register", ylabel="thread")
+                 cell_threads.reshape(rows, cols), xlabel="register", ylabel="thread", colorbar="thread id")
 
 
 def describe(obj: object) -> str:

@@ -83,8 +83,8 @@ def assert_layouts_equal(a: Layout, b: Layout) -> None:
     Traceback (most recent call last):
         ...
     AssertionError: layouts differ at 1 of 8 coordinates; first at (7,): a maps it to (7,), b maps it to (0,)
-    a = Layout((8,) -> (8,), (_i,) -> (_i % 4 * 2 + _i // 4,))
-    b = Layout((8,) -> (7,), (_i,) -> (_i * 2 % 7,))
+    a = Layout((8,) -> (8,), transform: (_i,) -> (_i % 4 * 2 + _i // 4,))
+    b = Layout((8,) -> (7,), transform: (_i,) -> (_i * 2 % 7,))
     """
     a = _check_layout(a, "assert_layouts_equal: a")
     b = _check_layout(b, "assert_layouts_equal: b")

@@ -16,7 +16,7 @@ coordinates (one per top-level mode) instead.
 >>> print(tla.get_tile_layout(a, (4, 4), (6, 10)).origin_shape)
 (2, 2)
 >>> print(a.to_layout())
-Layout((8, 12) -> (96,), (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
+Layout((8, 12) -> (96,), transform: (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
 """
 
 from __future__ import annotations
@@ -268,7 +268,7 @@ class Layout:
 
         >>> from layoutkit import tla
         >>> print(tla.make_layout_from_tag("zN", "float16", 32, 32).to_layout())
-        Layout((32, 32) -> (1024,), (_i, _j) -> (_j // 16 * 512 + _i * 16 + _j % 16,))
+        Layout((32, 32) -> (1024,), transform: (_i, _j) -> (_j // 16 * 512 + _i * 16 + _j % 16,))
         """
         from ..algebra.layout import Layout as LkLayout
         from ..algebra.layout import placeholder

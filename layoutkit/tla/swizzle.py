@@ -13,7 +13,7 @@ inverse.
 >>> str(S), S(3, 9)
 ('Sw<3,3,3> o _0 o (_8,_64):(_64,_1)', 209)
 >>> print(S.to_layout())
-Layout((8, 64) -> (512,), (_i, _j) -> (_i * 64 + _j ^ (_i * 64 + _j & 448) // 8,))
+Layout((8, 64) -> (512,), transform: (_i, _j) -> (_i * 64 + _j ^ (_i * 64 + _j & 448) // 8,))
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def staging_layout(shape: Sequence[int], dtype: str, staging: str = "row-major")
     ``padded`` layout (rank >= 2); the lowering stores and loads through the layout priced here.
 
     >>> print(staging_layout((4, 8), "float32"))
-    Layout((4, 8) -> (32,), (_i, _j) -> (_i * 8 + _j,))
+    Layout((4, 8) -> (32,), transform: (_i, _j) -> (_i * 8 + _j,))
     >>> int(staging_layout((8, 64), "float16", "padded").linear_table()[1, 0])
     72
     """

@@ -78,7 +78,7 @@ def ascend_layout_from_tag(tag: str, shape: Sequence[int], dtype: object = "floa
     ``L0C`` -> L0C).
 
     >>> print(ascend_layout_from_tag("L0C", (16, 16)))
-    Layout((16, 16) -> (1, 1, 16, 16), (_i, _j) -> (0, 0, _i, _j))
+    Layout((16, 16) -> (1, 1, 16, 16), transform: (_i, _j) -> (0, 0, _i, _j))
     >>> try:
     ...     ascend_layout_from_tag("zZ", (16, 16))
     ... except UnsupportedError as err:

@@ -23,7 +23,7 @@ and MajorMN tile differ only by which of ``_i`` / ``_j`` is last).
 >>> from layoutkit.targets import ascend
 >>> L = ascend.make_ascend_nz_layout((32, 32), "float16")
 >>> print(L)
-Layout((32, 32) -> (2, 2, 16, 16), (_i, _j) -> (_j // 16, _i // 16, _i % 16, _j % 16))
+Layout((32, 32) -> (2, 2, 16, 16), transform: (_i, _j) -> (_j // 16, _i // 16, _i % 16, _j % 16))
 >>> info = ascend.fractal_info(L)
 >>> info.kind.name, info.c0, info.outer0, info.outer1, info.c0_axis, info.row16_axis
 ('MAJOR_K', 16, 2, 2, 1, 0)
@@ -200,7 +200,7 @@ def make_ascend_major_k_layout(shape: Sequence[int], dtype: object, k_align: int
     """MajorK (== FRACTAL_NZ == CATLASS zN): ``[j // C0, i // 16, i % 16, j % C0]``; cols are K.
 
     >>> print(make_ascend_major_k_layout((16, 32), "float16", k_align=32))
-    Layout((16, 32) -> (2, 1, 16, 16), (_i, _j) -> (_j // 16, 0, _i, _j % 16))
+    Layout((16, 32) -> (2, 1, 16, 16), transform: (_i, _j) -> (_j // 16, 0, _i, _j % 16))
     """
     what = "make_ascend_major_k_layout"
     _k_align(shape, k_align, -1, what)
@@ -227,7 +227,7 @@ def make_ascend_major_mn_layout(shape: Sequence[int], dtype: object, k_align: in
     """MajorMN (== CATLASS nZ): ``[i // C0, j // 16, j % 16, i % C0]``; rows are K (grouped by C0).
 
     >>> print(make_ascend_major_mn_layout((32, 8), "uint8"))
-    Layout((32, 8) -> (1, 1, 8, 32), (_i, _j) -> (0, 0, _j, _i))
+    Layout((32, 8) -> (1, 1, 8, 32), transform: (_i, _j) -> (0, 0, _j, _i))
     """
     what = "make_ascend_major_mn_layout"
     _k_align(shape, k_align, -2, what)
@@ -245,7 +245,7 @@ def make_ascend_l0c_layout(shape: Sequence[int]) -> AscendLayout:
     """The L0C accumulator: ``[j // 16, i // 16, i % 16, j % 16]`` (16x16 fractals for any type).
 
     >>> print(make_ascend_l0c_layout((32, 16)))
-    Layout((32, 16) -> (1, 2, 16, 16), (_i, _j) -> (0, _i // 16, _i % 16, _j))
+    Layout((32, 16) -> (1, 2, 16, 16), transform: (_i, _j) -> (0, _i // 16, _i % 16, _j))
     """
     dims = _buffer(shape, "make_ascend_l0c_layout")
     f = ROW_FRACTAL
@@ -258,7 +258,7 @@ def make_ascend_sf_layout(shape: Sequence[int], dtype: object) -> AscendLayout:
     The element width must divide 16; below 16 bits K must fill whole 2-byte words (``K * b % 16 == 0``).
 
     >>> print(make_ascend_sf_layout((16, 4), "float8_e8m0fnu"))
-    Layout((16, 4) -> (1, 2, 16, 2), (_i, _j) -> (0, _j // 2, _i, _j % 2))
+    Layout((16, 4) -> (1, 2, 16, 2), transform: (_i, _j) -> (0, _j // 2, _i, _j % 2))
     """
     what = "make_ascend_sf_layout"
     dims = _buffer(shape, what)
@@ -284,7 +284,7 @@ def make_ascend_compact_nz_layout(shape: Sequence[int], dtype: object) -> Ascend
     the leading dims; no row padding.  ``C % C0 == 0`` is required.
 
     >>> print(make_ascend_compact_nz_layout((2, 4, 32), "float16"))
-    Layout((2, 4, 32) -> (4, 4, 16), (_i, _j, _k) -> (_i * 2 + _k // 16, _j, _k % 16))
+    Layout((2, 4, 32) -> (4, 4, 16), transform: (_i, _j, _k) -> (_i * 2 + _k // 16, _j, _k % 16))
     """
     what = "make_ascend_compact_nz_layout"
     dims = _buffer(shape, what)

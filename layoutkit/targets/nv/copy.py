@@ -391,7 +391,7 @@ def tma_linear_layout(shape: Sequence[int], fixed: Sequence[int] = ()) -> Layout
     inside the box.
 
     >>> print(tma_linear_layout((2, 64, 512), fixed=(0,)))
-    Layout((2, 64, 512) -> (2, 2, 64, 256), (_i, _j, _k) -> (_i, _k // 256, _j, _k % 256))
+    Layout((2, 64, 512) -> (2, 2, 64, 256), transform: (_i, _j, _k) -> (_i, _k // 256, _j, _k % 256))
     """
     from ...algebra.layout import placeholder
     from ...algebra.nodes import Const

@@ -13,8 +13,8 @@ Atoms (``mma.sync`` operand register layouts), evaluated on the in-atom coordina
 >>> from layoutkit.targets import nv
 >>> A = nv.make_mma_load_layout("A", "float16", 1, 1, 16, 16, 16)
 >>> print(A)
-Fragment([16, 16] -> [8], replicate: 1, thread: 32, forward_thread: _i % 8 * 4 + _j % 8 // 2, \
-forward_index: [_j // 8 * 4 + _i // 8 * 2 + _j % 2])
+Fragment((16, 16) -> (8,), replicate: 1, thread: 32, forward_thread: _i % 8 * 4 + _j % 8 // 2, \
+forward_index: (_j // 8 * 4 + _i // 8 * 2 + _j % 2,))
 >>> B = nv.make_mma_load_layout("B", "float16", 2, 2, 32, 32, 32)
 >>> B.input_shape, B.replicate_size, B.thread_extent
 ((32, 64), 2, 128)
@@ -392,7 +392,7 @@ def make_gemm_fragment_8x8() -> Fragment:
     """The 8x8 ldmatrix/stmatrix atom: thread ``i*4 + j//2``, index ``j%2``.
 
     >>> print(make_gemm_fragment_8x8())
-    Fragment([8, 8] -> [2], replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, forward_index: [_j % 2])
+    Fragment((8, 8) -> (2,), replicate: 1, thread: 32, forward_thread: _i * 4 + _j // 2, forward_index: (_j % 2,))
     """
     return Fragment([8, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
 

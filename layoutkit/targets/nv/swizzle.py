@@ -11,13 +11,13 @@ closed form (TileLang writes xor as ``(a + b) % 2`` and cannot invert it).
 >>> from layoutkit.targets import nv
 >>> L = nv.make_full_bank_swizzled_layout((64, 64), "float16")
 >>> print(L)
-Layout((64, 64) -> (1, 8, 512), (_i, _j) -> (0, _i // 8, _i % 8 * 64 + (_j // 8 ^ _i % 8) * 8 + _j % 8))
+Layout((64, 64) -> (1, 8, 512), transform: (_i, _j) -> (0, _i // 8, _i % 8 * 64 + (_j // 8 ^ _i % 8) * 8 + _j % 8))
 >>> L.swizzle.kind, L.swizzle.granularity
 ('full', 128)
 >>> L.inverse().map_forward_index(L.map_forward_index([9, 17]))
 (9, 17)
 >>> print(nv.make_swizzled_layout((32, 128), "int8", k_major=False))   # int8 K x N: padded
-Layout((32, 128) -> (4592,), (_i, _j) -> (_i * 144 + _j,))
+Layout((32, 128) -> (4592,), transform: (_i, _j) -> (_i * 144 + _j,))
 >>> merged = nv.merge_swizzles(L, nv.make_half_bank_swizzled_layout((64, 64), "float16"))
 >>> merged.swizzle.kind
 'half'
@@ -165,7 +165,8 @@ def make_quarter_bank_swizzled_layout(shape: Sequence[int], dtype: object) -> Sw
     """32-byte swizzle (2 chunks per swizzle row, key ``(i % 8) // 4``).
 
     >>> print(make_quarter_bank_swizzled_layout((16, 16), "float16"))
-    Layout((16, 16) -> (1, 2, 128), (_i, _j) -> (0, _i // 8, _i % 8 * 16 + (_j // 8 ^ _i % 8 // 4) * 8 + _j % 8))
+    Layout((16, 16) -> (1, 2, 128), transform: (_i, _j) -> (0, _i // 8, \
+_i % 8 * 16 + (_j // 8 ^ _i % 8 // 4) * 8 + _j % 8))
     """
     dims, name, bits = _buffer(shape, dtype, "make_quarter_bank_swizzled_layout")
     return _bank_swizzle("quarter", dims, name, bits, "make_quarter_bank_swizzled_layout")
@@ -195,7 +196,7 @@ def make_linear_layout(shape: Sequence[int], dtype: object = "float16") -> Swizz
     """One output, row-major over all dims (TileLang's ``make_linear_layout``).
 
     >>> print(make_linear_layout((2, 8, 16), "float16"))
-    Layout((2, 8, 16) -> (256,), (_i, _j, _k) -> (_i * 128 + _j * 16 + _k,))
+    Layout((2, 8, 16) -> (256,), transform: (_i, _j, _k) -> (_i * 128 + _j * 16 + _k,))
     """
     dims = check_shape(shape, "make_linear_layout shape")
     name = canonical_dtype(dtype)
@@ -211,7 +212,7 @@ def make_padded_layout(shape: Sequence[int], dtype: object) -> SwizzledLayout:
     256 bits (so consecutive rows start 16 bytes apart in the bank cycle), else ``P = C``.
 
     >>> print(make_padded_layout((8, 64), "float16"))
-    Layout((8, 64) -> (568,), (_i, _j) -> (_i * 72 + _j,))
+    Layout((8, 64) -> (568,), transform: (_i, _j) -> (_i * 72 + _j,))
     """
     dims, name, bits = _buffer(shape, dtype, "make_padded_layout")
     return _padded(dims, name, bits)
@@ -230,7 +231,7 @@ def make_swizzled_layout(
     ``not allow_pad`` (Hopper, TMA): see :func:`make_wgmma_swizzled_layout`.
 
     >>> print(make_swizzled_layout((64, 24), "float16"))   # no swizzle fits 24 columns: padded
-    Layout((64, 24) -> (1536,), (_i, _j) -> (_i * 24 + _j,))
+    Layout((64, 24) -> (1536,), transform: (_i, _j) -> (_i * 24 + _j,))
     """
     what = "make_swizzled_layout"
     dims, name, bits = _buffer(shape, dtype, what)
@@ -286,7 +287,7 @@ def make_wgmma_swizzled_layout(
     else an error.  ``continuity`` defaults to ``C``.
 
     >>> print(make_wgmma_swizzled_layout((4, 64), "float16"))
-    Layout((4, 64) -> (256,), (_i, _j) -> (_i * 64 + _j,))
+    Layout((4, 64) -> (256,), transform: (_i, _j) -> (_i * 64 + _j,))
     """
     what = "make_wgmma_swizzled_layout"
     dims, name, bits = _buffer(shape, dtype, what)
@@ -313,7 +314,8 @@ def make_volta_swizzled_layout(
     the A or B congruous layout; otherwise padded as for 16-bit elements.
 
     >>> print(make_volta_swizzled_layout((4, 64), "float16", is_a=False, k_major=False))
-    Layout((4, 64) -> (256,), (_i, _j) -> (_j % 32 // 8 * 64 + _j // 32 * 32 + (_i ^ _j % 32 // 8) * 8 + _j % 8,))
+    Layout((4, 64) -> (256,), transform: (_i, _j) -> (_j % 32 // 8 * 64 + _j // 32 * 32 + \
+(_i ^ _j % 32 // 8) * 8 + _j % 8,))
     """
     dims, name, bits = _buffer(shape, dtype, "make_volta_swizzled_layout")
     rows, cols = dims[-2], dims[-1]
