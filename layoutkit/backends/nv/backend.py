@@ -69,13 +69,20 @@ class NvBackend(Backend):
         lower.check_target(program)  # before the layouts: inference may leave some out for such a target
 
     def lower(self, program, result):
-        from . import lower
+        """The IR kernel, or for an sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`."""
+        from . import hopper, lower
 
+        if hopper.uses_hopper(program):
+            return hopper.plan(program, result)
         return lower.lower(program, result)
 
     def print_source(self, kernel) -> str:
-        from . import cuda
+        from . import cuda, hopper
 
+        if isinstance(kernel, hopper.HopperGemm):
+            from . import hopper_cuda
+
+            return hopper_cuda.print_module(kernel)
         return cuda.print_module([kernel])
 
     def storage_dtype(self, dtype: str):
@@ -84,7 +91,9 @@ class NvBackend(Backend):
         return np_dtype(dtype)
 
     def execute(self, program, result, arrays: dict) -> dict:
-        """Global tensors not given start at zero; arrays come back shaped as declared."""
+        """Global tensors not given start at zero; arrays come back shaped as declared.  An sm_90a GEMM runs
+        its IR lowering (``mma.sync`` atoms, the same products); its printed wgmma kernel runs on the CPU
+        harness of :mod:`layoutkit.testing.cuda_cpu`."""
         from . import lower
         from .execute import np_dtype, run
 

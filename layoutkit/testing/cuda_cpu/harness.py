@@ -24,6 +24,13 @@ from .translate import driver, translate
 
 HEADER = Path(__file__).with_name("lk_cuda_cpu.h")
 """The header implementing the CUDA built-ins and the PTX instructions."""
+HEADER_SM90 = Path(__file__).with_name("lk_cuda_cpu_sm90.h")
+"""Its sm_90 part (tensor maps, TMA, mbarriers, wgmma), appended to it in the header the harness builds."""
+
+
+def header_text() -> str:
+    """The harness's header: :data:`HEADER` then :data:`HEADER_SM90`."""
+    return HEADER.read_text() + "\n" + HEADER_SM90.read_text()
 
 
 class HarnessError(LayoutError, RuntimeError):
@@ -53,7 +60,7 @@ def _cache_dir() -> Path:
 def _header(cxx: str, flags: list[str]) -> Path:
     """A copy of the header in the cache with its precompiled form beside it (built once per header text and
     flags; the compiler falls back to the text when the precompiled form is missing or stale)."""
-    text = HEADER.read_text()
+    text = header_text()
     key = hashlib.sha256("\0".join([text, cxx, *flags]).encode()).hexdigest()[:24]
     h = _cache_dir() / f"lkc-{key}.h"
     gch = h.with_name(h.name + ".gch")
@@ -79,7 +86,7 @@ def build(source: str, *, sanitize: bool = False, opt: str = "-O1") -> Path:
     t = translate(source)
     flags = ["-std=c++20", opt, "-w", "-fno-strict-aliasing"] + (["-fsanitize=address", "-g"] if sanitize else [])
     text = driver(t, str(_header(cxx, flags)))
-    key = hashlib.sha256("\0".join([text, HEADER.read_text(), cxx, *flags]).encode()).hexdigest()[:24]
+    key = hashlib.sha256("\0".join([text, header_text(), cxx, *flags]).encode()).hexdigest()[:24]
     exe = _cache_dir() / f"k{key}"
     if exe.exists():
         return exe
@@ -126,14 +133,14 @@ def run_cuda(source: str, arrays: dict, kernel: str | None = None, *, sanitize: 
     k = next((k for k in t.kernels if k.name == (kernel or names[0])), None)
     if k is None:
         raise HarnessError(f"run_cuda: no kernel {kernel!r}; the source has {names}")
-    missing = [n for n, _, _ in k.params if n not in arrays]
+    missing = [n for n, _, _ in k.buffers if n not in arrays]
     if missing:
         raise HarnessError(f"run_cuda: no array for parameter(s) {missing} of {k.name}")
     exe = build(source, sanitize=sanitize)
     with tempfile.TemporaryDirectory() as d:
         fin, fout, frep = Path(d, "in"), Path(d, "out"), Path(d, "report")
         with open(fin, "wb") as f:
-            for n, _, _ in k.params:
+            for n, _, _ in k.buffers:
                 b = np.ascontiguousarray(arrays[n]).tobytes()
                 f.write(struct.pack("<Q", len(b)) + b)
         env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:detect_stack_use_after_return=0")
@@ -144,7 +151,7 @@ def run_cuda(source: str, arrays: dict, kernel: str | None = None, *, sanitize: 
                                      or f"the kernel exited with status {res.returncode}"))
         data = fout.read_bytes()
         out, pos = {}, 0
-        for n, _, _ in k.params:
+        for n, _, _ in k.buffers:
             (nb,) = struct.unpack_from("<Q", data, pos)
             a = np.asarray(arrays[n])
             out[n] = np.frombuffer(data[pos + 8:pos + 8 + nb], dtype=a.dtype).reshape(a.shape).copy()

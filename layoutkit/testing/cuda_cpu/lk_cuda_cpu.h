@@ -707,6 +707,10 @@ typename Acc<T>::V shfl_xor(unsigned mask, const Acc<T>& v, int lanemask, int li
 }
 
 // ---- launch -----------------------------------------------------------------------------------------------
+inline void sm90_block_start();       // lk_cuda_cpu_sm90.h: the block's mbarriers, TMA loads, wgmma groups
+inline void sm90_thread_exit(Thr& t);  // a thread leaves with no wgmma group in flight
+inline void sm90_block_end();         // TMA loads nobody waited for land
+
 inline void entry() {
   World& w = W();
   Thr* self = w.cur;
@@ -723,6 +727,7 @@ inline void entry() {
   cp_async_wait(0);  // copies never waited for still land (a kernel should wait for them)
   for (const Pending& p : self->open) land(*self, p);
   self->open.clear();
+  sm90_thread_exit(*self);
   self->state = DONE;
   --w.live;
   if (w.at_barrier > 0 && w.at_barrier == w.live)
@@ -754,7 +759,9 @@ inline void run_block() {
     t.ctx.uc_link = nullptr;
     makecontext(&t.ctx, entry, 0);
   }
+  sm90_block_start();
   switch_to(nullptr, &w.thr[0].ctx, &w.thr[0], false);
+  sm90_block_end();
   for (auto& groups : w.bank_groups) {
     for (auto& kv : groups) bank_flush(kv.second, (int)(kv.first >> 32));
     groups.clear();

@@ -33,7 +33,9 @@ class TranslationError(LayoutError, ValueError):
 @dataclass(frozen=True)
 class KernelInfo:
     """One ``__global__`` function: launch shape, parameters ``(name, C type, const)``, shared buffers
-    ``(name, C type, byte offset, bytes)`` and register arrays ``(name, C type, count)``."""
+    ``(name, C type, byte offset, bytes)`` and register arrays ``(name, C type, count)``; a kernel with
+    ``__grid_constant__ CUtensorMap`` parameters (type ``"CUtensorMap"``) names in ``encoder`` the parameters
+    of its host function ``<kernel>_tensor_maps`` (``(name, C type)``: the maps, then the global tensors)."""
 
     name: str
     grid: tuple[int, int]
@@ -42,6 +44,12 @@ class KernelInfo:
     params: tuple[tuple[str, str, bool], ...]
     shared: tuple[tuple[str, str, int, int], ...]
     regs: tuple[tuple[str, str, int], ...]
+    encoder: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def buffers(self) -> tuple[tuple[str, str, bool], ...]:
+        """The parameters that are global buffers (not ``CUtensorMap`` s): the arrays a run passes."""
+        return tuple(p for p in self.params if p[1] != "CUtensorMap")
 
 
 @dataclass(frozen=True)
@@ -53,11 +61,13 @@ class Translation:
 
 
 _LAUNCH = re.compile(r"// launch (\w+): grid \((\d+), (\d+)\), block (\d+), dynamic shared memory (\d+) bytes")
-_SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)\) (\w+)\((.*)\) \{\s*$')
+_SIGNATURE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)(?:, \d+)?\) (\w+)\((.*)\) \{\s*$')
+_TMAP_PARAM = re.compile(r"const __grid_constant__ CUtensorMap (\w+)$")
+_ENCODER = re.compile(r'extern "C" CUresult (\w+)_tensor_maps\((.*)\) \{\s*$')
 _PARAM = re.compile(r"(const )?([A-Za-z_][\w ]*?)\* __restrict__ (\w+)$")
 _SHARED = re.compile(r"^(\s*)([A-Za-z_][\w ]*?)\* (\w+) = reinterpret_cast<\2\*>\(lk_smem \+ (\d+)\);\s*$")
 _REG = re.compile(r"^(\s*)__align__\(16\) ([A-Za-z_][\w ]*?) (\w+)\[(\d+)\];\s*$")
-_SMEM_DECL = re.compile(r"^\s*extern __shared__ __align__\(128\) unsigned char lk_smem\[\];\s*$")
+_SMEM_DECL = re.compile(r"^\s*extern __shared__ __align__\((?:128|1024)\) unsigned char lk_smem\[\];\s*$")
 _VIEW_DECL = re.compile(r"(?:const )?[A-Za-z_][\w ]*?\* (\w+) = (lkc::view<)")
 _CAST = re.compile(r"reinterpret_cast<\s*(const\s+)?([A-Za-z_][\w ]*?)\s*\*\s*>\s*\(\s*&\s*$")
 _CVTA = re.compile(r"__cvta_generic_to_shared\s*\(\s*&\s*$")
@@ -274,6 +284,10 @@ def _instruction(ins: _Instr) -> str:
         return "lkc::cp_async_commit(); lkc::cp_async_wait(0);"
     if mn in ("bar.sync", "barrier.sync", "bar.sync.aligned", "barrier.sync.aligned") and args == ["0"]:
         return "lkc::syncthreads();"
+    from .translate_sm90 import sm90_instruction  # TMA, mbarrier, wgmma, setmaxnreg, predicates
+
+    if (out := sm90_instruction(ins)) is not None:
+        return out
     raise TranslationError(f"{ins.where}: PTX instruction {mn} {', '.join(args)} is not translated")
 
 
@@ -285,7 +299,11 @@ def _asm_statements(text: str, line_of) -> str:
         end = closing(text, m.end() - 1)
         where = f"line {line_of(m.start())}"
         asm = _parse_asm(text[m.end():end], where)
-        body = " ".join(_instruction(_Instr(asm, t, where)) for t in asm.template.split(";") if t.strip())
+        # instructions split at ';' and line ends; a scope's braces alone on a line open / close a C block
+        pieces = [x.strip() for t in asm.template.split(";") for x in t.split("\n")]
+        body = " ".join(_instruction(_Instr(asm, t, where)) for t in pieces if t and t not in ("{", "}"))
+        if any(t.startswith(".reg") for t in pieces):
+            body = "{ " + body + " }"
         stmt_end = end + 1
         if text[stmt_end:stmt_end + 1] == ";":
             stmt_end += 1
@@ -305,11 +323,15 @@ def _kernel(lines: list[str], start: int) -> tuple[KernelInfo, int]:
     name, threads = sig.group(2), int(sig.group(1))
     params = []
     for p in split_top(sig.group(3), ","):
+        if tm := _TMAP_PARAM.fullmatch(p.strip()):
+            params.append((tm.group(1), "CUtensorMap", True))
+            continue
         pm = _PARAM.fullmatch(p.strip())
         if not pm:
             raise TranslationError(f"line {start + 2}: kernel parameter {p.strip()!r} is not 'T* __restrict__ name'")
         params.append((pm.group(3), pm.group(2), bool(pm.group(1))))
-    args = ", ".join(f"lkc::Gbl<{'const ' if c else ''}{t}> {n}" for n, t, c in params)
+    args = ", ".join(f"const CUtensorMap& {n}" if t == "CUtensorMap" else f"lkc::Gbl<{'const ' if c else ''}{t}> {n}"
+                     for n, t, c in params)
     lines[start + 1] = f"static void {name}({args}) {{"
     end = start + 2
     while not lines[end].startswith("}"):
@@ -341,8 +363,25 @@ def _kernel(lines: list[str], start: int) -> tuple[KernelInfo, int]:
     assert len(new) == end - start - 2, body_start
     lines[start + 2:end] = new
     info = KernelInfo(name, (int(launch.group(2)), int(launch.group(3))), threads, smem, tuple(params), sized,
-                      tuple(regs))
+                      tuple(regs), _encoder(lines, end + 1, name) if any(t == "CUtensorMap" for _, t, _ in params)
+                      else ())
     return info, end + 1
+
+
+def _encoder(lines: list[str], start: int, name: str) -> tuple[tuple[str, str], ...]:
+    """The parameters of ``<name>_tensor_maps`` (host code after the kernel): ``CUtensorMap* m`` then
+    ``const T* buffer``."""
+    for line in lines[start:]:
+        m = _ENCODER.match(line)
+        if m and m.group(1) == name:
+            out = []
+            for p in split_top(m.group(2), ","):
+                pm = re.fullmatch(r"(?:const )?([A-Za-z_][\w ]*?)\* (\w+)", p.strip())
+                if not pm:
+                    raise TranslationError(f"{name}_tensor_maps: parameter {p.strip()!r} is not 'T* name'")
+                out.append((pm.group(2), pm.group(1)))
+            return tuple(out)
+    raise TranslationError(f"kernel {name} takes tensor maps but the source has no {name}_tensor_maps encoder")
 
 
 def translate(source: str) -> Translation:
@@ -365,23 +404,45 @@ def translate(source: str) -> Translation:
     return Translation("\n".join(lines), tuple(kernels))
 
 
+def _call(k: KernelInfo) -> str:
+    """``lkc_call_<kernel>``: the kernel called on the argument buffers; tensor maps are encoded first by the
+    source's own ``<kernel>_tensor_maps`` (from the buffers' addresses), their errors reported."""
+    index = {n: i for i, (n, *_) in enumerate(k.buffers)}
+    maps = [n for n, ty, _ in k.params if ty == "CUtensorMap"]
+    head = f"void lkc_call_{k.name}(void* a) {{ lkc::BufInfo** p = static_cast<lkc::BufInfo**>(a); "
+    if maps:
+        enc = []
+        for n, ty in k.encoder:
+            if ty == "CUtensorMap":
+                enc.append(f"&lkc_m[{maps.index(n)}]")
+            elif n in index:
+                enc.append(f"reinterpret_cast<const {ty}*>(p[{index[n]}]->base)")
+            else:
+                raise TranslationError(f"{k.name}_tensor_maps: parameter {n} is neither a tensor map nor an argument")
+        head += (f"lkc::register_globals(p, {len(k.buffers)}); CUtensorMap lkc_m[{len(maps)}]; "
+                 f"if ({k.name}_tensor_maps({', '.join(enc)}) != CUDA_SUCCESS) "
+                 f'lkc::fail(0, "cuTensorMapEncodeTiled: %s", lkc::tmap_error()); ')
+    args = ", ".join(f"lkc_m[{maps.index(n)}]" if ty == "CUtensorMap" else
+                     f"lkc::Gbl<{'const ' if c else ''}{ty}>{{p[{index[n]}]}}" for n, ty, c in k.params)
+    return head + f"{k.name}({args}); }}"
+
+
 def driver(t: Translation, header: str) -> str:
     """The C++ translation unit: the header, the kernels (``#line`` keeps their source line numbers) and
     the kernel table ``main`` dispatches on."""
     parts = [f'#include "{header}"', '#line 1 "kernel.cu"', t.kernel_text, "namespace {"]
     entries = []
     for k in t.kernels:
-        args = ", ".join(f"lkc::Gbl<{'const ' if c else ''}{ty}>{{p[{i}]}}" for i, (_, ty, c) in enumerate(k.params))
-        parts.append(f"void lkc_call_{k.name}(void* a) {{ lkc::BufInfo** p = static_cast<lkc::BufInfo**>(a); "
-                     f"{k.name}({args}); }}")
-        q = [f'"{n}"' for n, *_ in k.params]
+        parts.append(_call(k))
+        bufs = k.buffers
+        q = [f'"{n}"' for n, *_ in bufs]
         parts.append(f"const char* const lkc_pn_{k.name}[] = {{{', '.join(q) or 'nullptr'}}};")
-        parts.append(f"const bool lkc_pc_{k.name}[] = {{{', '.join('true' if c else 'false' for *_, c in k.params)}}};")
+        parts.append(f"const bool lkc_pc_{k.name}[] = {{{', '.join('true' if c else 'false' for *_, c in bufs)}}};")
         s = k.shared or (("", "", 0, 0),)
         parts.append(f"const char* const lkc_sn_{k.name}[] = {{{', '.join(chr(34) + n + chr(34) for n, *_ in s)}}};")
         parts.append(f"const long long lkc_so_{k.name}[] = {{{', '.join(str(o) for _, _, o, _ in s)}}};")
         parts.append(f"const long long lkc_ss_{k.name}[] = {{{', '.join(str(b) for *_, b in s)}}};")
-        entries.append(f'{{"{k.name}", lkc_call_{k.name}, {len(k.params)}, lkc_pn_{k.name}, lkc_pc_{k.name}, '
+        entries.append(f'{{"{k.name}", lkc_call_{k.name}, {len(bufs)}, lkc_pn_{k.name}, lkc_pc_{k.name}, '
                        f"{k.grid[0]}, {k.grid[1]}, {k.threads}, {k.smem_bytes}LL, {len(k.shared)}, lkc_sn_{k.name}, "
                        f"lkc_so_{k.name}, lkc_ss_{k.name}}}")
     parts.append("const lkc::KernelEntry lkc_table[] = {" + ", ".join(entries) + "};")

@@ -1,0 +1,278 @@
+"""CUDA C++ printer of the sm_90a GEMM (:class:`.hopper.HopperGemm`): warp specialised TMA + mbarrier + wgmma.
+
+The kernel (launch ``128 + consumers`` threads, ``grid``, the dynamic shared memory of the launch comment):
+
+* thread 0 initialises the ``stages`` *full* barriers (one arrival: the producer's ``arrive.expect_tx``, plus
+  the stage's transaction bytes) and *empty* barriers (one arrival per consumer thread), then the block
+  synchronises once;
+* warp group 0 lowers its register budget (``setmaxnreg.dec``); its thread 0 runs the k loop: wait for stage
+  ``s = ko % stages`` to be empty (parity ``(ko / stages) & 1 ^ 1``: the first round passes), announce the
+  stage's bytes and issue the TMA tile loads (``cp.async.bulk.tensor.2d``, one box per swizzle chunk);
+* the consumer warp groups raise theirs (``setmaxnreg.inc``), wait for stage ``s`` to be full (parity
+  ``(ko / stages) & 1``), run ``wgmma.mma_async`` over its k16 steps with descriptors of the canonical tiles,
+  commit, wait for the group, and release the stage; then the epilogue stores from the accumulator registers.
+
+The tensor maps are ``__grid_constant__`` parameters; ``<kernel>_tensor_maps`` (host code, after the kernel)
+encodes them with ``cuTensorMapEncodeTiled`` from the global tensors: dims inner first, the tile's box, the
+swizzle mode of its span, out-of-bounds elements filled with zeros (the tails).
+
+>>> from layoutkit.infer import infer_layouts, programs
+>>> from layoutkit.backends.nv import hopper
+>>> p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")
+>>> src = print_module(hopper.plan(p, infer_layouts(p)))
+>>> [w in src for w in ("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16", "CU_TENSOR_MAP_SWIZZLE_128B")]
+[True, True]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import cuda
+from .hopper import WG, HopperGemm, OperandTile, descriptor_high
+
+PRODUCER_REGS = 40
+CONSUMER_REGS = {1: 240, 2: 232}
+"""``setmaxnreg`` budgets per consumer group count: 128 x 40 + 256 x 232 registers fit the 64 Ki of an SM
+with two consumer groups; one consumer group takes 240 (the most a thread has at entry of a 256-thread block)."""
+
+_TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """Printed fields a test may perturb (:func:`print_module` with ``knobs``) to check that the CPU harness
+    notices: the tensor maps' swizzle spans (0: none), the descriptors' swizzle spans, leading / stride
+    offsets, the B transpose bit, the announced transaction bytes, the consumers' wait parity and when they
+    release a stage (``early_release``: right after issuing its wgmma, before it completes).  ``None`` keeps
+    the derived value."""
+
+    a_map_swizzle: int | None = None
+    b_map_swizzle: int | None = None
+    a_desc_swizzle: int | None = None
+    b_desc_swizzle: int | None = None
+    a_lbo: int | None = None
+    a_sbo: int | None = None
+    b_lbo: int | None = None
+    b_sbo: int | None = None
+    trans_b: int | None = None
+    tx_bytes: int | None = None
+    full_parity_flip: bool = False
+    early_release: bool = False
+
+
+def _smem(buf: str, index: str) -> str:
+    return f"(unsigned)__cvta_generic_to_shared(&{buf}[{index}])"
+
+
+def _wait(bar: str, parity: str) -> str:
+    return (f"{{ unsigned lk_done = 0;\n  while (!lk_done) {{\n"
+            f'    asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n'
+            f'selp.u32 %0, 1, 0, p;\\n}}\\n" : "=r"(lk_done) : "r"({bar}), "r"({parity}) : "memory");\n  }} }}')
+
+
+def _layout(h: HopperGemm) -> dict[str, int]:
+    """Byte offsets in the dynamic shared memory: the stages of A, of B, then the barriers (1024-aligned, the
+    128-byte swizzle's repeat, so the swizzle pattern of the shared address is the tile's)."""
+    a = 0
+    b = -(-h.stages * h.a.stage_bytes // 1024) * 1024
+    bar = b + -(-h.stages * h.b.stage_bytes // 1024) * 1024
+    return {"A_s": a, "B_s": b, "lk_bar": bar, "total": bar + 16 * h.stages}
+
+
+def _tma_loads(h: HopperGemm, tile: OperandTile, tmap: str, inner0: str, outer0: str) -> list[str]:
+    """One TMA box per chunk of the contiguous dim of ``tile`` into stage ``s``."""
+    per_stage = tile.stage_bytes * 8 // tile.bits
+    chunk_elems = tile.chunk_bytes * 8 // tile.bits
+    out = []
+    for c in range(tile.cols // tile.chunk):
+        dst = _smem(tile.buffer, f"s * {per_stage} + {c * chunk_elems}")
+        out.append(f'asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes '
+                   f'[%0], [%1, {{%2, %3}}], [%4];\\n" :: "r"({dst}), "l"((unsigned long long)&{tmap}), '
+                   f'"r"({inner0} + {c * tile.chunk}), "r"({outer0}), "r"(full) : "memory");')
+    return out
+
+
+def _producer(h: HopperGemm, k: Knobs) -> list[str]:
+    S = h.stages
+    k_of = "ko * " + str(h.bK)
+    b_inner, b_outer = (k_of, f"bx * {h.bN}") if h.tb else (f"bx * {h.bN}", k_of)
+    loads = (_tma_loads(h, h.a, "A_map", k_of, f"by * {h.bM}")
+             + _tma_loads(h, h.b, "B_map", b_inner, b_outer))
+    tx = h.tx_bytes if k.tx_bytes is None else k.tx_bytes
+    body = [f"const int s = ko % {S};", f"const unsigned ph = (unsigned)(ko / {S}) & 1u;",
+            f"const unsigned full = {_smem('lk_bar', 's')};", _wait(_smem("lk_bar", f"{S} + s"), "ph ^ 1u"),
+            f'asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\\n" :: "r"(full), "r"({tx}) '
+            ': "memory");', *loads]
+    return [f'asm volatile("setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};\\n" ::);',
+            "if (threadIdx.x == 0) {", f"  for (int ko = 0; ko < {h.kt}; ++ko) {{",
+            *("    " + line for b in body for line in b.splitlines()), "  }", "}"]
+
+
+def _offsets(h: HopperGemm, t, kk: int) -> tuple[int, int]:
+    """Byte offsets in one stage of the A and B operands of wgmma tile ``t`` at k16 step ``kk``."""
+    a, b = h.a, h.b
+    ka = kk * 16
+    a_off = (ka // a.chunk) * a.chunk_bytes + t.m0 * a.span + (ka % a.chunk) * a.bits // 8
+    if b.major == "K":
+        return a_off, (ka // b.chunk) * b.chunk_bytes + t.n0 * b.span + (ka % b.chunk) * b.bits // 8
+    return a_off, (t.n0 // b.chunk) * b.chunk_bytes + ka * b.span
+
+
+def _group_step(h: HopperGemm) -> tuple[int, int] | None:
+    """``(A, B)`` byte steps from one consumer warp group's tiles to the next when the groups differ by them
+    alone (same registers, offsets linear in the group): then one code path serves every group (a branch
+    per group makes ptxas serialise the wgmma)."""
+    t0 = h.tiles[0]
+    if h.consumers == 1:
+        return 0, 0
+    steps = set()
+    for g, ts in enumerate(h.tiles[1:], 1):
+        if [(t.reg, t.n) for t in ts] != [(t.reg, t.n) for t in t0]:
+            return None
+        for t, u in zip(ts, t0):
+            (a1, b1), (a0, b0) = _offsets(h, t, 0), _offsets(h, u, 0)
+            if (a1 - a0) % g or (b1 - b0) % g:
+                return None
+            steps.add(((a1 - a0) // g, (b1 - b0) // g))
+    return steps.pop() if len(steps) == 1 else None
+
+
+def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) -> str:
+    """One ``wgmma.mma_async m64nNk16`` of tile ``t`` at k16 step ``kk`` of stage ``s`` (``step``: the
+    per-group offsets of :func:`_group_step`, added at run time)."""
+    a, b = h.a, h.b
+    a_off, b_off = _offsets(h, t, kk)
+    ga, gb = (f" + wg * {step[0]}" if step and step[0] else "", f" + wg * {step[1]}" if step and step[1] else "")
+    ahi = descriptor_high(a, k.a_lbo, k.a_sbo, k.a_desc_swizzle)
+    bhi = descriptor_high(b, k.b_lbo, k.b_sbo, k.b_desc_swizzle)
+    n = t.n
+    regs = ", ".join(f"%{i}" for i in range(n // 2))
+    outs = ", ".join(f'"+f"(C_local[{t.reg + i}])' for i in range(n // 2))
+    ty = _WGMMA_TYPE[h.dtype]
+    trans_b = (0 if h.tb else 1) if k.trans_b is None else k.trans_b
+    da = f"0x{ahi:016x}ull | (unsigned long long)(((a_base + s * {a.stage_bytes} + {a_off}{ga}) & 0x3FFFF) >> 4)"
+    db = f"0x{bhi:016x}ull | (unsigned long long)(((b_base + s * {b.stage_bytes} + {b_off}{gb}) & 0x3FFFF) >> 4)"
+    return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n // 2 + 2}, 0;\\n'
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, 1, 1, 0, "
+            f'{trans_b};\\n}}\\n"\n  : {outs}\n  : "l"({da}), "l"({db}), "r"(1) : "memory");')
+
+
+def _arrive(index: str) -> str:
+    return f'asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\\n" :: "r"({_smem("lk_bar", index)}) : "memory");'
+
+
+def _consumer(h: HopperGemm, k: Knobs) -> list[str]:
+    S = h.stages
+    parity = "ph ^ 1u" if k.full_parity_flip else "ph"
+    body = [f"const int s = ko % {S};", f"const unsigned ph = (unsigned)(ko / {S}) & 1u;",
+            _wait(_smem("lk_bar", "s"), parity), 'asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");']
+    step = _group_step(h)
+    groups = [(None, h.tiles[0])] if step else list(enumerate(h.tiles))
+    for g, tiles in groups:
+        if g is not None:
+            body.append(("if" if g == 0 else "} else if") + f" (wg == {g}) {{")
+        for kk in range(h.bK // 16):
+            for t in tiles:
+                body += [("  " if g is not None else "") + line for line in _wgmma(h, t, kk, k, step).splitlines()]
+    body += ["}"] if not step else []
+    # one wgmma group stays in flight: once the previous tile's group completes, its stage goes back
+    commit = ['asm volatile("wgmma.commit_group.sync.aligned;\\n" ::: "memory");',
+              'asm volatile("wgmma.wait_group.sync.aligned 1;\\n" ::: "memory");']
+    if k.early_release:  # a bug: the stage goes back while its wgmma may still read it
+        body += [_arrive(f"{S} + s"), *commit]
+    else:
+        body += [*commit, "if (ko > 0) {", "  " + _arrive(f"{S} + (ko + {S - 1}) % {S}"), "}"]
+    return [f'asm volatile("setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS[h.consumers]};\\n" ::);',
+            f"const int tid = threadIdx.x - {WG};  // the consumer thread: the accumulator fragment's thread",
+            f"const int wg = tid / {WG};",
+            f"const unsigned a_base = {_smem('A_s', '0')};", f"const unsigned b_base = {_smem('B_s', '0')};",
+            f"for (int ko = 0; ko < {h.kt}; ++ko) {{", *("  " + line for b in body for line in b.splitlines()), "}",
+            'asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");']
+
+
+def _epilogue(h: HopperGemm) -> list[str]:
+    """The fill and epilogue statements, printed by the sm_80 printer (registers and global stores)."""
+    from . import ir
+
+    p = cuda._Printer(ir.Kernel(h.name, h.threads, h.grid, h.buffers, ()))
+    p.depth = 0
+    p.block(h.epilogue)
+    return p.lines
+
+
+def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
+    """The ``__global__`` function of ``h`` and its host-side tensor-map encoder."""
+    from . import ir
+
+    off = _layout(h)
+    S = h.stages
+    k = ir.Kernel(h.name, h.threads, h.grid, h.buffers, (ir.Fill(h.C, h.fill),))
+    fill = cuda._Printer(k)
+    fill.depth = 0
+    fill.block(k.body)
+    globals_ = [b for b in h.buffers if b.scope == "global"]
+    params = ", ".join(["const __grid_constant__ CUtensorMap A_map", "const __grid_constant__ CUtensorMap B_map"]
+                       + [f"{'const ' if b.name in (h.A, h.B) else ''}{cuda.ctype(b.dtype)}* __restrict__ {b.name}"
+                          for b in globals_])
+    regs = [f"__align__(16) {cuda.ctype(b.dtype)} {b.name}[{b.size}];" for b in h.buffers if b.scope == "reg"]
+    et = cuda.ctype(h.dtype)
+    lines = [
+        "const int bx = blockIdx.x;", "const int by = blockIdx.y;",
+        "extern __shared__ __align__(1024) unsigned char lk_smem[];",
+        f"{et}* A_s = reinterpret_cast<{et}*>(lk_smem + {off['A_s']});",
+        f"{et}* B_s = reinterpret_cast<{et}*>(lk_smem + {off['B_s']});",
+        f"unsigned long long* lk_bar = reinterpret_cast<unsigned long long*>(lk_smem + {off['lk_bar']});",
+        "if (threadIdx.x == 0) {", "#pragma unroll", f"  for (int s = 0; s < {S}; ++s) {{",
+        f'    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"({_smem("lk_bar", "s")}), "r"(1));',
+        f'    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"({_smem("lk_bar", f"{S} + s")}), '
+        f'"r"({WG * h.consumers}));', "  }",
+        '  asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");', "}", "__syncthreads();",
+        f"if (threadIdx.x < {WG}) {{  // the producer warp group",
+        *("  " + x for x in _producer(h, knobs)),
+        "} else {  // the consumer warp groups",
+        *("  " + x for x in regs), *("  " + x for x in fill.lines), *("  " + x for x in _consumer(h, knobs)),
+        *("  " + x for x in _epilogue(h)), "}"]
+    gx, gy = h.grid
+    head = (f"// sm_90a, warp specialised: threads 0-{WG - 1} load with TMA, {WG}-{h.threads - 1} run wgmma; encode "
+            f"the tensor maps with {h.name}_tensor_maps\n"
+            f"// launch {h.name}: grid ({gx}, {gy}), block {h.threads}, dynamic shared memory {off['total']} bytes\n"
+            f'extern "C" __global__ void __launch_bounds__({h.threads}, 1) {h.name}({params}) {{')
+    return "\n".join([head, *("  " + x for x in lines), "}", _encoder(h, knobs)]) + "\n"
+
+
+def _encode_one(h: HopperGemm, tile: OperandTile, tmap: str, gname: str, inner: int, outer: int,
+                span: int) -> list[str]:
+    p = tmap.split("_")[0].lower()
+    mode = f"{span}B" if span else "NONE"
+    return [f"  const cuuint64_t {p}_dims[2] = {{{inner}ull, {outer}ull}};",
+            f"  const cuuint64_t {p}_strides[1] = {{{inner * tile.bits // 8}ull}};",
+            f"  const cuuint32_t {p}_box[2] = {{{tile.chunk}u, {tile.rows}u}};",
+            f"  const cuuint32_t {p}_elem[2] = {{1u, 1u}};",
+            f"  r = cuTensorMapEncodeTiled({tmap}, {_TMA_DTYPE[h.dtype]}, 2, (void*){gname}, {p}_dims, {p}_strides, "
+            f"{p}_box, {p}_elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_{mode}, "
+            "CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);",
+            "  if (r != CUDA_SUCCESS) return r;"]
+
+
+def _pick(knob: int | None, derived: int) -> int:
+    return derived if knob is None else knob
+
+
+def _encoder(h: HopperGemm, k: Knobs) -> str:
+    et = cuda.ctype(h.dtype)
+    b_inner, b_outer = (h.K, h.N) if h.tb else (h.N, h.K)
+    lines = [f"// tensor maps of {h.name}: A [{h.M}, {h.K}] and B {'[N, K]' if h.tb else '[K, N]'} in tiles of the "
+             "shared layouts, zeros out of bounds",
+             f'extern "C" CUresult {h.name}_tensor_maps(CUtensorMap* A_map, CUtensorMap* B_map, const {et}* {h.A}, '
+             f"const {et}* {h.B}) {{", "  CUresult r;",
+             *_encode_one(h, h.a, "A_map", h.A, h.K, h.M, _pick(k.a_map_swizzle, h.a.span)),
+             *_encode_one(h, h.b, "B_map", h.B, b_inner, b_outer, _pick(k.b_map_swizzle, h.b.span)),
+             "  return CUDA_SUCCESS;", "}"]
+    return "\n".join(lines)
+
+
+def print_module(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
+    """A translation unit: the prelude, ``<cuda.h>`` (``CUtensorMap``, the encoder) and the kernel."""
+    return cuda.PRELUDE + "#include <cuda.h>\n\n" + print_kernel(h, knobs)
