@@ -106,8 +106,14 @@ def test_gemm_options(kwargs):
     C = p.alloc_fragment("C", (64, 64), "float32")
     with pytest.raises(OpValidationError):
         p.gemm(A, B, C, **kwargs)
-    with pytest.raises(OpValidationError, match="whole buffers; found a region of A"):
-        p.gemm(A[0:64, 0:32], B, C)
+    # shared A / B may be regions (M / N / K from them); a whole-buffer region is the buffer itself
+    assert "A_region" not in p.gemm(A[0:64, 0:32], B, C).args
+    assert p.gemm(A[0:64, 0:16], B[0:16, 0:64], C).args["B_region"] == ((0, 0), (16, 64))
+    with pytest.raises(OpValidationError, match=r"operand C is a region of local.fragment buffer C with extents "
+                                                r"\[64, 32\]; expected whole buffers"):
+        p.gemm(A, B[0:32, 0:32], C[0:64, 0:32])
+    with pytest.raises(OpValidationError, match="K differs"):
+        p.gemm(A[0:64, 0:16], B, C)
 
 
 @pytest.mark.parametrize("kwargs", [{"writes": None}, {"writes": 3}, {"writes": "f"}, {"reads": [3]},

@@ -6,7 +6,9 @@ row/column reductions, a softmax over a tile, GEMM + bias + ReLU, a tile atomic 
 swizzle, an attention head (a GEMM with its A operand in registers), two kernels written without
 ``threads=`` (TileLang's default 128), a shared-memory ``T.transpose``, a convolution over ``T.im2col``
 tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, shared
-slices selected by a serial loop variable, copies whose sides' extents differ, and two kernels TileLang
+slices selected by a serial loop variable, copies whose sides' extents differ, fragments indexed by a
+serial loop variable from outside their parallel loop (flash decoding's combine), GEMMs on sub-regions
+of shared tiles, parallel loops with runtime extents (``T.min(n, 512)``), and two kernels TileLang
 0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
 
 Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
@@ -535,6 +537,165 @@ def shared_loops(M=256, N=128, bM=64, bN=128, threads=128, dtype="float16"):
     return main
 
 
+def split_combine(num_split=4, dim=128, heads=32, threads=128):
+    """The combine step of TileLang's split-KV flash decoding (examples/flash_decoding, GQA decode):
+    a ``(num_split, 128)`` fragment of partial log-sum-exps read a row at a time, ``lse_local[k, j]``,
+    with ``k`` a serial loop around the parallel loop."""
+    @T.prim_func
+    def main(glse: T.Tensor((1, heads, num_split), "float16"), part: T.Tensor((1, heads, num_split, dim), "float16"),
+             Output: T.Tensor((1, heads, dim), "float16")):
+        with T.Kernel(heads, 1, threads=threads) as (by, bz):
+            po_local = T.alloc_fragment([dim], "float16")
+            o_accum_local = T.alloc_fragment([dim], "float32")
+            lse_local = T.alloc_fragment([num_split, 128], "float16")
+            lse_logsum_local = T.alloc_fragment([128], "float32")
+            lse_max_local = T.alloc_fragment([128], "float32")
+            scale_local = T.alloc_fragment([128], "float32")
+            T.clear(lse_logsum_local)
+            T.clear(o_accum_local)
+            for k, j in T.Parallel(num_split, 128):
+                lse_local[k, j] = glse[bz, by, k]
+            T.reduce_max(lse_local, lse_max_local, dim=0, clear=True)
+            for k in T.serial(num_split):
+                for j in T.Parallel(128):
+                    lse_logsum_local[j] += T.exp2(lse_local[k, j] - lse_max_local[j])
+            for j in T.Parallel(128):
+                lse_logsum_local[j] = T.log2(lse_logsum_local[j]) + lse_max_local[j]
+            for k in T.serial(num_split):
+                for i in T.Parallel(dim):
+                    po_local[i] = part[bz, by, k, i]
+                for j in T.Parallel(128):
+                    scale_local[j] = T.exp2(lse_local[k, j] - lse_logsum_local[j])
+                for i in T.Parallel(dim):
+                    o_accum_local[i] += po_local[i] * scale_local[i]
+            for i in T.Parallel(dim):
+                Output[bz, by, i] = o_accum_local[i]
+    return main
+
+
+def row_copies(rows=4, cols=128, threads=128):
+    """A fragment copied a row at a time inside a pipelined loop, ``T.copy(x[k, :], y)`` (as TileLang's
+    MHA inference combine does), after a column max over it."""
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), "float16"), B: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=threads):
+            x = T.alloc_fragment((rows, cols), "float16")
+            y = T.alloc_fragment((cols,), "float32")
+            mx = T.alloc_fragment((cols,), "float32")
+            T.copy(A, x)
+            T.reduce_max(x, mx, dim=0, clear=True)
+            for k in T.Pipelined(rows):
+                T.copy(x[k, :], y)
+                for i in T.Parallel(cols):
+                    y[i] = y[i] - mx[i]
+                T.copy(y, B[k, :])
+    return main
+
+
+def row_reads(rows=8, cols=64, threads=128):
+    """A fragment a copy alone would lay out with rows spread over threads, read a row at a time by a
+    serial loop: TileLang lays it out from that loop instead (one thread map for every row)."""
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), "float32"), B: T.Tensor((rows, cols), "float32")):
+        with T.Kernel(1, threads=threads):
+            x = T.alloc_fragment((rows, cols), "float32")
+            y = T.alloc_fragment((cols,), "float32")
+            T.copy(A, x)
+            for k in T.serial(rows):
+                for j in T.Parallel(cols):
+                    y[j] = x[k, j] * 2
+                T.copy(y, B[k, :])
+    return main
+
+
+def gemm_strided(M=256, N=256, K=256, bM=64, bN=64, bK=32, threads=128):
+    """TileLang's testing/python/kernel/test_tilelang_kernel_gemm_with_stride.py kernel: a GEMM on the
+    right half of a ``(bM, 2 bK)`` shared tile, ``T.gemm(A_shared[:, bK:], B_shared[0:bK, 0:bN], C)``."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK * 2), "float16", scope="shared")
+            B_shared = T.alloc_shared((bK, bN * 2), "float16", scope="shared")
+            C_local = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_local)
+            T.clear(B_shared)
+            T.clear(A_shared)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
+                for i, k in T.Parallel(bM, bK):
+                    A_shared[i, k + bK] = A[by * bM + i, ko * bK + k]
+                for i, k in T.Parallel(bK, bN):
+                    B_shared[i, k] = B[ko * bK + i, bx * bN + k]
+                T.gemm(A_shared[:, bK:], B_shared[0:bK, 0:bN], C_local)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def gemm_stage_slices(M=256, N=256, K=256, bM=64, bN=64, bK=32, stages=2, threads=128):
+    """Hand-staged shared tiles: each GEMM reads one stage, ``T.gemm(A_s[ko % 2, :, :], B_s[ko % 2, :, :], C)``."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((stages, bM, bK), "float16")
+            B_s = T.alloc_shared((stages, bK, bN), "float16")
+            C_local = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_local)
+            for ko in T.serial(T.ceildiv(K, bK)):
+                T.copy(A[by * bM:(by + 1) * bM, ko * bK:(ko + 1) * bK], A_s[ko % stages, :, :])
+                T.copy(B[ko * bK:(ko + 1) * bK, bx * bN:(bx + 1) * bN], B_s[ko % stages, :, :])
+                T.gemm(A_s[ko % stages, :, :], B_s[ko % stages, :, :], C_local)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def gemm_k_halves(M=256, N=256, K=256, bM=64, bN=64, bK=64, threads=128):
+    """Two GEMMs over the two K halves of the same shared tiles (as the DeepSeek sparse-MLA backward
+    example splits ``Q_shared[:, :D]`` / ``Q_shared[:, D:]``), B transposed."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), "float16")
+            B_shared = T.alloc_shared((bN, bK), "float16")
+            C_local = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=2):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                T.copy(B[bx * bN, ko * bK], B_shared)
+                T.gemm(A_shared[:, :bK // 2], B_shared[:, :bK // 2], C_local, transpose_B=True)
+                T.gemm(A_shared[:, bK // 2:], B_shared[:, bK // 2:], C_local, transpose_B=True)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def dynamic_extent(max_len=512, threads=256, dtype="float32"):
+    """TileLang's testing/python/language/test_tilelang_language_parallel.py dynamic kernel: a parallel
+    loop over ``T.min(valid_len, max_len)`` elements (a runtime extent with a constant bound)."""
+    @T.prim_func
+    def main(A: T.Tensor((max_len,), dtype), B: T.Tensor((max_len,), dtype), valid_len: T.int32):
+        with T.Kernel(1, threads=threads):
+            for i in T.Parallel(max_len):
+                B[i] = T.cast(0, dtype)
+            span = T.min(valid_len, max_len)
+            for i in T.Parallel(span):
+                B[i] = A[i] - T.cast(1, dtype)
+    return main
+
+
+def dynamic_rows(M=64, N=128, threads=128, dtype="float16"):
+    """A 2-D nest whose outer extent is a runtime value, ``T.Parallel(T.min(rows, 64), 128)``, over a
+    shared tile, and a clamped 1-D one, ``T.Parallel(T.max(T.min(n - bx * 256, 256), 0))``."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((1024,), dtype),
+             D: T.Tensor((1024,), dtype), rows: T.int32, n: T.int32):
+        with T.Kernel(4, threads=threads) as bx:
+            s = T.alloc_shared((M, N), dtype)
+            T.copy(A, s)
+            for i, j in T.Parallel(T.min(rows, M), N):
+                B[i, j] = s[i, j]
+            for i in T.Parallel(T.max(T.min(n - bx * 256, 256), 0)):
+                D[bx * 256 + i] = C[bx * 256 + i] + T.cast(1, dtype)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -573,6 +734,17 @@ KERNELS: dict[str, Callable] = {
     "reshaped": lambda: reshaped(),
     "serial_slices": lambda: serial_slices(),
     "copy_extents_differ": lambda: copy_extents_differ(),
+    # fragments indexed by a loop variable from outside their parallel loop (flash decoding)
+    "split_combine": lambda: split_combine(),
+    "row_copies": lambda: row_copies(),
+    "row_reads": lambda: row_reads(),
+    # GEMMs on sub-regions of shared buffers
+    "gemm_strided": lambda: gemm_strided(),
+    "gemm_stage_slices": lambda: gemm_stage_slices(),
+    "gemm_k_halves": lambda: gemm_k_halves(),
+    # parallel loops with runtime extents bounded by a constant
+    "dynamic_extent": lambda: dynamic_extent(),
+    "dynamic_rows": lambda: dynamic_rows(),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }

@@ -82,7 +82,7 @@ def _cpu_torch() -> None:
 def _compare(func) -> dict:
     """The status of one captured kernel (see the module docstring)."""
     from layoutkit.errors import LayoutError, UnsupportedError
-    from layoutkit.frontends.tilelang import tilelang_inference
+    from layoutkit.frontends.tilelang import check_selections, tilelang_inference
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
@@ -94,6 +94,7 @@ def _compare(func) -> dict:
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     try:
         ours = infer_layouts(run.program)
+        check_selections(run.selections, ours.layout_map)
     except LayoutError as err:
         return {"status": "both-fail" if run.failed else "solver", "why": f"{type(err).__name__}: {str(err)[:300]}"}
     except Exception as err:  # noqa: BLE001

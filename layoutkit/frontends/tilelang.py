@@ -47,10 +47,11 @@ from ..infer import Program, infer_layouts
 from ..infer.result import InferenceResult
 from .tilelang_exprs import from_tilelang, to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
+from .tilelang_select import Selection, check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["TileLangRun", "from_prim_func", "from_tilelang", "lower", "solve_prim_func", "tilelang_inference",
-           "to_tilelang"]
+__all__ = ["TileLangRun", "check_selections", "from_prim_func", "from_tilelang", "lower", "solve_prim_func",
+           "tilelang_inference", "to_tilelang"]
 
 LAYOUT_MAP = "layout_map"
 """Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
@@ -178,8 +179,8 @@ def _main(mod):
 # ---- loop tags ------------------------------------------------------------------------------------
 
 def _map_parallel_roots(func, annotate):
-    """``func`` with each parallel loop nest root's annotations replaced by ``annotate(k, old)`` (roots
-    numbered in pre-order); inner loops of a nest are left alone."""
+    """``func`` with each parallel loop nest root's annotations replaced by ``annotate(k, old, root)``
+    (roots numbered in pre-order); inner loops of a nest are left alone."""
     from tilelang import tvm
 
     tirx = tvm.tirx
@@ -190,7 +191,7 @@ def _map_parallel_roots(func, annotate):
             return None
         k = counter[0]
         counter[0] += 1
-        ann = annotate(k, dict(node.annotations))
+        ann = annotate(k, dict(node.annotations), node)
         return tirx.For(node.loop_var, node.min, node.extent, node.kind, node.body, node.thread_binding, ann,
                         node.step)
 
@@ -201,7 +202,20 @@ def _map_parallel_roots(func, annotate):
 def _tag_loops(func):
     from tilelang import tvm
 
-    return _map_parallel_roots(func, lambda k, ann: {**ann, LOOP_TAG: tvm.tirx.IntImm("int32", k)})
+    return _map_parallel_roots(func, lambda k, ann, _root: {**ann, LOOP_TAG: tvm.tirx.IntImm("int32", k)})
+
+
+def _nest_extents(root) -> list | None:
+    """The TIR extents of the parallel nest at ``root`` when one is not a constant (a runtime extent,
+    laid out over its bound: TileLang's layout of the loop is over these), else None."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    extents, s = [], root
+    while isinstance(s, tirx.For) and s.kind == tirx.ForKind.PARALLEL:
+        extents.append(s.extent)
+        s = s.body
+    return None if all(isinstance(x, tirx.IntImm) for x in extents) else extents
 
 
 def _walk(func, target, what: str = "from_prim_func") -> Walked:
@@ -232,13 +246,16 @@ class TileLangRun:
     """TileLang's own LayoutInference on a kernel, next to the Program layoutkit reads from the same
     module: ``layouts`` by buffer name and ``loop_layouts`` by the Program's parallel op name
     (layoutkit objects, converted exactly), ``seconds`` the pass alone, ``error`` TileLang's message
-    when it failed."""
+    when it failed.  ``selections`` are the Program's fragment accesses read with an outer loop
+    variable at 0: an inference of ``program`` stands for TileLang's only when it passes
+    :func:`check_selections` (``check_selections(run.selections, result.layout_map)``)."""
 
     program: Program
     layouts: dict[str, Layout] = field(default_factory=dict)
     loop_layouts: dict[str, Fragment] = field(default_factory=dict)
     seconds: float = 0.0
     error: str | None = None
+    selections: list[Selection] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -262,11 +279,14 @@ def tilelang_inference(func, target) -> TileLangRun:
     _check_func(func, "tilelang_inference")
     cap = _lower_to_layout_inference(_tag_loops(func), tgt, run_inference=True)
     walked = walk(_main(cap.before), tgt["arch"], allocated_shapes(func), cap.threads)
-    run = TileLangRun(walked.program, seconds=cap.seconds or 0.0)
+    run = TileLangRun(walked.program, seconds=cap.seconds or 0.0, selections=list(walked.selections))
     if cap.error is not None:
         run.error = str(cap.error).strip().splitlines()[0][:300] if str(cap.error).strip() else type(cap.error).__name__
         return run
     by_tag: dict[int, Fragment] = {}
+    # loops with a runtime extent: TileLang's layout has a symbolic input shape, read over the bound
+    bound = {tag: op.loop for op in walked.program.ops for name, tag in walked.loop_tags.items()
+             if op.name == name and op.args.get("dynamic")}
     for node in nodes(_main(cap.after).body, tirx.SBlock, tirx.For):
         if isinstance(node, tirx.SBlock) and LAYOUT_MAP in node.annotations:
             for key, lay in node.annotations[LAYOUT_MAP].items():
@@ -278,7 +298,7 @@ def tilelang_inference(func, target) -> TileLangRun:
         if isinstance(node, tirx.For) and LOOP_LAYOUT in node.annotations and LOOP_TAG in node.annotations:
             tag = int(node.annotations[LOOP_TAG])
             if tag not in by_tag:
-                by_tag[tag] = from_tilelang(node.annotations[LOOP_LAYOUT])
+                by_tag[tag] = from_tilelang(node.annotations[LOOP_LAYOUT], bound.get(tag))
     loops = {op.name: op.loop for op in walked.program.ops if op.kind == "parallel"}
     run.loop_layouts = {op: _unfused(by_tag[tag], loops.get(op)) for op, tag in walked.loop_tags.items()
                         if tag in by_tag}
@@ -321,17 +341,20 @@ def solve_prim_func(func, target, cost_model="register-count", *, result: Infere
         result = infer_layouts(program, cost_model=cost_model)
     else:  # a result of another kernel would annotate layouts of the wrong shapes, found only by TileLang
         check_result(program, result, "solve_prim_func")
+    check_selections(walked.selections, result.layout_map)
     _check_lowerable(result, program)
     # TileLang objects are built here, not inside the IR callbacks (see tilelang_ir.nodes)
-    tag_layout: dict[int, object] = {}
+    tag_layout: dict[int, Fragment] = {}
     for op, tag in walked.loop_tags.items():
         if op in result.loop_layouts and tag not in tag_layout:
-            tag_layout[tag] = to_tilelang(result.loop_layouts[op])
+            tag_layout[tag] = result.loop_layouts[op]
+    built = {tag: to_tilelang(lay) for tag, lay in tag_layout.items()}
 
-    def annotate_loop(k, ann):
+    def annotate_loop(k, ann, root):
         ann.pop(LOOP_TAG, None)
         if k in tag_layout and LOOP_LAYOUT not in ann:  # a loop layout the kernel pins stays as written
-            ann[LOOP_LAYOUT] = tag_layout[k]
+            extents = _nest_extents(root)
+            ann[LOOP_LAYOUT] = built[k] if extents is None else to_tilelang(tag_layout[k], shape=extents)
         return ann
 
     out = _map_parallel_roots(func, annotate_loop)

@@ -190,13 +190,16 @@ def _var_lookup(pairs: Sequence[tuple[object, Expr]], by_name: dict[str, Expr]) 
 
 # ---- layouts -----------------------------------------------------------------------------------------
 
-def to_tilelang(layout: Layout, xor: str = "bits"):
+def to_tilelang(layout: Layout, xor: str = "bits", shape: Sequence | None = None):
     """``tilelang.layout.Fragment`` / ``Layout`` with the same maps as ``layout`` (Fragments keep the
     replication; TileLang's Python API cannot bind a thread range, so a bound range is dropped: TileLang
     binds annotated layouts to the block's threads itself).  ``xor``: ``"bits"`` (default) writes
     ``a ^ b`` the way TileLang writes its own swizzles, so TileLang can prove an annotation equal to
     the layout it derives itself (sm_90 TMA copies check that); ``"bitwise"`` uses ``T.bitwise_xor``.
-    Both have the same tables.  Anything but a layoutkit Layout / Fragment raises :class:`UnsupportedError`.
+    Both have the same tables.  ``shape`` builds the TileLang layout over other (TIR) input extents
+    of the same rank: the runtime extents of a ``T.Parallel(T.min(n, 512))`` loop laid out over its
+    bound, as TileLang's own layout of it reads.  Anything but a layoutkit Layout / Fragment raises
+    :class:`UnsupportedError`.
 
     Needs TileLang (skipped as a doctest):
 
@@ -209,7 +212,9 @@ def to_tilelang(layout: Layout, xor: str = "bits"):
 
     if not isinstance(layout, Layout):
         raise UnsupportedError(f"to_tilelang: expected a layoutkit Layout or Fragment; found {type(layout).__name__}")
-    shape = list(layout.input_shape)
+    if shape is not None and len(shape) != len(layout.input_shape):
+        raise UnsupportedError(f"to_tilelang: shape {list(shape)} for a layout of rank {len(layout.input_shape)}")
+    shape = list(layout.input_shape) if shape is None else list(shape)
     names = [v.name for v in layout.forward_vars]
 
     def env_of(vs, rep=None) -> dict[str, object]:
@@ -237,9 +242,11 @@ def to_tilelang(layout: Layout, xor: str = "bits"):
     return tl_layout.Layout(shape, lambda *vs: [to_prim_expr(e, env_of(vs), xor) for e in exprs])
 
 
-def from_tilelang(obj) -> Layout:
+def from_tilelang(obj, shape: Sequence[int] | None = None) -> Layout:
     """layoutkit's ``Layout`` / ``Fragment`` for a ``tilelang.layout`` object (tables equal; a bound
     thread range is kept).  Anything else raises :class:`UnsupportedError` naming the type found.
+    ``shape`` reads a layout whose input shape is symbolic (the loop layout of ``T.Parallel(T.min(n,
+    512))``) over that constant bound instead; a symbolic shape without it raises.
 
     Needs TileLang (skipped as a doctest):
 
@@ -255,7 +262,15 @@ def from_tilelang(obj) -> Layout:
     if type(obj).__name__ not in ("Layout", "Fragment"):
         raise UnsupportedError(f"from_tilelang: {type(obj).__name__} has no layoutkit counterpart here; expected "
                                f"a Layout or a Fragment")
-    shape = tuple(int(x) for x in obj.get_input_shape())
+    given = list(obj.get_input_shape())
+    if shape is None:
+        if not all(isinstance(x, (int, _tvm().tirx.IntImm)) for x in given):
+            raise UnsupportedError(f"from_tilelang: the input shape {given} of {type(obj).__name__} is symbolic; "
+                                   f"expected a constant shape (or a bound given as shape=)")
+        shape = tuple(int(x) for x in given)
+    elif len(shape) != len(given):
+        raise UnsupportedError(f"from_tilelang: shape {tuple(shape)} for a layout of rank {len(given)}")
+    shape = tuple(int(x) for x in shape)
     # a replicated Fragment lists its replication variable first: the input vars are the last ones
     tvars = list(obj.get_forward_vars())[-len(shape):]
     ours = [placeholder(d, n) for d, n in enumerate(shape)]

@@ -10,8 +10,8 @@ from ..errors import UnsupportedError
 from ..infer.program import Region
 from .tilelang_exprs import from_prim_expr
 
-__all__ = ["allocated_shapes", "copy_loop_regions", "int_value", "launch_threads", "nodes", "selection_index",
-           "thread_extent", "view_key"]
+__all__ = ["allocated_shapes", "copy_loop_regions", "extent_bound", "int_value", "launch_threads", "nodes",
+           "selection_index", "thread_extent", "view_key"]
 
 
 def int_value(x, what: str) -> int:
@@ -28,6 +28,27 @@ def int_value(x, what: str) -> int:
     if isinstance(x, tvm.tirx.IntImm):
         return int(x.value)
     raise UnsupportedError(f"{what}: expected a constant integer; found `{x}`")
+
+
+def extent_bound(x, what: str) -> tuple[int, bool]:
+    """A loop extent as ``(value, False)`` when constant, else ``(its constant upper bound, True)``
+    (``T.min(n, 512)`` -> 512, as TVM's analyzer bounds it); an extent with no bound below 2**31 - 1
+    (a bare runtime ``n``) raises :class:`UnsupportedError` naming ``what``.
+
+    >>> extent_bound(64, "extent")
+    (64, False)
+    """
+    if isinstance(x, int):
+        return x, False
+    from tilelang import tvm
+
+    if isinstance(x, tvm.tirx.IntImm):
+        return int(x.value), False
+    hi = int(tvm.arith.Analyzer().const_int_bound(x).max_value)
+    if hi <= 0 or hi >= (1 << 31) - 1:
+        raise UnsupportedError(f"{what}: the extent `{x}` is a runtime value with no constant upper bound; expected "
+                               f"a constant, or a bounded expression such as T.min(n, 512)")
+    return hi, True
 
 
 def nodes(stmt, *types) -> list:

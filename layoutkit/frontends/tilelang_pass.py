@@ -35,9 +35,10 @@ from typing import Any
 from ..errors import LayoutError
 from ..fragment.fragment import Fragment
 from ..infer import infer_layouts
-from .tilelang import LAYOUT_MAP, LOOP_LAYOUT, _check_lowerable, _main, _tag_loops, _target, _tilelang
+from .tilelang import LAYOUT_MAP, LOOP_LAYOUT, _check_lowerable, _main, _nest_extents, _tag_loops, _target, _tilelang
 from .tilelang_exprs import to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
+from .tilelang_select import check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
 __all__ = ["COST_MODEL_CONFIG", "LOOP_PREDICATE", "PADDING_GUARD", "PassRecord", "configured_cost_model",
@@ -165,6 +166,7 @@ def _solve(func, state: _State):
     tagged = _tag_loops(fuse_parallel_loops(func))
     walked = walk(tagged, arch, state.source_shapes, state.threads)
     result = infer_layouts(walked.program, cost_model=state.cost_model or configured_cost_model())
+    check_selections(walked.selections, result.layout_map)
     _check_lowerable(result, walked.program)
     return _annotate(tagged, walked, result)
 
@@ -392,7 +394,7 @@ def _loop_annotations(root, layout: Fragment | None, scopes: _Scopes, conds: tup
     if layout is None:
         raise LayoutError(f"layoutkit_inference: no loop layout for the parallel loop over {root.loop_var}")
     start, extent = scopes.bounds(conds)
-    tl = to_tilelang(layout)
+    tl = to_tilelang(layout, shape=_nest_extents(root))
     _set_thread_range(tl, start, extent)
     out[LOOP_LAYOUT] = tl
     accesses = nodes(root, tirx.BufferLoad, tirx.BufferStore)

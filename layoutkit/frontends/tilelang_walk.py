@@ -17,7 +17,12 @@ through; fragments read or written outside tile ops (an ``if`` condition, a scal
 Global-memory starts and indices that use block or serial loop variables are read with those
 variables at 0 (clamped into the tensor): layout inference uses only their element types, never
 their positions.  So are shared-memory indices that only select a slice (``s[b, :, :]``, ``s[b, i, j]``
-with ``b`` outside the parallel loop): a shared buffer has one layout for all its slices.
+with ``b`` outside the parallel loop): a shared buffer has one layout for all its slices.  Fragment
+indices using such a variable (``lse_local[k, j]``, ``T.copy(lse_local[k, 0], ...)``) are read the same
+way and recorded as selections, under the conditions :mod:`.tilelang_select` states.  A GEMM's shared
+A / B may be sub-regions (``A_shared[:, bK:]``, a stage slice): M / N / K come from the regions.  A
+parallel loop whose outermost extent is a runtime value with a constant bound (``T.min(n, 512)``) is
+read over the bound as a ``dynamic`` Program loop (the loop keeps its extent, and so its guard).
 
 >>> _program_scope("local.var"), _program_scope("shared.dyn")
 ('local', 'shared.dyn')
@@ -36,7 +41,7 @@ from ..infer.program import SCOPES, Buffer, Program, Region
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_ir import (
     allocated_shapes,
-    copy_loop_regions,
+    extent_bound,
     launch_threads,
     nodes,
     selection_index,
@@ -44,7 +49,9 @@ from .tilelang_ir import (
     view_key,
 )
 from .tilelang_ir import int_value as _int
+from .tilelang_select import Selection
 from .tilelang_tileops import READ, refuse
+from .tilelang_walk_ops import TileOps, global_reach
 
 __all__ = ["DYNAMIC_EXTENT", "LOOP_TAG", "Walked", "allocated_shapes", "launch_threads", "nodes", "thread_extent",
            "walk"]
@@ -59,6 +66,9 @@ enter layout inference; only bounds checks and the io-aware model's address stri
 
 _SCOPE_ALIASES = {"local.var": "local"}
 _SHARED = ("shared", "shared.dyn")
+_SELECTABLE = (*_SHARED, "local.fragment")
+"""Scopes whose indices may select by a variable from outside the loop (read at 0): shared memory has
+one layout for every slice; fragments as :mod:`.tilelang_select` says."""
 _NO_LAYOUT_SCOPES = ("shared.barrier",)
 """Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
@@ -83,6 +93,9 @@ class Walked:
     loop_tags: dict[str, int] = field(default_factory=dict)
     pinned_loops: dict[str, object] = field(default_factory=dict)
     views: dict[str, tuple] = field(default_factory=dict)
+    selections: list[Selection] = field(default_factory=list)
+    """Fragment accesses with dims indexed by variables from outside the op's loop (read at 0; see
+    :mod:`.tilelang_select`, whose ``check_selections`` the solved layouts must pass)."""
 
     def name_of(self, buf) -> str | None:
         """The Program name of TIR buffer ``buf`` (a view of a storage by its shape and dtype; else
@@ -91,7 +104,7 @@ class Walked:
         return next((n for n in names if self.views.get(n) == view_key(buf)), names[0] if names else None)
 
 
-class _Walker:
+class _Walker(TileOps):
     def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]], threads: int | None = None):
         from tilelang import tvm
 
@@ -103,7 +116,8 @@ class _Walker:
         self._data: list[tuple[object, str]] = []
         self._pending: list[tuple[object, object, str]] = []
         self._floating: list[str] = []
-        self._reach = _global_reach(func)
+        self._selected: list[tuple[str, tuple[int, ...]]] = []  # of the op being read
+        self._reach = global_reach(func)
         for param in func.params:
             if param in func.buffer_map:
                 self._declare(func.buffer_map[param], global_=True)
@@ -272,8 +286,13 @@ class _Walker:
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.transpose": self.transpose,
                    **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL}}.get(name)
         if handler is not None and name in READ:
+            self._selected = []
             try:
                 handler(call)
+                if self._selected:  # only copies, fills and atomic adds loop over a selected fragment
+                    raise UnsupportedError(f"from_prim_func: `{s}`: fragment {self._selected[0][0]} is indexed by a "
+                                           f"variable from outside the op; expected whole fragments in "
+                                           f"{READ[name]}")
             except LayoutError as err:
                 if isinstance(err, UnsupportedError):
                     raise
@@ -311,7 +330,27 @@ class _Walker:
             raise UnsupportedError(f"{what}: region of {b.name} has rank {len(extents)}; the buffer has "
                                    f"{len(b.shape)}")
         lo = tuple(self._start(x, n, e, b, what) for x, n, e in zip(starts, b.shape, extents))
+        self._select(b, [d for d, x in enumerate(starts) if _is_selection(x, b, extents[d])], extents, what)
         return Region(b, lo, tuple(extents))
+
+    def _select(self, b: Buffer, dims: list[int], extents, what: str) -> None:
+        """Record the fragment dims ``b`` is indexed in by variables from outside the op's loop; an
+        access left with no loop variable (``x[k]``) is refused (see :mod:`.tilelang_select`)."""
+        if not dims or not b.is_fragment:
+            return
+        if all(e == 1 for e in extents):
+            raise UnsupportedError(f"{what}: fragment {b.name} is indexed only by variables from outside the "
+                                   f"parallel loop (a constant index once read); TileLang 0.1.15 treats that "
+                                   f"access as non-constant, which a Program cannot express: expected a loop "
+                                   f"variable in some index of {b.name}")
+        self._selected.append((b.name, tuple(dims)))
+
+    def _record_selections(self, op, where: str):
+        for name, dims in self._selected:
+            op = self.p.select(op, self.p.buffers[name], dims)
+            self.walked.selections.append(Selection(op.name, name, dims, where))
+        self._selected = []
+        return op
 
     def _start(self, x, n: int, extent: int, b: Buffer, what: str) -> int:
         if b.scope == "global":
@@ -324,77 +363,18 @@ class _Walker:
         try:
             v = from_prim_expr(x, lambda _v: None, f"{what}: start of {b.name}")
         except UnsupportedError:
-            sel = selection_index(x, n) if extent == 1 and b.scope in _SHARED else None
+            sel = selection_index(x, n) if extent == 1 and b.scope in _SELECTABLE else None
+            if sel is None and b.is_fragment and extent > 1:
+                raise UnsupportedError(f"{what}: start `{x}` of fragment {b.name} uses a variable from outside "
+                                       f"the op's loop over a dim of extent {extent}; TileLang 0.1.15 would lay "
+                                       f"the copy out as a function of that variable: expected such variables "
+                                       f"only in dims of extent 1") from None
             if sel is None:
                 raise
             return sel
         if not isinstance(v, Const):
             raise UnsupportedError(f"{what}: start `{x}` of {b.name} is not a constant")
         return v.value
-
-    def copy(self, call) -> None:
-        what = f"T.copy `{call}`"
-        src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
-        self.p.copy(src, dst)
-
-    def fill(self, call) -> None:
-        what = f"T.fill `{call}`"
-        value = call.args[1]
-        v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
-        self.p.fill(self.region(call.args[0], what), v)
-
-    def transpose(self, call) -> None:
-        what = f"T.transpose `{call}`"
-        src, dst = self._whole(call.args[0], what), self._whole(call.args[1], what)
-        if len(src.shape) != 2:
-            raise UnsupportedError(f"{what}: {src.name} has rank {len(src.shape)}; expected a 2-D buffer (the "
-                                   f"Program's transpose swaps two dims)")
-        for b in (src, dst):
-            if b.is_fragment:  # layoutkit's transpose carries a layout across; TileLang's proposes none
-                raise UnsupportedError(f"{what}: operand {b.name} is a fragment; expected shared memory (TileLang "
-                                       f"0.1.15's transpose lays out no fragment, layoutkit's would)")
-        self.p.transpose(src, dst)
-
-    def im2col(self, call) -> None:
-        """TileLang's ``Im2ColOp::InferLayout`` proposes no layout: the op constrains nothing, so the
-        Program has no op for it; its column tile is written through shared memory only."""
-        what = f"T.im2col `{call}`"
-        col = self.region(call.args[1], what).buffer
-        if col.scope not in ("shared", "shared.dyn"):
-            raise UnsupportedError(f"{what}: column buffer {col.name} has scope {col.scope}; expected shared memory")
-        self.region(call.args[0], what)
-
-    def _whole(self, arg, what: str) -> Buffer:
-        r = self.region(arg, what)
-        if any(r.starts) or r.extents != r.buffer.shape:
-            raise UnsupportedError(f"{what}: operand {r.buffer.name}{list(r.starts)} with extents "
-                                   f"{list(r.extents or ())} is part of the buffer; expected the whole "
-                                   f"{r.buffer.shape}")
-        return r.buffer
-
-    def gemm(self, call) -> None:
-        what = f"T.gemm `{call}`"
-        a = call.args
-        A, B, C = (self._whole(x, what) for x in a[:3])
-        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[8], what))
-        if policy is None:
-            raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
-        self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
-                    policy=policy, clear_accum=bool(_int(a[9], what)))
-
-    def reduce(self, call) -> None:
-        what = f"T.reduce `{call}`"
-        a = call.args
-        src, dst = self._whole(a[0], what), self._whole(a[1], what)
-        self.p.reduce(src, dst, dim=_int(a[3], what), kind=str(a[2].value), clear=bool(_int(a[4], what)))
-
-    def atomic_add(self, call) -> None:
-        what = f"T.atomic_add `{call}`"
-        value, dst = call.args[0], call.args[1]
-        if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
-            self.p.atomic_add(self.region(dst, what), float(value.value))
-        else:
-            self.p.atomic_add(self.region(dst, what), self.region(value, what))
 
     # ---- parallel loops -------------------------------------------------------------------------
     def parallel(self, root) -> None:
@@ -407,7 +387,14 @@ class _Walker:
                                        f"expected 0")
             loops.append(s)
             s = s.body
-        shape = tuple(_int(x.extent, f"extent of parallel loop {x.loop_var}") for x in loops)
+        bounds = [extent_bound(x.extent, f"from_prim_func: extent of parallel loop {x.loop_var}") for x in loops]
+        shape = tuple(n for n, _ in bounds)
+        dynamic = [x.loop_var for x, (_, dyn) in zip(loops, bounds) if dyn]
+        if dynamic and not bounds[0][1] or len(dynamic) > 1:
+            # TileLang flattens the nest with the symbolic extent inside its thread map
+            raise UnsupportedError(f"from_prim_func: parallel loop `for {', '.join(str(x.loop_var) for x in loops)}`"
+                                   f": a runtime extent on loop {dynamic[-1]}; expected it on the outermost loop "
+                                   f"only (TileLang 0.1.15's layout of an inner one depends on its runtime value)")
         pairs = [(x.loop_var, placeholder(d, n)) for d, (x, n) in enumerate(zip(loops, shape))]
 
         def loop_var(v) -> Expr | None:
@@ -427,13 +414,15 @@ class _Walker:
             (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
-                                 reads=[(b, _const_fn(ix)) for b, ix in reads])
+                                 reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic))
         except LayoutError as err:
             raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
+        op = self._record_selections(op, where)
         if LOOP_TAG in root.annotations:
             self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
         if "parallel_loop_layout" in root.annotations:
-            self.walked.pinned_loops[op.name] = from_tilelang(root.annotations["parallel_loop_layout"])
+            self.walked.pinned_loops[op.name] = from_tilelang(root.annotations["parallel_loop_layout"],
+                                                              shape if dynamic else None)
 
     def _indices(self, indices, b: Buffer, loop_var, where: str) -> tuple[Expr, ...]:
         if b.name in self.p.stages:
@@ -447,15 +436,22 @@ class _Walker:
                     e = Const(0)
                 out.append(e if e.lo >= 0 and e.hi <= n - 1 else Const(0))
             return tuple(out)
-        out = []
-        for x, n in zip(indices, b.shape):
+        out, selected = [], []
+        for d, (x, n) in enumerate(zip(indices, b.shape)):
             try:
                 out.append(from_prim_expr(x, loop_var, f"{where}: index of {b.name}"))
             except UnsupportedError:
-                sel = selection_index(x, n, loop_var) if b.scope in _SHARED else None
+                sel = selection_index(x, n, loop_var) if b.scope in _SELECTABLE else None
+                if sel is None and b.is_fragment and _uses_loop_var(x, loop_var):
+                    raise UnsupportedError(f"{where}: index `{x}` of fragment {b.name} mixes a loop variable with "
+                                           f"a variable from outside the loop; TileLang 0.1.15 would lay the loop "
+                                           f"out as a function of that variable: expected the two in separate "
+                                           f"indices") from None
                 if sel is None:
                     raise
                 out.append(Const(sel))
+                selected.append(d)
+        self._select(b, selected, [1 if isinstance(e, Const) else 2 for e in out], where)
         return tuple(out)
 
     # ---- annotations ----------------------------------------------------------------------------
@@ -476,31 +472,22 @@ class _Walker:
         self.p.annotate_layout({self.p.buffers[name]: layout})
 
 
-def _global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
-    """The largest constant extent of every ``T.region`` over each parameter buffer, by data var.  A
-    region may run past its tensor (a GQA decode reading 64 query rows of a 32-head tensor); TileLang
-    guards those reads, and global positions never enter layout inference, so the Program's tensor
-    is declared as large as the largest region (kernels inside their tensors are unchanged)."""
+def _is_selection(x, b: Buffer, extent: int) -> bool:
+    """Whether region start ``x`` of fragment ``b`` (a dim of ``extent``) uses a variable (read at 0)."""
+    if not b.is_fragment or extent != 1:
+        return False
+    try:
+        from_prim_expr(x, lambda _v: None, "start")
+    except UnsupportedError:
+        return True
+    return False
+
+
+def _uses_loop_var(x, loop_var) -> bool:
+    """Whether the TIR expression ``x`` mentions a variable of the loop."""
     from tilelang import tvm
 
-    tirx = tvm.tirx
-    params = [func.buffer_map[p].data for p in func.params if p in func.buffer_map]
-    reach: list[tuple[Any, tuple[int, ...]]] = []
-    for call in nodes(func.body, tirx.Call):
-        if getattr(call.op, "name", "") != "tl.region" or not isinstance(call.args[0], tirx.BufferLoad):
-            continue
-        data = call.args[0].buffer.data
-        extents = call.args[2:]
-        if not any(data.same_as(v) for v in params) or not all(isinstance(e, tirx.IntImm) for e in extents):
-            continue
-        ext = tuple(int(e.value) for e in extents)
-        for k, (v, old) in enumerate(reach):
-            if v.same_as(data) and len(old) == len(ext):
-                reach[k] = (v, tuple(max(a, b) for a, b in zip(old, ext)))
-                break
-        else:
-            reach.append((data, ext))
-    return reach
+    return any(loop_var(v) is not None for v in _expr_nodes(x, tvm.tirx.Var))
 
 
 def _expr_nodes(e, *types) -> list:

@@ -289,7 +289,7 @@ def loop_rule(op, ctx, level) -> RuleResult:
         layout = loop_from_buffer(ctx.layouts[source], acc[source][0], loop, ctx.rng)
     elif level == FREE:
         threads = ctx.rng[1]
-        width = partition_width(loop, loop_vector_width(loop, _vector_accesses(op, ctx)), threads, bool(acc))
+        width = _plan_width(op, ctx, loop, threads, bool(acc))
         plan, guard = plan_partition(loop, width, threads, bool(acc), ctx.rng, op.kind == "fill")
         # the plan's slot guard follows from its arithmetic (slot_guard would tabulate the layout)
         guard = guard or plan_slot_guard(loop, width, threads, bool(acc), op.kind == "fill")
@@ -308,6 +308,16 @@ def loop_rule(op, ctx, level) -> RuleResult:
             res[name] = complete_buffer(layout, ix, ctx.shape(name), loop, w, ctx.rng)
     predicate = Predicate.of(guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout))
     return RuleResult(res, loop=layout, predicate=predicate)
+
+
+def _plan_width(op, ctx, loop, threads: int, has_fragment: bool) -> int:
+    """The vector width a free-level plan uses.  A loop whose outermost extent is a runtime value
+    (``args["dynamic"]``: ``T.Parallel(T.min(n, 512))``, planned over its bound) is planned as TileLang
+    plans the symbolic loop: no vectors when that dim is the innermost (its extent is not provably a
+    multiple of any width), else the vectoriser's width as is (a symbolic size has no least padding)."""
+    if op.args.get("dynamic"):
+        return 1 if len(loop) == 1 else loop_vector_width(loop, _vector_accesses(op, ctx))
+    return partition_width(loop, loop_vector_width(loop, _vector_accesses(op, ctx)), threads, has_fragment)
 
 
 def replica_guard(op, ctx, layout: Fragment) -> Guard | None:
@@ -392,6 +402,23 @@ def _thread_indexed(loop_layout: Fragment, ctx, acc, loop) -> bool:
     return False
 
 
+@memoized(maxsize=1024)
+def thread_varies(frag: Fragment, dims: tuple[int, ...]) -> bool:
+    """Whether ``frag``'s thread (of some replica) changes along one of ``dims``.
+
+    >>> thread_varies(Fragment([4, 8], forward_thread_fn=lambda k, j: j, forward_index_fn=lambda k, j: k), (0,))
+    False
+    >>> thread_varies(Fragment([4, 8], forward_thread_fn=lambda k, j: k * 8 + j), (0,))
+    True
+    """
+    table = frag.thread_table()
+    return any(bool((table != np.take(table, [0], axis=d + 1)).any()) for d in dims)
+
+
+def _selected(op) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(dims) for name, dims in (op.args.get("selected") or {}).items()}
+
+
 def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
     """``ValidateCandidateAgainstFragments``: stops at the first fragment the loop cannot address
     (raising when ``strict``).  Its containment proofs invert the fragment (and, for a written
@@ -399,10 +426,19 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
     For a fragment only written, TileLang inverts it only once the loop layout is shown to hold its
     threads; we require its inverse first (the two differ only in whether a non-strict check
     raises or answers False for a fragment that is both uninvertible and not addressable)."""
+    selected = _selected(op)
     for name, (ix, r, w) in acc.items():
         frag = ctx.layouts.get(name)
         if not isinstance(frag, Fragment):
             continue
+        if name in selected and thread_varies(frag, selected[name]):
+            # TileLang keeps the outer variable symbolic: its proofs for every value fail (or its loop
+            # layout would be a function of the variable, which no Program holds)
+            if strict:
+                raise RuleConflict(f"{op.name}: fragment {name} laid out as {frag.describe()} is indexed in dims "
+                                   f"{list(selected[name])} by a variable from outside the loop, and its thread "
+                                   f"depends on them", op.name, name)
+            return False
         if w:
             require_inverse(layout, op.name, name, "loop layout")
         if r or w:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
@@ -156,29 +157,85 @@ class Program:
         return self.emit("copy", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
                                    "dst_region": dr, "cast": s.buffer.dtype != d.buffer.dtype}, loop, accesses)
 
-    def gemm(self, A: Buffer, B: Buffer, C: Buffer, transpose_A: bool = False, transpose_B: bool = False,
-             policy: str = "square", clear_accum: bool = False) -> Op:
+    def select(self, op: Op, buffer: Buffer, dims: Sequence[int]) -> Op:
+        """Declare that loop op ``op`` (a parallel loop or a copy) indexes fragment ``buffer`` in
+        ``dims`` by a variable from outside its loop, read at a fixed value: the loop rule then refuses
+        every layout of ``buffer`` whose thread depends on those dims (for TileLang, which keeps the
+        variable symbolic, no layout of the loop holds for all its values).  Returns the op that
+        replaces ``op`` (its ``args["selected"]`` maps buffer names to dims).
+
+        >>> p = Program(threads=128)
+        >>> x = p.alloc_fragment("x", (4, 128), "float32"); y = p.alloc_fragment("y", (128,), "float32")
+        >>> op = p.select(p.parallel((128,), writes=[(y, "lambda j: (j,)")], reads=[(x, "lambda j: (0, j)")]), x, [0])
+        >>> op.args["selected"]
+        {'x': [0]}
+        """
+        what = f"select {getattr(op, 'name', op)!r}"
+        self.own(buffer)
+        if not isinstance(op, Op) or op.loop is None or not any(a.buffer == buffer.name for a in op.accesses):
+            raise validate.OpValidationError(f"{what}: expected a loop op of this program accessing {buffer.name}",
+                                             what, buffer.name)
+        ok = isinstance(dims, (list, tuple)) and all(isinstance(d, int) and not isinstance(d, bool) for d in dims)
+        picked = sorted(set(dims)) if ok else []
+        if not picked or picked[0] < 0 or picked[-1] >= len(buffer.shape):
+            raise validate.OpValidationError(f"{what}: expected dims of {buffer.name} (rank {len(buffer.shape)}); "
+                                             f"found {list(dims)}", what, buffer.name)
+        selected = {**op.args.get("selected", {}), buffer.name: picked}
+        new = replace(op, args={**op.args, "selected": selected})
+        for ops in (self.ops, *self.regions.values(), *self._region_stack):
+            for k, o in enumerate(ops):
+                if o is op:
+                    ops[k] = new
+        return new
+
+    def gemm(self, A: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
+             transpose_B: bool = False, policy: str = "square", clear_accum: bool = False) -> Op:
+        """``T.gemm``; A and B may be regions of shared buffers (``A_s[:, 32:64]``, ``B_s[b, :, :]``):
+        M / N / K come from the regions' last two extents, the layouts cover the whole buffers (as
+        TileLang's).  Such a GEMM records ``A_region`` / ``B_region`` (starts, extents).
+
+        >>> p = Program(threads=128)
+        >>> A = p.alloc_shared("A_s", (64, 64), "float16"); B = p.alloc_shared("B_s", (32, 64), "float16")
+        >>> C = p.alloc_fragment("C", (64, 64), "float32")
+        >>> p.gemm(A[0:64, 32:64], B, C).args["A_region"]
+        ((0, 32), (64, 32))
+        """
         what = f"gemm#{self.next_uid}"
-        for b in (A, B, C):
-            self.own(b)
-            if not isinstance(b, Buffer):
-                raise validate.OpValidationError(f"{what}: operands are whole buffers; found a region of "
-                                                 f"{b.buffer.name}", what, b.buffer.name)
+        regions = {}
+        for b, key in ((A, "A"), (B, "B"), (C, "C")):
+            r = self.own(b)
+            if isinstance(b, Buffer):
+                continue
+            ext = tuple(r.extents if r.extents is not None else r.buffer.shape)
+            validate.region_bounds(r.buffer, r.starts, ext, what)
+            if key == "C" or not is_shared(r.buffer.scope) or any(e != 1 for e in ext[:-2]):
+                raise validate.OpValidationError(f"{what}: operand {key} is a region of {r.buffer.scope} buffer "
+                                                 f"{r.buffer.name} with extents {list(ext)}; expected whole buffers, "
+                                                 f"or for A / B shared regions with unit leading extents", what,
+                                                 r.buffer.name)
+            if tuple(r.starts) != (0,) * len(ext) or ext != tuple(r.buffer.shape):
+                regions[f"{key}_region"] = (tuple(r.starts), ext)
+        A, B = (x.buffer if isinstance(x, Region) else x for x in (A, B))
         args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": validate.flag(transpose_A, "transpose_A", what),
                 "transpose_B": validate.flag(transpose_B, "transpose_B", what),
                 "policy": validate.text(policy, "gemm policy", what).lower(),
-                "clear_accum": validate.flag(clear_accum, "clear_accum", what)}
+                "clear_accum": validate.flag(clear_accum, "clear_accum", what), **regions}
         self.hooks.check_gemm(A, B, C, args, what)
         return self.emit("gemm", args)
 
-    def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None) -> Op:
+    def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
+                 dynamic: bool = False) -> Op:
         """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
-        where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``)."""
+        where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``).
+        ``dynamic``: the outermost extent is a runtime value at most ``shape[0]`` (``T.Parallel(T.min(n,
+        512))``; the loop is laid out over the bound, planned as TileLang plans the symbolic loop, and
+        touches no fragment, as TileLang requires)."""
         loop = check_shape(shape, "parallel loop shape")
         what = f"parallel#{self.next_uid}"
         accesses = []
         if compute is not None:
             validate.text(compute, f"{what} compute", what)
+        dynamic = validate.flag(dynamic, "parallel dynamic", what)
         for is_write, group, label in ((True, writes, "writes"), (False, reads, "reads")):
             for buf, fn in validate.access_pairs(group, f"{what} {label}", what):
                 self.own(buf)
@@ -186,7 +243,14 @@ class Program:
                     raise validate.OpValidationError(f"{what} {label}: index functions address whole buffers; "
                                                      f"found a region of {buf.buffer.name}", what, buf.buffer.name)
                 accesses.append(Access(buf.name, validate.loop_indices(buf, fn, loop, what), is_write))
-        return self.emit("parallel", {} if compute is None else {"compute": compute}, loop, accesses)
+                if dynamic and buf.is_fragment:
+                    raise validate.OpValidationError(f"{what}: a loop with a dynamic extent touches fragment "
+                                                     f"{buf.name}; expected shared / global / local buffers only",
+                                                     what, buf.name)
+        args: dict = {} if compute is None else {"compute": compute}
+        if dynamic:
+            args["dynamic"] = True
+        return self.emit("parallel", args, loop, accesses)
 
     def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:
         r = self.own(buf)

@@ -165,9 +165,10 @@ def region(value: Any, path: str) -> Any:
 
 ARG_TYPES: dict[str, Check] = {
     "src": NAME, "dst": NAME, "A": NAME, "B": NAME, "C": NAME,
-    "src_region": nullable(region), "dst_region": nullable(region),
+    "src_region": nullable(region), "dst_region": nullable(region), "A_region": nullable(region),
+    "B_region": nullable(region),
     "cast": boolean, "transpose_A": boolean, "transpose_B": boolean, "clear_accum": boolean, "clear": boolean,
-    "return_prev": boolean,
+    "return_prev": boolean, "dynamic": boolean,
     "dim": integer(-64, 63), "k_align": integer(1, MAX_EXTENT), "value": number,
     "kind": NAME, "policy": NAME, "compute": NAME, "mode": NAME, "dtype": nullable(NAME),
     "starts": array(integer(0, MAX_EXTENT), 1, 64),

@@ -100,7 +100,7 @@ def _declared(p: Program, name: object, path: str) -> str:
 def _check_arg_ranks(o: dict, p: Program, path: str) -> None:
     """Regions and reduce dims of the rank of the buffers they name."""
     a = o["args"]
-    for side in ("src", "dst"):
+    for side in ("src", "dst", "A", "B"):
         reg = a.get(f"{side}_region")
         if reg is None or side not in a:
             continue

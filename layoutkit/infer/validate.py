@@ -142,13 +142,14 @@ def copy_regions(src: Region, dst: Region, what: str):
 
 
 def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, int, int]:
-    """M/N/K from the last two dims (transpose flags swap the roles)."""
+    """M/N/K from the last two dims (transpose flags swap the roles) of the operands, or of their
+    regions (``args["A_region"]`` / ``args["B_region"]``: starts, extents)."""
     for b, name in ((A, "A"), (B, "B"), (C, "C")):
         if len(b.shape) < 2:
             raise OpValidationError(f"{what}: operand {name} ({b.name}) needs rank >= 2; found {b.shape}", what,
                                     b.name)
-    a0, a1 = A.shape[-2:]
-    b0, b1 = B.shape[-2:]
+    a0, a1 = gemm_tile(A.shape, args.get("A_region"))
+    b0, b1 = gemm_tile(B.shape, args.get("B_region"))
     M, Ka = (a1, a0) if args["transpose_A"] else (a0, a1)
     Kb, N = (b1, b0) if args["transpose_B"] else (b0, b1)
     if Ka != Kb:
@@ -159,6 +160,16 @@ def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, i
     if C.scope != FRAGMENT:
         raise OpValidationError(f"{what}: C {C.name} must be a fragment; found scope {C.scope}", what, C.name)
     return M, N, Ka
+
+
+def gemm_tile(shape: tuple[int, ...], region) -> tuple[int, int]:
+    """The last two extents of a GEMM operand: of its region when it has one.
+
+    >>> gemm_tile((2, 64, 64), None), gemm_tile((64, 64), ((0, 32), (64, 32)))
+    ((64, 64), (64, 32))
+    """
+    ext = tuple(shape) if region is None else tuple(region[1])
+    return int(ext[-2]), int(ext[-1])
 
 
 def reduce(src: Buffer, dst: Buffer, dim: int, kind: str, what: str) -> int:

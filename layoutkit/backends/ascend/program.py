@@ -193,5 +193,9 @@ def check_gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> None:
         if b.scope not in scopes:
             raise validate.OpValidationError(f"{what}: operand {name} ({b.name}) must live in {' or '.join(scopes)}; "
                                              f"found scope {b.scope}", what, b.name)
+    for key in ("A_region", "B_region"):
+        if args.get(key) is not None:
+            raise validate.OpValidationError(f"{what}: operand {key[0]} is a sub-region {args[key]}; Ascend MAD "
+                                             f"operands are whole buffers", what, A.name if key[0] == "A" else B.name)
     fake_c = Buffer(C.name, C.shape, C.dtype, FRAGMENT)
     validate.gemm(A, B, fake_c, args, what)

@@ -168,6 +168,10 @@ def check_target(program) -> None:
     for op in program.ops:
         if op.kind != "gemm":
             continue
+        for key in ("A_region", "B_region"):
+            if op.args.get(key) is not None:
+                raise UnsupportedError(f"gemm lowering: {op.name} reads the sub-region {op.args[key]} of "
+                                       f"{op.args[key[0]]}; lowered GEMMs take whole operands")
         sm = arch_number(program.target)
         a, b = (program.buffers[op.args[k]].dtype for k in ("A", "B"))
         if sm < 75 or (75 <= sm < 80 and a != "float16") or a not in OPERAND_DTYPES or b != a:

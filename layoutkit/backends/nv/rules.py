@@ -27,7 +27,10 @@ def gemm_rule(op, ctx, level) -> RuleResult:
 
 def _gemm_result(op, ctx) -> RuleResult:
     a = op.args
-    operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype) for k in ("A", "B", "C"))
+    # a sub-region operand (``A_s[:, 32:64]``) gives M / N / K; its layout still covers the buffer
+    operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype,
+                      None if a.get(f"{k}_region") is None else tuple(a[f"{k}_region"][1][-2:]))
+                     for k in ("A", "B", "C"))
     r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng)
     return RuleResult({a[k]: r[k] for k in ("A", "B", "C") if k in r})
 

@@ -50,17 +50,35 @@ from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout
 @dataclass(frozen=True)
 class GemmOperand:
     """A GEMM operand buffer: memory ``scope``, full buffer ``shape`` (leading pipeline dims
-    included) and element ``dtype``."""
+    included) and element ``dtype``; ``tile`` the (rows, cols) of the region the GEMM reads when
+    that is part of a shared buffer (``A_s[:, 32:64]``: M / N / K come from it, the swizzle still
+    covers the whole buffer, as in TileLang), None for the whole buffer.
+
+    >>> GemmOperand("shared", (64, 64), "float16", (64, 32)).tile_shape
+    (64, 32)
+    """
 
     scope: str
     shape: tuple[int, ...]
     dtype: str
+    tile: tuple[int, int] | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "shape", check_shape(self.shape, "GEMM operand shape"))
         object.__setattr__(self, "dtype", canonical_dtype(self.dtype))
         if len(self.shape) < 2:
             raise ShapeError(f"a GEMM operand needs rank >= 2; found shape {self.shape}")
+        if self.tile is not None:
+            tile = check_shape(self.tile, "GEMM operand tile")
+            if len(tile) != 2 or any(t > n for t, n in zip(tile, self.shape[-2:])):
+                raise ShapeError(f"a GEMM operand tile is (rows, cols) inside the buffer's last two dims "
+                                 f"{self.shape[-2:]}; found {self.tile}")
+            object.__setattr__(self, "tile", None if tile == tuple(self.shape[-2:]) else tile)
+
+    @property
+    def tile_shape(self) -> tuple[int, int]:
+        """The (rows, cols) the GEMM reads: ``tile``, else the buffer's last two dims."""
+        return self.tile or (self.shape[-2], self.shape[-1])
 
     @property
     def shared(self) -> bool:
@@ -78,9 +96,13 @@ class GemmOperand:
 def _operand(x, name: str) -> GemmOperand:
     if isinstance(x, GemmOperand):
         return x
-    if isinstance(x, (tuple, list)) and len(x) == 3:
-        return GemmOperand(x[0], tuple(x[1]), x[2])
-    raise ShapeError(f"GEMM operand {name} must be a GemmOperand or (scope, shape, dtype); found {x!r}")
+    if isinstance(x, (tuple, list)) and len(x) in (3, 4):
+        op = GemmOperand(x[0], tuple(x[1]), x[2], None if len(x) == 3 or x[3] is None else tuple(x[3]))
+        if op.tile is not None and not op.shared:  # TileLang lays register operands out over the buffer
+            raise UnsupportedError(f"GEMM operand {name} reads {op.tile} of {op.scope} buffer {op.shape}; only "
+                                   f"shared operands may be sub-regions")
+        return op
+    raise ShapeError(f"GEMM operand {name} must be a GemmOperand or (scope, shape, dtype[, tile]); found {x!r}")
 
 
 @dataclass(frozen=True)
@@ -106,13 +128,13 @@ class GemmLayouts:
 def gemm_shape(A: GemmOperand, B: GemmOperand, C: GemmOperand, transpose_A: bool, transpose_B: bool):
     """``(M, N, K)`` from the last two dims of the operands (A ``[M, K]`` or ``[K, M]``, B ``[K, N]`` or
     ``[N, K]``, C ``[M, N]``), checking that they agree."""
-    a0, a1 = A.shape[-2:]
-    b0, b1 = B.shape[-2:]
+    a0, a1 = A.tile_shape
+    b0, b1 = B.tile_shape
     M, Ka = (a1, a0) if transpose_A else (a0, a1)
     Kb, N = (b1, b0) if transpose_B else (b0, b1)
     if Ka != Kb or tuple(C.shape[-2:]) != (M, N):
         raise ShapeError(
-            f"GEMM shapes disagree: A {A.shape} (transpose_A={transpose_A}) gives M={M}, K={Ka}; B {B.shape} "
+            f"GEMM shapes disagree: A {A.tile_shape} (transpose_A={transpose_A}) gives M={M}, K={Ka}; B {B.tile_shape} "
             f"(transpose_B={transpose_B}) gives K={Kb}, N={N}; C is {C.shape}, expected [..., {M}, {N}]"
         )
     return M, N, Ka

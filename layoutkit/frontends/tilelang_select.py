@@ -1,0 +1,73 @@
+"""Fragments indexed by variables from outside their parallel loop (``lse_local[k, j]`` inside
+``for k in T.serial(...)`` around ``T.Parallel(...)``, ``T.copy(lse_local[k, 0], ...)``).
+
+TileLang 0.1.15 keeps ``k`` symbolic in its ``ParallelOp``: a loop following such a fragment gets
+the thread map ``thread(k, j)``, a fragment the loop lays out gets a thread map that ignores that
+dim (``k`` is no loop variable), and its containment proofs hold for every ``k``.  So whenever the
+fragment's thread map does not depend on the selected dim, TileLang's layouts are those of the
+access read with ``k = 0``, which is how the adapter reads it (the Program's index is the constant
+the expression takes at ``k = 0``, clamped into the dim).  When the solved thread map does depend
+on it, TileLang's loop layout would be a function of ``k`` (a layout no Program can hold) or its
+proof would fail, so :func:`check_selections` refuses the result, naming the statement.
+
+An access whose every index is then constant (``x[k]`` alone) is refused while reading: TileLang
+counts ``x[k]`` as a non-constant access (it neither replicates ``x`` at its strict level nor
+skips it when choosing the loop's source), a constant would change both.
+
+>>> import layoutkit as lk
+>>> f = lk.Fragment([4, 128], forward_thread_fn=lambda k, j: j, forward_index_fn=lambda k, j: k)
+>>> check_selections([Selection("parallel#3", "x", (0,), "loop")], {"x": f})
+>>> g = lk.Fragment([4, 32], forward_thread_fn=lambda k, j: k * 32 + j, forward_index_fn=lambda k, j: 0)
+>>> try:
+...     check_selections([Selection("parallel#3", "x", (0,), "loop `for j`")], {"x": g})
+... except UnsupportedError as err:
+...     print(str(err).split("(")[1].split(")")[0])
+thread 0 at [0, 0], 32 at [1, 0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UnsupportedError
+from ..fragment.fragment import Fragment
+
+__all__ = ["Selection", "check_selections"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Op ``op`` reads or writes fragment ``buffer`` with dims ``dims`` indexed by variables from
+    outside its loop; ``where`` names the statement."""
+
+    op: str
+    buffer: str
+    dims: tuple[int, ...]
+    where: str
+
+
+def check_selections(selections: Iterable[Selection], layout_map: Mapping) -> None:
+    """Raise :class:`UnsupportedError` where a solved fragment's thread map depends on a dim a
+    selection fixes (see the module doc); ``layout_map`` maps buffer names to layouts."""
+    for sel in selections:
+        lay = layout_map.get(sel.buffer)
+        if not isinstance(lay, Fragment):
+            continue
+        table = lay.thread_table()
+        for d in sel.dims:
+            first = np.take(table, [0], axis=d + 1)
+            moved = np.argwhere(table != first)
+            if len(moved):
+                rep, *at = (int(x) for x in moved[0])
+                at0 = list(at)
+                at0[d] = 0
+                was, now = int(table[tuple([rep, *at0])]), int(table[tuple([rep, *at])])
+                raise UnsupportedError(
+                    f"{sel.where}: fragment {sel.buffer} is indexed in dim {d} by a variable from outside the "
+                    f"parallel loop, and its layout's thread depends on that dim (thread "
+                    f"{was} at {at0}, {now} at {at}): TileLang 0.1.15 "
+                    f"would lay the loop out as a function of that variable; expected a thread map independent "
+                    f"of dim {d}")

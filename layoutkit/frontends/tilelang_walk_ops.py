@@ -1,0 +1,136 @@
+"""The tile-op readers of the TileLang walk (:mod:`.tilelang_walk`): each ``tl.tileop.*`` call the
+adapter reads becomes one Program op (see :mod:`.tilelang_tileops`), and what regions of parameter
+tensors reach past the tensor.  A mixin of the walker: ``self.p`` is the Program being built,
+``self.region`` reads a region argument, ``self._record_selections`` the fragment dims it selected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UnsupportedError
+from ..infer.program import Buffer
+from .tilelang_ir import copy_loop_regions, nodes
+from .tilelang_ir import int_value as _int
+
+__all__ = ["TileOps", "global_reach"]
+
+_SHARED = ("shared", "shared.dyn")
+
+
+class TileOps:
+    """Readers of ``T.copy`` / ``fill`` / ``transpose`` / ``im2col`` / ``gemm`` / ``reduce`` / ``atomic_add``."""
+
+    p: Any
+    tirx: Any
+
+    def region(self, arg, what: str):  # pragma: no cover - the walker's
+        raise NotImplementedError
+
+    def _record_selections(self, op, where: str):  # pragma: no cover - the walker's
+        raise NotImplementedError
+
+    def copy(self, call) -> None:
+        what = f"T.copy `{call}`"
+        src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
+        self._record_selections(self.p.copy(src, dst), what)
+
+    def fill(self, call) -> None:
+        what = f"T.fill `{call}`"
+        value = call.args[1]
+        v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
+        self._record_selections(self.p.fill(self.region(call.args[0], what), v), what)
+
+    def transpose(self, call) -> None:
+        what = f"T.transpose `{call}`"
+        src, dst = self._whole(call.args[0], what), self._whole(call.args[1], what)
+        if len(src.shape) != 2:
+            raise UnsupportedError(f"{what}: {src.name} has rank {len(src.shape)}; expected a 2-D buffer (the "
+                                   f"Program's transpose swaps two dims)")
+        for b in (src, dst):
+            if b.is_fragment:  # layoutkit's transpose carries a layout across; TileLang's proposes none
+                raise UnsupportedError(f"{what}: operand {b.name} is a fragment; expected shared memory (TileLang "
+                                       f"0.1.15's transpose lays out no fragment, layoutkit's would)")
+        self.p.transpose(src, dst)
+
+    def im2col(self, call) -> None:
+        """TileLang's ``Im2ColOp::InferLayout`` proposes no layout: the op constrains nothing, so the
+        Program has no op for it; its column tile is written through shared memory only."""
+        what = f"T.im2col `{call}`"
+        col = self.region(call.args[1], what).buffer
+        if col.scope not in ("shared", "shared.dyn"):
+            raise UnsupportedError(f"{what}: column buffer {col.name} has scope {col.scope}; expected shared memory")
+        self.region(call.args[0], what)
+
+    def _whole(self, arg, what: str) -> Buffer:
+        r = self.region(arg, what)
+        if any(r.starts) or r.extents != r.buffer.shape:
+            raise UnsupportedError(f"{what}: operand {r.buffer.name}{list(r.starts)} with extents "
+                                   f"{list(r.extents or ())} is part of the buffer; expected the whole "
+                                   f"{r.buffer.shape}")
+        return r.buffer
+
+    def gemm(self, call) -> None:
+        what = f"T.gemm `{call}`"
+        a = call.args
+        # A / B may be parts of shared buffers (``A_shared[:, block_K:]``, a stage or batch slice):
+        # TileLang takes M / N / K from the regions and lays out the whole buffers
+        A, B = (self._operand(x, what) for x in a[:2])
+        C = self._whole(a[2], what)
+        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[8], what))
+        if policy is None:
+            raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
+        self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
+                    policy=policy, clear_accum=bool(_int(a[9], what)))
+
+    def _operand(self, arg, what: str):
+        r = self.region(arg, what)
+        if not any(r.starts) and r.extents == r.buffer.shape:
+            return r.buffer
+        if r.buffer.scope not in _SHARED:
+            raise UnsupportedError(f"{what}: operand {r.buffer.name}{list(r.starts)} with extents "
+                                   f"{list(r.extents or ())} is part of a {r.buffer.scope} buffer; TileLang 0.1.15 "
+                                   f"lays register operands out over the whole buffer: expected the whole "
+                                   f"{r.buffer.shape}, or a region of shared memory")
+        return r
+
+    def reduce(self, call) -> None:
+        what = f"T.reduce `{call}`"
+        a = call.args
+        src, dst = self._whole(a[0], what), self._whole(a[1], what)
+        self.p.reduce(src, dst, dim=_int(a[3], what), kind=str(a[2].value), clear=bool(_int(a[4], what)))
+
+    def atomic_add(self, call) -> None:
+        what = f"T.atomic_add `{call}`"
+        value, dst = call.args[0], call.args[1]
+        if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
+            op = self.p.atomic_add(self.region(dst, what), float(value.value))
+        else:
+            op = self.p.atomic_add(self.region(dst, what), self.region(value, what))
+        self._record_selections(op, what)
+
+
+def global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
+    """The largest constant extent of every ``T.region`` over each parameter buffer, by data var.  A
+    region may run past its tensor (a GQA decode reading 64 query rows of a 32-head tensor); TileLang
+    guards those reads, and global positions never enter layout inference, so the Program's tensor
+    is declared as large as the largest region (kernels inside their tensors are unchanged)."""
+    from tilelang import tvm
+
+    tirx = tvm.tirx
+    params = [func.buffer_map[p].data for p in func.params if p in func.buffer_map]
+    reach: list[tuple[Any, tuple[int, ...]]] = []
+    for call in nodes(func.body, tirx.Call):
+        if getattr(call.op, "name", "") != "tl.region" or not isinstance(call.args[0], tirx.BufferLoad):
+            continue
+        data = call.args[0].buffer.data
+        extents = call.args[2:]
+        if not any(data.same_as(v) for v in params) or not all(isinstance(e, tirx.IntImm) for e in extents):
+            continue
+        ext = tuple(int(e.value) for e in extents)
+        for k, (v, old) in enumerate(reach):
+            if v.same_as(data) and len(old) == len(ext):
+                reach[k] = (v, tuple(max(a, b) for a, b in zip(old, ext)))
+                break
+        else:
+            reach.append((data, ext))
+    return reach
