@@ -6,8 +6,9 @@ row/column reductions, a softmax over a tile, GEMM + bias + ReLU, a tile atomic 
 swizzle, an attention head (a GEMM with its A operand in registers), two kernels written without
 ``threads=`` (TileLang's default 128), a shared-memory ``T.transpose``, a convolution over ``T.im2col``
 tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, shared
-slices selected by a serial loop variable, copies whose sides' extents differ, and two kernels TileLang
-0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
+slices selected by a serial loop variable, copies whose sides' extents differ, int4 dequantisation
+(``B_local[i, j // 2]``), and two kernels TileLang 0.1.15's inference fails on (a 100 x 7 tile on
+128 threads; a reduction over a 4 x 100 tile).
 
 Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
 zero-argument builder returning the ``T.prim_func``; :data:`TILELANG_FAILS` names the kernels
@@ -535,6 +536,28 @@ def shared_loops(M=256, N=128, bM=64, bN=128, threads=128, dtype="float16"):
     return main
 
 
+def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
+    """Int4 weights unpacked in registers as TileLang's ``examples/dequantize_gemm`` write it:
+    ``B_deq[i, j] = f(B_local[i // pack_rows, j // 2])``.  The loop reads no digit ``j % 2`` (nor
+    ``i % pack_rows``) of ``B_local``'s index, which TileLang's ``CompleteBufferFragment`` makes
+    replication of ``B_local`` (replicated where those digits pick a thread)."""
+
+    @T.prim_func
+    def main(B: T.Tensor((N // pack_rows, K // 2), "uint8"), C: T.Tensor((N, K), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), threads=threads) as bx:
+            B_shared = T.alloc_shared((bN // pack_rows, bK // 2), "uint8")
+            B_local = T.alloc_fragment((bN // pack_rows, bK // 2), "uint8")
+            B_deq = T.alloc_fragment((bN, bK), "float16")
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=1):
+                T.copy(B[bx * bN // pack_rows, k * bK // 2], B_shared)
+                T.copy(B_shared, B_local)
+                for i, j in T.Parallel(bN, bK):
+                    nibble = (B_local[i // pack_rows, j // 2] >> (T.cast(j % 2, "uint8") * T.uint8(4))) & T.uint8(15)
+                    B_deq[i, j] = T.cast(nibble, "float16")
+                T.copy(B_deq, C[bx * bN, k * bK])
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -573,6 +596,9 @@ KERNELS: dict[str, Callable] = {
     "reshaped": lambda: reshaped(),
     "serial_slices": lambda: serial_slices(),
     "copy_extents_differ": lambda: copy_extents_differ(),
+    "dequant_int4": lambda: dequant_int4(),
+    "dequant_int4_replicated": lambda: dequant_int4(bN=16, bK=8),
+    "dequant_int4_packed_rows": lambda: dequant_int4(bN=16, bK=8, pack_rows=2),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }
