@@ -558,6 +558,41 @@ def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
     return main
 
 
+def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
+    """A row sum through a reducer (``T.alloc_reducer``): the first-class form (``T.reducer_init`` /
+    ``T.reducer_update`` / ``T.finalize_reducer(acc, dst)``) or, with ``legacy``, the deprecated
+    ``replication="all"`` form TileLang rewrites into it before layout inference.  The adapter
+    refuses both by name (TileLang lays a reducer out as a ``PartialFragment``)."""
+
+    if legacy:
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+            with T.Kernel(1, threads=threads) as _:
+                acc = T.alloc_reducer(M, dtype, op="sum", replication="all")
+                A_frag = T.alloc_fragment((M, N), dtype)
+                T.clear(acc)
+                T.copy(A, A_frag)
+                for i, j in T.Parallel(M, N):
+                    acc[i] += A_frag[i, j]
+                T.finalize_reducer(acc)
+                T.copy(acc, B)
+        return main
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=threads) as _:
+            acc = T.alloc_reducer(M, dtype, op="sum")
+            A_frag = T.alloc_fragment((M, N), dtype)
+            dst = T.alloc_fragment((M,), dtype)
+            T.reducer_init(acc)
+            T.copy(A, A_frag)
+            for i, j in T.Parallel(M, N):
+                T.reducer_update(acc[i], A_frag[i, j])
+            T.finalize_reducer(acc, dst)
+            T.copy(dst, B)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
