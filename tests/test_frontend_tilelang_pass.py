@@ -153,6 +153,18 @@ def test_a_kernel_layoutkit_refuses_falls_back_or_raises():
         lktl.lower(K.cumsum_shared(), "sm_80", fallback=False)
 
 
+def test_a_reducer_kernel_falls_back_to_tilelangs_pass():
+    from tilelang import tvm
+
+    target = {"kind": "cuda", "arch": "sm_80"}
+    with tvm.target.Target(target):
+        theirs = tilelang.lower(K.row_sum_reducer(), target=target).kernel_source
+    with layoutkit_inference() as record, tvm.target.Target(target):
+        src = tilelang.lower(K.row_sum_reducer(), target=target).kernel_source
+    assert record.solved == 0 and len(record.fallbacks) == 1 and "T.alloc_reducer" in record.fallbacks[0]
+    assert src == theirs
+
+
 def test_factories_are_restored():
     import tilelang.transform as tlt
 

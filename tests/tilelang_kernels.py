@@ -8,8 +8,9 @@ swizzle, an attention head (a GEMM with its A operand in registers), two kernels
 tiles, copies between shapes that differ by unit dims, ``T.reshape`` / ``T.view`` aliases, shared
 slices selected by a serial loop variable, copies whose sides' extents differ, fragments indexed by a
 serial loop variable from outside their parallel loop (flash decoding's combine), GEMMs on sub-regions
-of shared tiles, parallel loops with runtime extents (``T.min(n, 512)``), and two kernels TileLang
-0.1.15's inference fails on (a 100 x 7 tile on 128 threads; a reduction over a 4 x 100 tile).
+of shared tiles, parallel loops with runtime extents (``T.min(n, 512)``), int4 dequantisation
+(``B_local[i, j // 2]``), and two kernels TileLang 0.1.15's inference fails on (a 100 x 7 tile on
+128 threads; a reduction over a 4 x 100 tile).
 
 Importing this module never needs TileLang; calling a builder does.  :data:`KERNELS` maps a name to a
 zero-argument builder returning the ``T.prim_func``; :data:`TILELANG_FAILS` names the kernels
@@ -696,6 +697,63 @@ def dynamic_rows(M=64, N=128, threads=128, dtype="float16"):
     return main
 
 
+def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
+    """Int4 weights unpacked in registers as TileLang's ``examples/dequantize_gemm`` write it:
+    ``B_deq[i, j] = f(B_local[i // pack_rows, j // 2])``.  The loop reads no digit ``j % 2`` (nor
+    ``i % pack_rows``) of ``B_local``'s index, which TileLang's ``CompleteBufferFragment`` makes
+    replication of ``B_local`` (replicated where those digits pick a thread)."""
+
+    @T.prim_func
+    def main(B: T.Tensor((N // pack_rows, K // 2), "uint8"), C: T.Tensor((N, K), "float16")):
+        with T.Kernel(T.ceildiv(N, bN), threads=threads) as bx:
+            B_shared = T.alloc_shared((bN // pack_rows, bK // 2), "uint8")
+            B_local = T.alloc_fragment((bN // pack_rows, bK // 2), "uint8")
+            B_deq = T.alloc_fragment((bN, bK), "float16")
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=1):
+                T.copy(B[bx * bN // pack_rows, k * bK // 2], B_shared)
+                T.copy(B_shared, B_local)
+                for i, j in T.Parallel(bN, bK):
+                    nibble = (B_local[i // pack_rows, j // 2] >> (T.cast(j % 2, "uint8") * T.uint8(4))) & T.uint8(15)
+                    B_deq[i, j] = T.cast(nibble, "float16")
+                T.copy(B_deq, C[bx * bN, k * bK])
+    return main
+
+
+def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
+    """A row sum through a reducer (``T.alloc_reducer``): the first-class form (``T.reducer_init`` /
+    ``T.reducer_update`` / ``T.finalize_reducer(acc, dst)``) or, with ``legacy``, the deprecated
+    ``replication="all"`` form TileLang rewrites into it before layout inference.  The adapter
+    refuses both by name (TileLang lays a reducer out as a ``PartialFragment``)."""
+
+    if legacy:
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+            with T.Kernel(1, threads=threads) as _:
+                acc = T.alloc_reducer(M, dtype, op="sum", replication="all")
+                A_frag = T.alloc_fragment((M, N), dtype)
+                T.clear(acc)
+                T.copy(A, A_frag)
+                for i, j in T.Parallel(M, N):
+                    acc[i] += A_frag[i, j]
+                T.finalize_reducer(acc)
+                T.copy(acc, B)
+        return main
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
+        with T.Kernel(1, threads=threads) as _:
+            acc = T.alloc_reducer(M, dtype, op="sum")
+            A_frag = T.alloc_fragment((M, N), dtype)
+            dst = T.alloc_fragment((M,), dtype)
+            T.reducer_init(acc)
+            T.copy(A, A_frag)
+            for i, j in T.Parallel(M, N):
+                T.reducer_update(acc[i], A_frag[i, j])
+            T.finalize_reducer(acc, dst)
+            T.copy(dst, B)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -745,6 +803,9 @@ KERNELS: dict[str, Callable] = {
     # parallel loops with runtime extents bounded by a constant
     "dynamic_extent": lambda: dynamic_extent(),
     "dynamic_rows": lambda: dynamic_rows(),
+    "dequant_int4": lambda: dequant_int4(),
+    "dequant_int4_replicated": lambda: dequant_int4(bN=16, bK=8),
+    "dequant_int4_packed_rows": lambda: dequant_int4(bN=16, bK=8, pack_rows=2),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }

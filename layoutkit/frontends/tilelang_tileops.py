@@ -35,15 +35,17 @@ READ: dict[str, str] = {
 """Tile ops the adapter reads, with the construct each is."""
 
 _NO_COUNTERPART = "has no layoutkit counterpart yet"
+_REDUCER = ("works on a local.reducer buffer, which TileLang 0.1.15 lays out as a PartialFragment (replicas "
+            "that are partial sums awaiting the finalize collective); a layoutkit Fragment cannot express it")
 
 REFUSED: dict[str, tuple[str, str]] = {
     "tl.tileop.atomicmax": ("T.atomic_max", _NO_COUNTERPART + " (the Program has atomic_add only)"),
     "tl.tileop.atomicmin": ("T.atomic_min", _NO_COUNTERPART + " (the Program has atomic_add only)"),
     "tl.tileop.cumsum": ("T.cumsum", _NO_COUNTERPART + " (a scan along one dim)"),
     "tl.tileop.cummax": ("T.cummax", _NO_COUNTERPART + " (a scan along one dim)"),
-    "tl.tileop.reducer_init": ("T.alloc_reducer", _NO_COUNTERPART + " (local.reducer buffers)"),
-    "tl.tileop.finalize_reducer": ("T.finalize_reducer", _NO_COUNTERPART + " (local.reducer buffers)"),
-    "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _NO_COUNTERPART + " (local.reducer buffers)"),
+    "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
+    "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
+    "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.gemm_sp": ("T.gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM)"),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
     "tl.tileop.wgmma_gemm": ("T.wgmma_gemm", _NO_COUNTERPART + " (an explicit WGMMA; write T.gemm)"),

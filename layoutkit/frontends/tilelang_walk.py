@@ -12,7 +12,8 @@ stage dim; the Program declares them with their logical shape and records the st
 against the source ``PrimFunc``).  Serial loops, ``if`` statements, blocks and attributes are walked
 through; fragments read or written outside tile ops (an ``if`` condition, a scalar statement) are
 "floating" and, as in TileLang, fully replicated.  Anything else that could change a layout raises
-:class:`UnsupportedError` naming the statement.
+:class:`UnsupportedError` naming the statement; so does a ``local.reducer`` buffer (``T.alloc_reducer``:
+TileLang 0.1.15 lays it out as a ``PartialFragment``, whose replicas are partial sums, not copies).
 
 Global-memory starts and indices that use block or serial loop variables are read with those
 variables at 0 (clamped into the tensor): layout inference uses only their element types, never
@@ -73,6 +74,22 @@ _NO_LAYOUT_SCOPES = ("shared.barrier",)
 """Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
 _IM2COL = ("tl.tileop.im2col", "tl.tileop.c2d_im2col")
+
+
+_REDUCER = "local.reducer"
+
+
+def _reducer_refusal(name: str) -> str:
+    """Why a ``local.reducer`` buffer is refused (TileLang 0.1.15 lays it out as a ``PartialFragment``).
+
+    >>> _reducer_refusal("acc")[:86]
+    'from_prim_func: reducer acc (T.alloc_reducer, scope local.reducer; T.reducer_update / '
+    """
+    return (f"from_prim_func: reducer {name} (T.alloc_reducer, scope local.reducer; T.reducer_update / "
+            f"T.finalize_reducer, and the legacy replication= form TileLang rewrites into them) is not supported: "
+            f"TileLang 0.1.15 lays a reducer out as a PartialFragment, whose replicas are partial sums awaiting "
+            f"the finalize collective (combine lanes) and whose plan it chooses per update site; a layoutkit "
+            f"Fragment's replicas are equal copies, so it cannot express that layout")
 
 
 def _program_scope(scope: str) -> str:
@@ -136,6 +153,8 @@ class _Walker(TileOps):
         scope = "global" if global_ else _program_scope(buf.scope())
         if scope in _NO_LAYOUT_SCOPES:
             return None
+        if scope == _REDUCER:
+            raise UnsupportedError(_reducer_refusal(buf.name))
         if scope not in SCOPES:
             raise UnsupportedError(f"from_prim_func: buffer {buf.name} has scope {scope!r}; expected one of "
                                    f"{SCOPES} (or local.var)")

@@ -28,6 +28,7 @@ from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 from ..scopes import FRAGMENT, GLOBAL, LOCAL, is_shared
+from .completion import invert_completion
 from .guards import THREAD, Guard, Predicate
 from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
@@ -92,7 +93,7 @@ def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool,
     used = [v[0] for v in views if v is not None]
     if any(v is None for v in views) and not all(isinstance(e, Const) or v is not None
                                                  for e, v in zip(indices, views)):
-        return bind(_bijective_completion(loop_layout, indices, shape, loop), rng)
+        return bind(invert_completion(loop_layout, indices, shape, loop, is_write), rng)
     if len(set(used)) != len(used):
         raise UnsupportedError(f"access {tuple(str(e) for e in indices)} uses a loop var twice")
     unused = [v for v in loop_vars if v not in used]
@@ -116,37 +117,6 @@ def complete_buffer(loop_layout: Fragment, indices, shape, loop, is_write: bool,
     if not is_write and not frag.prove_injective():
         return make_fully_replicated_fragment(shape, loop_layout.thread_extent)
     return bind(frag, rng)
-
-
-def _bijective_completion(loop_layout: Fragment, indices, shape, loop) -> Fragment:
-    """TileLang's first ``CompleteBufferFragment`` path: indices that map the loop one-to-one onto the
-    whole buffer (e.g. ``x[i * 2 + j // 32, j % 32]``) are inverted, and the buffer element follows the
-    loop point it came from.
-
-    >>> from layoutkit.algebra.layout import placeholder
-    >>> i, j = placeholder(0, 4), placeholder(1, 64)
-    >>> loop = Fragment.from_exprs((4, 64), None, j % 32 + i * 32, 2)
-    >>> f = _bijective_completion(loop, (i * 2 + j // 32, j % 32), (8, 32), (4, 64))
-    >>> print(f.forward_thread)
-    _i // 2 * 32 + _j
-    """
-    from ..algebra.layout import Layout
-
-    what = f"cannot invert the access {tuple(str(e) for e in indices)} over the loop {tuple(loop)}"
-    try:
-        access = Layout.from_exprs(tuple(loop), tuple(indices))
-        if tuple(access.output_shape) != tuple(shape):
-            raise UnsupportedError(f"{what}: it does not cover the buffer {tuple(shape)} one-to-one")
-        inv = access.inverse()
-    except LayoutError as err:
-        raise UnsupportedError(f"{what}: {err}") from None
-    coords = [substitute(e, {v: placeholder(d, n) for d, (v, n) in enumerate(zip(inv.forward_vars, shape))})
-              for e in inv.forward_index]
-    mapping: dict[Expr, Expr] = {placeholder(d, n): c for d, (n, c) in enumerate(zip(loop, coords))}
-    thread = substitute(loop_layout.forward_thread, mapping)
-    if loop_layout.replicate_size > 1:
-        thread = substitute(thread, {loop_layout.rep_var: rep_var(loop_layout.replicate_size)})
-    return Fragment.from_exprs(tuple(shape), None, thread, loop_layout.replicate_size).condense_rep_var()
 
 
 # ---- containment checks (numpy) -----------------------------------------------------------------
