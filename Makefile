@@ -82,7 +82,7 @@ test-tilelang:
 sass-report:
 	@test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
-	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cuda-cuobjdump || echo "cuobjdump not installable"
+	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm || echo "cuobjdump not installable"
 	$(BENCH_VENV)/bin/python benchmarks/sass_report.py
 
 clean:

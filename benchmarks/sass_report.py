@@ -3,7 +3,8 @@
 
 Each kernel is compiled with ``nvcc -O3 -cubin -arch=sm_80 -Xptxas -v`` (registers, spills, shared memory as
 ptxas reports them; the dynamic shared memory of the launch beside it) and disassembled with ``cuobjdump
--sass``: the kernel's HMMA / IMMA / LDSM / LDGSTS / LDS / STS / BAR counts and its k loop (the backward branch
+-sass``: the kernel's HMMA / IMMA / LDSM / LDGSTS / LDS / STS / BAR / PRMT / STG counts (``STG.128``: its 16-byte
+global stores) and its k loop (the backward branch
 whose body holds the mma instructions).  A loop that covers several k tiles per iteration (layoutkit unrolls
 its pipeline by the stage count) is reported per k tile: loop instructions / (loop mmas / mmas per tile);
 ``int`` counts the integer ALU instructions among them.
@@ -39,13 +40,16 @@ CONFIGS = {  # name -> (M, N, K, bM, bN, bK, stages, threads, dtype)
     "f16_64x64x32_s2_t128": (1024, 1024, 1024, 64, 64, 32, 2, 128, "float16"),
     "bf16_128x128x32_s2_t128": (1024, 1024, 1024, 128, 128, 32, 2, 128, "bfloat16"),
     "s8_128x128x64_s2_t128": (1024, 1024, 1024, 128, 128, 64, 2, 128, "int8"),
+    "s8_64x64x64_s2_t128": (1024, 1024, 1024, 64, 64, 64, 2, 128, "int8"),
+    "tf32_64x64x32_s2_t128": (1024, 1024, 1024, 64, 64, 32, 2, 128, "float32"),
 }
 MAIN = "f16_128x128x32_s2_t128"
 """The configuration of the acceptance target: k-loop instructions per k tile <= 1.05x TileLang's, no spills."""
 
-COUNTED = ("HMMA", "IMMA", "LDSM", "LDGSTS", "LDS", "STS", "BAR")
+COUNTED = ("HMMA", "IMMA", "LDSM", "LDGSTS", "LDS", "STS", "BAR", "PRMT", "STG", "STG.128")
+"""Opcodes counted (``STG.128``: the 16-byte global stores, ``STG.E.128``; the others count every width)."""
 INTEGER = ("IMAD", "IADD3", "LOP3", "LEA", "SHF", "ISETP", "SEL", "IABS", "IMNMX", "PRMT", "SGXT", "BMSK")
-_ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32}
+_ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32, "float32": 8}
 
 
 # ---- TileLang's kernel (runs in TileLang's interpreter: imports tilelang only) -------------------------------
@@ -142,7 +146,8 @@ def parse_sass(text: str, mma_per_tile: int, smem: int, ptxas: str) -> Sass:
     ins = [(int(m.group(1), 16), m.group(2).strip())
            for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*?);", text)]
     ops = [_opcode(t) for _, t in ins]
-    counts = {c: sum(o.split(".")[0] == c for o in ops) for c in COUNTED}
+    counts = {c: sum(o.split(".")[0] == c for o in ops) for c in COUNTED if "." not in c}
+    counts["STG.128"] = sum(o.startswith("STG") and o.endswith(".128") for o in ops)
     spans = []  # backward branches: [target, branch] address ranges of the loops holding mma instructions
     for a, t in ins:
         m = re.search(r"BRA\s+(?:`\()?0x([0-9a-f]+)", t)
@@ -190,7 +195,12 @@ def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, mma
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode:
         raise RuntimeError(f"nvcc failed on {cu}:\n{res.stderr[-3000:]}")
-    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+    env = dict(os.environ)
+    nvdisasm = find_tool("nvdisasm")  # cuobjdump -sass runs it (the nvidia-cuda-nvdisasm wheel has one)
+    if nvdisasm:
+        env["PATH"] = os.pathsep.join([str(Path(nvdisasm).parent), env.get("PATH", "")])
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True,
+                          env=env).stdout
     (d / f"{stem}.sass").write_text(sass)
     return parse_sass(sass, mma_per_tile, smem, res.stderr + res.stdout)
 

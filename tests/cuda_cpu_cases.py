@@ -5,7 +5,6 @@ operand type, 1-4 stages, 128/256 threads, tails, transposes, epilogues, reducti
 
 from __future__ import annotations
 
-import dataclasses
 import runpy
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from layoutkit.codegen.execute import from_bf16, np_dtype, to_bf16
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.scopes import GLOBAL
 
-from .test_codegen import FP16, INT8, _relu_program
+from .test_codegen import FP16, INT8, _relu_program, _with_c
 from .test_codegen_conversions import column_sum_bias, row_sum_bias, transpose_through
 from .test_codegen_nv_epilogue import (
     GEMMS,
@@ -44,11 +43,6 @@ class Case:
     kernel: ir.Kernel
     arrays: dict
     expect: dict
-
-
-def _with_c(kernel: ir.Kernel, dtype: str) -> ir.Kernel:
-    bufs = tuple(dataclasses.replace(b, dtype=dtype) if b.name == "C" else b for b in kernel.buffers)
-    return dataclasses.replace(kernel, buffers=bufs)
 
 
 def _case(p, inputs: dict, expect: dict, *, model=None, widen_c: str | None = None) -> Case:
@@ -250,6 +244,8 @@ for _c in INT8:
     CASES["int8_" + "x".join(map(str, _c[:6]))] = (int8_gemm, _c)
 for _s in (1, 3, 4):
     CASES[f"fp16_stages{_s}"] = (fp16_gemm, (100, 72, 160, 64, 64, 32, False, _s))
+CASES["int8_kn_int8_c_tail"] = (int8_gemm, (100, 80, 72, 64, 64, 32, False))  # words + prmt, int8 C, all tails
+CASES["fp16_half_c_n100"] = (fp16_gemm_half_c, (64, 100, 32, 32, 32, 32, False))  # staged runs of 4 (N % 8 != 0)
 for _i, _g in enumerate(GEMMS):
     CASES[f"{_g[0]}_{'x'.join(map(str, _g[1:7]))}{'_tb' if _g[7] else ''}_{_g[8]}"] = (typed_gemm, (_i,))
 CASES["bf16_c"] = (bf16_out_gemm, ())
@@ -291,7 +287,8 @@ REPRESENTATIVE = [
     "bfloat16_150x130x72x64x64x32_tb_square",
     "bf16_c",  # a bf16 C: the float -> bf16 conversion of the epilogue
     "float32_100x72x40x64x64x32_square",  # tf32, m16n8k8
-    "int8_100x72x96x64x64x32_square",  # an 8-bit B [K, N]: per-lane loads
+    "int8_100x72x96x64x64x32_square",  # an 8-bit B [K, N]: word loads, prmt transposes
+    "int8_kn_int8_c_tail",  # the same with an int8 C through the staged epilogue
     "uint8_96x80x64x32x32x32_tb_square",  # m16n8k32 u8
     "x2_float16",  # ldmatrix.x2.trans
     "threads256_128x128x32_sm_80",

@@ -9,6 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
+from layoutkit.backends.nv.epilogue_smem import BUFFERS as STAGED_BUFFERS
 from layoutkit.codegen import emit, emit_cuda, execute, ir, lower
 from layoutkit.codegen.cuda import print_module
 from layoutkit.codegen.execute import np_dtype, run
@@ -44,8 +45,10 @@ def _operands(M, N, K, tb, dtype, seed=0):
 
 
 def _with_c(kernel: ir.Kernel, dtype: str) -> ir.Kernel:
-    """The kernel with its output ``C`` widened to ``dtype`` (to see the accumulator before the cast)."""
-    bufs = tuple(dataclasses.replace(b, dtype=dtype) if b.name == "C" else b for b in kernel.buffers)
+    """The kernel with its output ``C`` widened to ``dtype`` (to see the accumulator before the cast), with the
+    buffers of a staged epilogue store, which carry the output's dtype."""
+    widen = ("C", *STAGED_BUFFERS)
+    bufs = tuple(dataclasses.replace(b, dtype=dtype) if b.name in widen else b for b in kernel.buffers)
     return dataclasses.replace(kernel, buffers=bufs)
 
 
@@ -156,7 +159,8 @@ def test_executor_models_barriers(make):
     full.update({n: v.reshape(-1) for n, v in arrays.items()})
     run(k, full)  # the kernel as lowered has every barrier it needs
     count = sum(1 for _ in _barriers(k.body))
-    assert count == {"gemm": 5, "rowmax": 3}[make]  # one per steady step and drained tile (+ the reduction's)
+    # one per steady step and drained tile, + the staged epilogue store's (gemm) or the reduction's (rowmax)
+    assert count == {"gemm": 6, "rowmax": 3}[make]
     for i in range(count):
         with pytest.raises(RaceError, match="wrote it with no barrier between"):
             run(dataclasses.replace(k, body=_drop_barrier(k.body, i)), full)
@@ -186,7 +190,8 @@ def test_shared_addresses_come_from_the_swizzled_layout():
     p, r = _solve(128, 128, 64, 128, 128, 32, False)
     src = emit_cuda(p, r)
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in src and ".x4.trans" in src
-    assert "cp.async.cg.shared.global" in src and "half2" in src and " ^ " in src  # the xor swizzle
+    assert "cp.async.cg.shared.global" in src and " ^ " in src  # the xor swizzle
+    assert "reinterpret_cast<uint4*>(&C[" in src  # the epilogue's 16-byte stores, staged through shared memory
 
 
 @pytest.mark.parametrize("shape", [(128, 128, 64), (100, 72, 64), (64, 66, 32)], ids=str)

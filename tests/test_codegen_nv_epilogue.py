@@ -3,7 +3,6 @@ executor against numpy and compiled with nvcc where it is installed."""
 
 from __future__ import annotations
 
-import dataclasses
 import runpy
 import shutil
 import subprocess
@@ -13,12 +12,15 @@ import numpy as np
 import pytest
 
 from layoutkit.algebra.nodes import Const
+from layoutkit.backends.nv.lower import lower as nv_lower
 from layoutkit.codegen import execute, ir, lower
 from layoutkit.codegen.cuda import print_module
-from layoutkit.codegen.execute import from_bf16, run, to_bf16
+from layoutkit.codegen.execute import from_bf16, np_dtype, run, to_bf16
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program
+
+from .test_codegen import STAGED_BUFFERS, _with_c
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -189,11 +191,6 @@ def test_bf16_bits_round_to_nearest_even():
     assert from_bf16(to_bf16(x)).tolist() == [1.0, 1.0, 1.0 + 2**-6, -2.0, np.inf]
 
 
-def _with_c(kernel, dtype):
-    bufs = tuple(dataclasses.replace(b, dtype=dtype) if b.name == "C" else b for b in kernel.buffers)
-    return dataclasses.replace(kernel, buffers=bufs)
-
-
 def _tf32(x):
     return (np.ascontiguousarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
 
@@ -285,16 +282,54 @@ def test_sm75_gemm_runs_two_k8_mmas_per_k16(case):
     np.testing.assert_allclose(acc.reshape(M, N), ref, rtol=1e-5, atol=1e-5 * np.sqrt(K))
 
 
-def test_eight_bit_b_without_transpose_is_read_per_lane():
-    p, *_ = _gemm_case(GEMMS[6])
-    k = lower(p, infer_layouts(p))
+def _leaves(body):
+    for st in body:
+        yield from _leaves(st.body) if isinstance(st, ir.For) else (st,)
 
-    def stmts(body):
-        for st in body:
-            yield from stmts(st.body) if isinstance(st, ir.For) else (st,)
-    loads = [st for st in stmts(k.body) if isinstance(st, ir.Load) and st.src == "B_s"]
-    assert loads and all(st.vec == 1 for st in loads)
-    assert not any(isinstance(st, ir.Ldmatrix) and st.src == "B_s" for st in stmts(k.body))
+
+@pytest.mark.parametrize("i", [6, 3])
+def test_kn_b_of_8_and_32_bits_is_read_in_words(i):
+    """An int8 / tf32 B stored [K, N]: 4-element (32- / 128-bit) shared loads of relabelled columns, int8 words
+    transposed by prmt; the kernel equals numpy.  Without the staged epilogue, per-lane element loads."""
+    p, a, b, ref = _gemm_case(GEMMS[i])
+    r = infer_layouts(p)
+    k = nv_lower(p, r)
+    loads = [st for st in _leaves(k.body) if isinstance(st, ir.Load) and st.src == "B_s"]
+    prmts = [st for st in _leaves(k.body) if isinstance(st, ir.Prmt)]
+    assert loads and {st.vec for st in loads} == {4}
+    assert len(prmts) == (2 * len(loads) if GEMMS[i][0] == "int8" else 0)  # 8 prmt per 4 words
+    assert not any(isinstance(st, ir.Ldmatrix) and st.src == "B_s" for st in _leaves(k.body))
+    M, N = ref.shape
+    acc = "int32" if GEMMS[i][0] == "int8" else "float32"
+    out = run(_with_c(k, acc), {"A": a, "B": b, "C": np.zeros((M, N), np_dtype(acc))})["C"].reshape(M, N)
+    if acc == "int32":
+        np.testing.assert_array_equal(out, ref.astype(np.int32))
+    else:
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.sqrt(GEMMS[i][3]))
+    plain = nv_lower(p, r, staged_epilogue=False)
+    assert {st.vec for st in _leaves(plain.body) if isinstance(st, ir.Load) and st.src == "B_s"} == {1}
+
+
+@pytest.mark.parametrize("dtype,vec", [("float16", 8), ("bfloat16", 8), ("float32", 4)])
+def test_epilogue_stores_16_byte_rows_through_shared_memory(dtype, vec):
+    """The accumulator goes to a padded shared tile, then each thread stores 16-byte row runs (guarded at the
+    tails: M = 100, N = 72); ``staged_epilogue=False`` keeps the direct pair stores."""
+    p, a, b, ref = _gemm_case((dtype, 100, 72, 64, 64, 64, 32, False, "square"))
+    if dtype == "float16":  # the case's operands are fp32 then
+        a, b = a.astype(np.float16), b.astype(np.float16)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+    r = infer_layouts(p)
+    k = nv_lower(p, r)
+    stores = [st for st in _leaves(k.body) if isinstance(st, ir.Store) and st.dst == "C"]
+    assert [st.vec for st in stores] == [vec] and len(stores[0].guard) == 2  # rows and column runs of the tail
+    assert k.buffer(STAGED_BUFFERS[0]).scope == "shared"
+    out = run(k, {"A": a, "B": b, "C": np.zeros(100 * 72, np_dtype(dtype))})["C"].reshape(100, 72)
+    plain = nv_lower(p, r, staged_epilogue=False)
+    assert {st.vec for st in _leaves(plain.body) if isinstance(st, ir.Store) and st.dst == "C"} == {2}
+    direct = run(plain, {"A": a, "B": b, "C": np.zeros(100 * 72, np_dtype(dtype))})["C"].reshape(100, 72)
+    np.testing.assert_array_equal(out, direct)  # the same values, rounded once
+    got = from_bf16(out) if dtype == "bfloat16" else out.astype(np.float64)
+    np.testing.assert_allclose(got, ref, rtol=2.0**-7, atol=2.0**-7 * np.sqrt(64))
 
 
 def test_elementwise_example_multiplies():

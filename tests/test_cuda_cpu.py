@@ -69,7 +69,7 @@ def test_representative_subset_covers_every_instruction_family():
                    "m16n8k8.row.col.f32.f16", "m16n8k32.row.col.s32.s8", "m16n8k32.row.col.s32.u8",
                    ".x4.shared.b16", ".x4.trans.shared", ".x2.trans.shared", "cp.async.cg", "cp.async.commit_group",
                    "cp.async.wait_group 0", "cp.async.wait_group 2", "__shfl_xor_sync", "__syncthreads", "half2",
-                   "__float2bfloat16_rn"]:
+                   "__float2bfloat16_rn", "prmt.b32", "reinterpret_cast<uint4*>(&C["]:
         assert needle in text, needle
 
 
@@ -112,6 +112,11 @@ def _epilogue_guard(src):
                      else line for line in src.split("\n"))
 
 
+def _prmt_selector(src):
+    """One byte of the int8 B transpose's first prmt taken from the wrong word."""
+    return src.replace('"n"(0x5140)', '"n"(0x5104)', 1)
+
+
 MUTATIONS = [  # (mutation, kernel it is applied to)
     (_swap_mma_operands, "fp16_100x72x40x32x32x32"),
     (_drop_trans, "fp16_100x72x40x32x32x32"),
@@ -121,6 +126,8 @@ MUTATIONS = [  # (mutation, kernel it is applied to)
     (_or_swizzle, "fp16_100x72x40x32x32x32"),
     (_register_offset, "fp16_100x72x40x32x32x32"),
     (_epilogue_guard, "fp16_half_c_tail"),
+    (_drop_last_barrier, "fp16_half_c_tail"),  # the staged epilogue's barrier before the row copies
+    (_prmt_selector, "int8_100x72x96x64x64x32_square"),
 ]
 
 
@@ -222,6 +229,41 @@ def test_shared_memory_starts_as_nan_and_cp_async_lands_at_wait_group():
                  {"x": x, "y": np.zeros(64, np.float32)}).arrays["y"]
     assert np.isnan(y[:32]).all()  # read before the copy landed: the garbage shared memory starts with
     np.testing.assert_array_equal(y[32:], np.where(np.arange(32) < 16, x, 0))  # src-size 0: zero fill
+
+
+def _prmt_reference(a: np.ndarray, b: np.ndarray, selector: int) -> np.ndarray:
+    """prmt.b32 as the PTX ISA defines it, per 32-bit value: bytes {b, a}, a nibble per result byte."""
+    src = a.astype(np.uint64) | (b.astype(np.uint64) << np.uint64(32))
+    out = np.zeros(a.shape, np.uint64)
+    for i in range(4):
+        s = (selector >> (4 * i)) & 0xF
+        byte = (src >> np.uint64(8 * (s & 7))) & np.uint64(0xFF)
+        if s & 8:
+            byte = np.where(byte & np.uint64(0x80), np.uint64(0xFF), np.uint64(0))
+        out |= byte << np.uint64(8 * i)
+    return out.astype(np.uint32)
+
+
+@pytest.mark.parametrize("selector", [0x3210, 0x7654, 0x5140, 0x7632, 0x8740, 0xC3A1])
+def test_prmt_follows_the_ptx_isa(selector):
+    """The printed prmt.b32 on the harness and the executor's prmt both equal the ISA's definition (the
+    selector's msb replicating a byte's sign included)."""
+    from layoutkit.algebra.nodes import Const
+    from layoutkit.codegen import ir
+    from layoutkit.codegen.cuda import print_module
+    from layoutkit.codegen.execute import run
+
+    k = ir.Kernel("prmt_k", 32, (1, 1), (ir.Buffer("X", "int32", 64, "global"), ir.Buffer("Y", "int32", 32, "global"),
+                                         ir.Buffer("w", "int32", 2, "reg"), ir.Buffer("res", "int32", 1, "reg")),
+                  (ir.Load("w", Const(0), "X", ir.TID * 2, 2), ir.Prmt("res", 0, ("w", 0), ("w", 1), selector),
+                   ir.Store("Y", ir.TID, "res", Const(0), 1)))
+    x = np.random.default_rng(selector).integers(0, 2**32, 64, dtype=np.uint64).astype(np.uint32)
+    want = _prmt_reference(x[0::2], x[1::2], selector)
+    arrays = {"X": x.view(np.int32), "Y": np.zeros(32, np.int32)}
+    harness = run_cuda(print_module([k]), arrays).arrays["Y"].view(np.uint32)
+    executor = run(k, arrays)["Y"].view(np.uint32)
+    np.testing.assert_array_equal(harness, want)
+    np.testing.assert_array_equal(executor, want)
 
 
 def test_untranslated_asm_is_refused():

@@ -9,8 +9,9 @@ Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` p
 copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms):
 
 * the GEMM of :func:`layoutkit.infer.programs.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
-  fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; per-lane shared
-  reads for an 8- or 32-bit ``B`` stored ``[K, N]``), any stage count as a ``cp.async`` pipeline;
+  fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; 32- / 128-bit
+  word reads, int8 ones transposed with ``prmt``, for an 8- or 32-bit ``B`` stored ``[K, N]``), any stage count
+  as a ``cp.async`` pipeline; the accumulator stored through shared memory in 16-byte row runs;
 * after the GEMM, or alone, fragment ops (:mod:`.lower_frag`): global <-> fragment copies (1-D replicated
   fragments too), parallel loops whose ``compute`` is one of :data:`.ir.COMPUTE_FNS` (``bias[j]`` style reads
   resolved through the fragments' thread maps), and ``reduce`` (sum / max / min, dim 0 or 1, clear or not:

@@ -238,13 +238,14 @@ class _Printer:
             if st.vec == 1:
                 self.emit(f"{st.dst}[{o}] = {st.src}[{a}];")
             else:
-                vt = _VEC[nbytes]
-                self.emit(f"*reinterpret_cast<{vt}*>(&{st.dst}[{o}]) = *reinterpret_cast<const {vt}*>(&{st.src}[{a}]);")
-        elif sdt == rdt and nbytes in _VEC:
-            vt = _VEC[nbytes]
-            load = f"v = *reinterpret_cast<const {vt}*>(&{st.src}[{a}]);"
-            self.emit(f"{{ {vt} v = {{}}; if ({_guard(st.guard)}) {{ {load} }}\n"
-                      f"  *reinterpret_cast<{vt}*>(&{st.dst}[{o}]) = v; }}")
+                self.emit(" ".join(f"*reinterpret_cast<{vt}*>(&{st.dst}[{o}{x}]) = "
+                                   f"*reinterpret_cast<const {vt}*>(&{st.src}[{a}{x}]);"
+                                   for vt, x in _pieces(nbytes, sdt)))
+        elif sdt == rdt and (nbytes in _VEC or nbytes % 16 == 0):
+            for vt, x in _pieces(nbytes, sdt):
+                load = f"v = *reinterpret_cast<const {vt}*>(&{st.src}[{a}{x}]);"
+                self.emit(f"{{ {vt} v = {{}}; if ({_guard(st.guard)}) {{ {load} }}\n"
+                          f"  *reinterpret_cast<{vt}*>(&{st.dst}[{o}{x}]) = v; }}")
         elif not st.guard:
             self.emit(" ".join(f"{st.dst}[{o} + {v}] = {_convert(sdt, rdt, f'{st.src}[{a} + {v}]')};"
                                for v in range(st.vec)))
@@ -287,20 +288,43 @@ class _Printer:
         expr = c_fn(st.fn, args, floating)
         self.emit(f"{x} = {_result(expr, floating, dt)};")
 
+    def Prmt(self, st: ir.Prmt) -> None:
+        (ab, ao), (bb, bo) = st.a, st.b
+        sel = (f'"r"((unsigned)({_e(st.selector)}))' if isinstance(st.selector, Expr)
+               else f'"n"({int(st.selector) & 0xFFFF:#06x})')
+        self.emit(
+            f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{ab}[{int(ao)}]);\n"
+            f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{bb}[{int(bo)}]);\n"
+            f"  unsigned* d = reinterpret_cast<unsigned*>(&{st.dst}[{int(st.dst_off)}]);\n"
+            f'  asm volatile("prmt.b32 %0, %1, %2, %3;\\n" : "=r"(d[0]) : "r"(a[0]), "r"(b[0]), {sel}); }}'
+        )
+
     def Store(self, st: ir.Store) -> None:
         dt = self.k.buffer(st.dst).dtype
         d, o = _e(st.dst_addr), _e(st.src_off)
         sdt = self.k.buffer(st.src).dtype
         vals = [_convert(sdt, dt, f"{st.src}[{o} + {v}]") for v in range(st.vec)]
         nbytes = st.vec * _BYTES[dt]
-        if sdt == dt and st.vec > 1 and nbytes in _VEC:
-            vt = _VEC[nbytes]
-            body = f"*reinterpret_cast<{vt}*>(&{st.dst}[{d}]) = *reinterpret_cast<const {vt}*>(&{st.src}[{o}]);"
+        if sdt == dt and st.vec > 1 and (nbytes in _VEC or nbytes % 16 == 0):
+            body = " ".join(f"*reinterpret_cast<{vt}*>(&{st.dst}[{d}{x}]) = "
+                            f"*reinterpret_cast<const {vt}*>(&{st.src}[{o}{x}]);" for vt, x in _pieces(nbytes, dt))
         elif st.vec == 2 and dt == "float16":
             body = f"*reinterpret_cast<half2*>(&{st.dst}[{d}]) = __halves2half2({vals[0]}, {vals[1]});"
         else:
             body = " ".join(f"{st.dst}[{d} + {v}] = {vals[v]};" for v in range(st.vec))
         self.emit(f"if ({_guard(st.guard)}) {{ {body} }}" if st.guard else body)
+
+
+def _pieces(nbytes: int, dtype: str) -> list[tuple[str, str]]:
+    """A vector access of ``nbytes`` as ``(vector type, element offset suffix)`` pieces of at most 16 bytes.
+
+    >>> _pieces(8, "float16"), _pieces(32, "float32")
+    ([('uint2', '')], [('uint4', ''), ('uint4', ' + 4')])
+    """
+    if nbytes <= 16:
+        return [(_VEC[nbytes], "")]
+    per = 16 // _BYTES[dtype]
+    return [("uint4", f" + {k * per}" if k else "") for k in range(nbytes // 16)]
 
 
 def _written(body) -> set[str]:

@@ -366,6 +366,40 @@ def _move(s: _State, st: ir.Move) -> None:
     dst[rows, do] = _narrow(apply_fn(st.fn, [_wide(src[rows, so], sdt)]), ddt)
 
 
+def _reg_bytes(s: _State, buffer: str, off: int) -> np.ndarray:
+    """The byte view ``[threads, 4]`` of the 32-bit word at element offset ``off`` of register buffer ``buffer``."""
+    m = s.mem[buffer]
+    at = int(off) * m.itemsize
+    if at % 4 or at + 4 > m.shape[1] * m.itemsize:
+        raise CoordinateError(f"prmt: the 32-bit word at element {off} of {buffer} ({m.shape[1]} x {m.dtype}) is "
+                              "not an aligned word of the buffer")
+    return m.view(np.uint8)[:, at:at + 4]
+
+
+def prmt_bytes(a: np.ndarray, b: np.ndarray, selector) -> np.ndarray:
+    """``prmt.b32`` (default mode) on byte arrays ``[..., 4]``: result byte ``i`` is byte ``s & 7`` of ``{b, a}``
+    (``s``: nibble ``i`` of the selector, an int or an array ``[...]``), or that byte's sign replicated when
+    ``s & 8``.
+
+    >>> prmt_bytes(np.uint8([[1, 2, 3, 4]]), np.uint8([[5, 6, 7, 0x80]]), 0xF740).tolist()
+    [[1, 5, 128, 255]]
+    """
+    both = np.concatenate([a, b], axis=-1)
+    sel = np.broadcast_to(np.asarray(selector, np.int64), a.shape[:-1])
+    out = np.empty(a.shape, np.uint8)
+    for i in range(4):
+        s = (sel >> (4 * i)) & 0xF
+        byte = np.take_along_axis(both, (s & 7)[..., None], axis=-1)[..., 0]
+        out[..., i] = np.where(s & 8, np.where(byte & 0x80, 0xFF, 0), byte).astype(np.uint8)
+    return out
+
+
+def _prmt(s: _State, st: ir.Prmt) -> None:
+    sel = _ev(st.selector, s.env) if isinstance(st.selector, Expr) else st.selector
+    out = prmt_bytes(_reg_bytes(s, *st.a).copy(), _reg_bytes(s, *st.b).copy(), sel)
+    _reg_bytes(s, st.dst, st.dst_off)[...] = out
+
+
 def _ldmatrix(s: _State, st: ir.Ldmatrix) -> None:
     n, smem, reg = s.n, s.mem[st.src], s.mem[st.dst]
     bits = element_bits(_bits_name(s.k.buffer(st.src).dtype))
@@ -455,5 +489,5 @@ def _tf32(x: np.ndarray) -> np.ndarray:
 
 
 for _name, _fn in (("Copy", _copy), ("Store", _store), ("Load", _load), ("Move", _move), ("Ldmatrix", _ldmatrix),
-                   ("Mma", _mma), ("Compute", _compute), ("ShflXor", _shfl_xor)):
+                   ("Mma", _mma), ("Compute", _compute), ("ShflXor", _shfl_xor), ("Prmt", _prmt)):
     STATEMENTS.register(_name)(_fn)

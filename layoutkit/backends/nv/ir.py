@@ -15,7 +15,8 @@ shared, optionally ``cp.async``), :class:`CommitGroup` / :class:`WaitGroup` (cp.
 :class:`Barrier` (``__syncthreads``), :class:`Fill` (registers), :class:`Ldmatrix`, :class:`Mma`
 (``mma.sync``), :class:`Load` / :class:`Store` (vector global <-> register with a dtype cast),
 :class:`Move` (register -> register), :class:`Compute` (one register := a function of registers),
-:class:`ShflXor` (a butterfly step of a warp reduction).  :class:`Load` / :class:`Store` also address
+:class:`ShflXor` (a butterfly step of a warp reduction), :class:`Prmt` (a byte permute of 32-bit
+registers).  :class:`Load` / :class:`Store` also address
 ``shared`` buffers (per block), which carries the cross-warp step of a reduction.
 
 >>> k = Kernel("k", threads=32, grid=(1, 1), buffers=(Buffer("x", "float32", 4, "reg"),),
@@ -196,6 +197,24 @@ class ShflXor:
     off: int
     mask: int
     fn: str
+
+
+@dataclass(frozen=True)
+class Prmt:
+    """``prmt.b32 d, a, b, selector`` (PTX ISA default mode) on the 32-bit words of register buffers that start at
+    element offsets ``a`` / ``b`` / ``dst`` (constants, 4-byte aligned): byte ``i`` of ``d`` is byte ``s & 7`` of
+    the eight bytes ``{b, a}`` (``a`` bytes 0-3), ``s`` the selector's nibble ``i``; when ``s & 8`` the byte's
+    sign is replicated over all eight bits instead.  The selector is a constant or an expression (per thread).
+
+    >>> Prmt("x", 0, ("w", 0), ("w", 4), 0x5140).selector
+    20800
+    """
+
+    dst: str
+    dst_off: int
+    a: tuple[str, int]
+    b: tuple[str, int]
+    selector: int | Expr
 
 
 @dataclass(frozen=True)

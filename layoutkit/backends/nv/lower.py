@@ -2,9 +2,13 @@
 fragment ops such as :func:`~layoutkit.infer.programs.gemm_rowmax_bias`) to the :mod:`.ir`.
 
 Operands: fp16 / bf16 (``m16n8k16``), int8 / uint8 (``m16n8k32``) and fp32 as tf32 (``m16n8k8``).  Operand
-tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``); an 8- or
-32-bit ``B`` stored ``[K, N]`` cannot be transposed by ``ldmatrix``, so each lane reads its own elements of the
-``mma`` B fragment from the swizzled shared tile.
+tiles move shared -> registers with ``ldmatrix`` (``.trans`` for a 16-bit ``B`` stored ``[K, N]``).
+
+An 8- or 32-bit ``B`` stored ``[K, N]`` (which ``ldmatrix.trans`` cannot transpose) is read in 32- / 128-bit
+words of relabelled columns (int8 words transposed with ``prmt``, :mod:`.operand_kn`) when the epilogue is the
+accumulator's store through shared memory, else one element per lane.  The epilogue's last store of an
+accumulator-shaped fragment goes through a padded shared tile and leaves in 16-byte row runs
+(:mod:`.epilogue_smem`; ``staged_epilogue=False`` keeps the direct stores).
 
 The shared addresses are the inferred (swizzled) layouts of ``A_shared`` / ``B_shared`` with the stage dim
 leading; register offsets and the thread -> element map of the accumulator come from the inferred
@@ -31,6 +35,7 @@ runs on ``mma.sync`` atoms as well.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -45,7 +50,7 @@ from ...scopes import GLOBAL, SHARED
 from ...targets.nv.dtype import element_bits
 from ...targets.nv.hardware import WARP_SIZE
 from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
-from . import ir
+from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG
 from .lower_frag import Tile, fragment_axes, lower_ops
@@ -125,12 +130,13 @@ MAIN_LOOP_OPS = ("fill", "copy", "gemm")
 EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
 
 
-def lower(program, result) -> ir.Kernel:
+def lower(program, result, *, staged_epilogue: bool | None = None) -> ir.Kernel:
     """The IR kernel of a solved program: the GEMM (its main loop: a fill of C and the copies of A and B in any
     order, then the gemm; then fragment ops) or a fragment
     program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
     :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
-    :func:`layoutkit.codegen.lower` checks it against the program first.
+    :func:`layoutkit.codegen.lower` checks it against the program first.  ``staged_epilogue``: the GEMM's
+    final store through shared memory (:mod:`.epilogue_smem`); ``None`` takes it where it applies.
 
     >>> from layoutkit.infer import infer_layouts, programs
     >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
@@ -146,7 +152,7 @@ def lower(program, result) -> ir.Kernel:
             raise UnsupportedError(f"NVIDIA lowering: one gemm is lowered, its main loop of {MAIN_LOOP_OPS} ops then "
                                    f"{EPILOGUE_OPS} ops; ops {extra or [op.name for op in program.ops]} of {kinds} "
                                    "are not lowered")
-        return lower_gemm(program, result)
+        return lower_gemm(program, result, staged_epilogue=staged_epilogue)
     for op in program.ops:
         if op.kind not in EPILOGUE_OPS:
             raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) is not lowered in program {kinds}")
@@ -208,6 +214,10 @@ class GemmLaunch:
     cidx: np.ndarray
     atom: MmaAtom
     wg: WarpGrid
+    b_group: int = 0
+    """Atoms per column group of a relabelled ``[K, N]`` 8- / 32-bit ``B`` (:mod:`.operand_kn`); 0: none."""
+    b_skew: bool = False
+    """Whether those loads are skewed against bank conflicts (:func:`.operand_kn.choose_skew`)."""
 
     @property
     def bits(self) -> int:
@@ -268,7 +278,7 @@ def gemm_launch(program, result, ops: dict) -> GemmLaunch:
                       program.threads, arch_number(program.target), tb, As, Bs, Cl, cidx, atom, wg)
 
 
-def lower_gemm(program, result) -> ir.Kernel:
+def lower_gemm(program, result, staged_epilogue: bool | None = None) -> ir.Kernel:
     """The IR kernel of a solved GEMM program and its epilogue (see the module doc for what is lowered):
     the accumulator fill, the k loop (:func:`gemm_main_loop`) and the epilogue (:func:`gemm_epilogue`).
 
@@ -279,8 +289,14 @@ def lower_gemm(program, result) -> ir.Kernel:
     """
     ops = _gemm_ops(program)
     L = gemm_launch(program, result, ops)
+    vec = epilogue_smem.staged_vec(program, result, L, ops["epilogue"]) if staged_epilogue is not False else 0
+    if vec and len(ops["epilogue"]) == 1 and ops["epilogue"][0].args["src"] == L.C and L.bits != 16 and not L.tb:
+        group = operand_kn.interleave_group(L.bits, L.wg.nt, L.wg.nj_stride, lambda g: _vector_ok(L.Bs, g))
+        L = dataclasses.replace(L, b_group=group)
+        if group:
+            L = dataclasses.replace(L, b_skew=operand_kn.choose_skew(L, _sub))
     main = gemm_main_loop(L)
-    epilogue, buffers = gemm_epilogue(program, result, L, ops["epilogue"])
+    epilogue, buffers = gemm_epilogue(program, result, L, ops["epilogue"], vec)
     body = (ir.Fill(L.C, ops["fill"]),) + main + tuple(epilogue)
     tag = f"{'_tb' if L.tb else ''}{_epilogue_tag(ops['epilogue'])}_t{L.threads}_sm{L.sm}"  # unique per launch shape
     name = f"gemm_{L.dtype}_{L.M}x{L.N}x{L.K}_{L.bM}x{L.bN}x{L.bK}_s{L.stages}{tag}"
@@ -319,7 +335,8 @@ def tile_compute(L: GemmLaunch, t: Expr) -> ir.For:
     kk_n = L.bK // L.atom.k
     kk, mi, nj = Var("kk", kk_n), Var("mi", L.wg.mt), Var("nj", L.wg.nt)
     a_load, b_load = operand_loads(L, kk, mi, t % L.stages)
-    return ir.For(kk, kk_n, (a_load, b_load, mma_loop(L, mi, nj)), unroll=True)
+    b_loads = b_load if isinstance(b_load, tuple) else (b_load,)
+    return ir.For(kk, kk_n, (a_load, *b_loads, mma_loop(L, mi, nj)), unroll=True)
 
 
 def pipeline(L: GemmLaunch) -> tuple:
@@ -360,8 +377,9 @@ def _warp_origin(L: GemmLaunch) -> tuple[Expr, Expr]:
 
 def operand_loads(L: GemmLaunch, kk: Var, mi: Var, stage: Expr) -> tuple:
     """Shared -> register loads of atom-k step ``kk``: ``ldmatrix`` of every A atom row ``mi`` of the warp,
-    then the B operands (``ldmatrix`` x4 over two n8 blocks, x2 over one, or per-lane loads for an 8- or
-    32-bit ``B`` stored ``[K, N]``, which ``ldmatrix.trans`` cannot transpose), from shared stage ``stage``."""
+    then the B operands (``ldmatrix`` x4 over two n8 blocks, x2 over one; for an 8- or 32-bit ``B`` stored
+    ``[K, N]``, which ``ldmatrix.trans`` cannot transpose, word loads (:mod:`.operand_kn`) or per-lane element
+    loads), from shared stage ``stage``."""
     atom, nt, tb, b_per = L.atom, L.wg.nt, L.tb, L.b_per
     E = 128 // L.bits  # elements per 16-byte ldmatrix row
     lane = ir.TID % WARP_SIZE
@@ -371,8 +389,10 @@ def operand_loads(L: GemmLaunch, kk: Var, mi: Var, stage: Expr) -> tuple:
     a_addr = _sub(L.As, (stage, r0 + mi * rs + (mat % 2) * 8 + row, kk * atom.k + (mat // 2) * E))
     a_load = ir.For(mi, L.wg.mt, (ir.Ldmatrix("a_frag", mi * L.a_size, "A_s", a_addr, 4, False),), unroll=True)
     nb = Var("nb", nt // 2) if nt % 2 == 0 else Var("nb", nt)
+    if L.b_group:  # relabelled columns: word loads (and byte permutes) instead of element loads
+        return a_load, operand_kn.b_loads(L, kk, stage, _sub, c0)
     if L.bits != 16 and not tb:  # no 8/32-bit ldmatrix.trans: each lane reads its B fragment elements
-        kb, nb_ = _b_fragment_coords(atom, lane)
+        kb, nb_ = operand_kn.fragment_coords(atom, lane)
         li, nj2 = Var("bl", b_per), Var("nb", nt)
         rk, cn = kk * atom.k + substitute(kb, {Var("l", b_per): li}), c0 + nj2 * cs + nb_
         b_ld = ir.Load("b_frag", nj2 * b_per + li, "B_s", _sub(L.Bs, (stage, rk, cn)), 1)
@@ -413,13 +433,20 @@ def mma_loop(L: GemmLaunch, mi: Var, nj: Var) -> ir.For:
     return ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
 
 
-def gemm_epilogue(program, result, L: GemmLaunch, ops) -> tuple[list, tuple]:
-    """The statements of the epilogue ``ops`` (fragment ops on the accumulator tile, :func:`~.lower_frag.lower_ops`)
-    and the kernel's buffers: the global tensors, the shared tiles, the operand and accumulator registers, the
-    other fragments and what the epilogue adds."""
+def gemm_epilogue(program, result, L: GemmLaunch, ops, staged_vec: int = 0) -> tuple[list, tuple]:
+    """The statements of the epilogue ``ops`` (fragment ops on the accumulator tile, :func:`~.lower_frag.lower_ops`;
+    with ``staged_vec`` the last, a copy to global, through shared memory: :mod:`.epilogue_smem`) and the kernel's
+    buffers: the global tensors, the shared tiles, the operand and accumulator registers, the other fragments and
+    what the epilogue adds."""
     tile = Tile(L.origin, (L.bM, L.bN), (L.M, L.N), fragment_axes(program))
     layouts = dict(result.layout_map)
-    epilogue, extra = lower_ops(ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
+    conversions = tuple(getattr(result, "conversions", ()))
+    epilogue, extra = lower_ops(ops[:-1] if staged_vec else ops, program, layouts, tile, conversions)
+    if staged_vec:
+        a = ops[-1].args
+        stmts, bufs = epilogue_smem.staged_store(L, a["src"], a["dst"], program.buffers[a["dst"]].dtype, staged_vec,
+                                                 L.origin)
+        epilogue, extra = epilogue + stmts, list(extra) + bufs
     bufs = program.buffers
     globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), GLOBAL) for b in bufs.values() if b.scope == GLOBAL]
     frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, REG) for n, b in bufs.items()
@@ -428,7 +455,7 @@ def gemm_epilogue(program, result, L: GemmLaunch, ops) -> tuple[list, tuple]:
                ir.Buffer("B_s", L.dtype, L.Bs.size, SHARED),
                ir.Buffer("a_frag", L.dtype, L.wg.mt * L.a_size, REG),
                ir.Buffer("b_frag", L.dtype, L.wg.nt * L.b_per, REG),
-               ir.Buffer(L.C, L.acc, L.Cl.local_size, REG), *frags, *extra)
+               ir.Buffer(L.C, L.acc, L.Cl.local_size, REG), *operand_kn.scratch_buffers(L), *frags, *extra)
     return epilogue, buffers
 
 
@@ -441,24 +468,6 @@ def _epilogue_tag(ops) -> str:
     tags = [op.args.get("compute", "copy") if op.kind == "parallel" else op.args["kind"] + f"{op.args['dim']}"
             for op in ops if op.kind in ("parallel", "reduce")]
     return "".join(f"_{t}" for t in tags)
-
-
-def _b_fragment_coords(atom, lane: Expr) -> tuple[Expr, Expr]:
-    """``(k, n)`` of register element ``l`` (``Var("l")``) of ``lane`` in one ``k x n8`` mma B operand, the
-    inverse of the atom's ``lane`` / ``local`` maps for 8- and 32-bit operands (checked by enumeration)."""
-    per = 32 // atom.bits
-    b_per = 8 * atom.k // WARP_SIZE
-    lv = Var("l", b_per)
-    if atom.bits == 8:  # 4 consecutive k per register, registers 0..1 at k // 16
-        k = lv // per * 16 + lane % 4 * per + lv % per
-    else:  # tf32: one k per register, k // 4 = register
-        k = lv * 4 + lane % 4
-    n = lane // 4
-    lanes, ls = np.meshgrid(np.arange(WARP_SIZE), np.arange(b_per), indexing="ij")
-    kt = np.where(atom.bits == 8, ls // per * 16 + lanes % 4 * per + ls % per, ls * 4 + lanes % 4)
-    if not (np.array_equal(atom.lane(lanes // 4, kt), lanes) and np.array_equal(atom.local("B", lanes // 4, kt), ls)):
-        raise UnsupportedError(f"gemm lowering: the {atom.name} B fragment is not the one this lowering reads")
-    return k, n
 
 
 def lower_fragment_program(program, result) -> ir.Kernel:

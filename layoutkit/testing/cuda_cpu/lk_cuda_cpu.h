@@ -465,6 +465,21 @@ inline void cp_async(uint32_t dst, GAddr src, int cp_size, uint32_t src_size, in
   bank_record(t.tid, line, dst, cp_size);
   t.open.push_back(p);
 }
+// prmt.b32 d, a, b, c (PTX ISA, default mode): the eight source bytes are {b, a} (a: bytes 0-3, b: bytes 4-7);
+// nibble i of c picks byte i of d: its low three bits the source byte, its msb whether the byte is copied (0)
+// or its sign bit replicated over all eight bits (1).  Per thread, no warp collective.
+inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
+  const uint64_t src = (uint64_t)a | ((uint64_t)b << 32);
+  uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t sel = (c >> (4 * i)) & 0xFu;
+    uint32_t byte = (uint32_t)(src >> (8 * (sel & 7u))) & 0xFFu;
+    if (sel & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    d |= byte << (8 * i);
+  }
+  return d;
+}
+
 inline void cp_async_commit() {
   Thr& t = *W().cur;
   t.groups.push_back(std::move(t.open));

@@ -269,6 +269,11 @@ def _instruction(ins: _Instr) -> str:
         sets = " ".join(f"lkc::set_b32({e}, lkc_d[{i}]);" for i, (_, e) in enumerate(d))
         return (f"{{ uint32_t lkc_d[4]; lkc::ldmatrix({num}, {'true' if m.group(2) else 'false'}, "
                 f"lkc::b32({ins.address(args[1])}), lkc_d, __LINE__); {sets} }}")
+    if mn == "prmt.b32" and len(args) == 4:  # default mode only: no .f4e / .b4e / .rc8 / ... suffix
+        (cd, ed), (ca, ea), (cb, eb), (cc, ec) = (ins.ref(t) for t in args)
+        if cd != "=r" or ca != "r" or cb != "r" or cc not in ("r", "n"):
+            raise TranslationError(f"{ins.where}: {mn} with constraints {cd}, {ca}, {cb}, {cc} is not translated")
+        return f"lkc::set_b32({ed}, lkc::prmt(lkc::b32({ea}), lkc::b32({eb}), (uint32_t)({ec})));"
     if re.fullmatch(r"cp\.async\.c[ag]\.shared(?:::cta)?\.global", mn):
         if len(args) not in (3, 4):
             raise TranslationError(f"{ins.where}: {mn} with {len(args)} operands is not translated")
