@@ -7,7 +7,9 @@ runs the same statements the printer writes, with the data-movement semantics of
 :func:`~layoutkit.targets.ascend.from_storage`), the documented semantics of ``InitConstValue`` (32-byte blocks
 on L1), ``LoadData2DParams`` (512-byte fractals, ``ifTranspose`` per 16 x 16 fractal) and
 ``FixpipeParamsV220`` with NZ2ND (accumulating into GM after ``SetAtomicAdd``), and the MAD in fp32
-(fp16/bf16 products are exact in fp32).
+(fp16/bf16 products are exact in fp32) on its operands as Ascend C documents them (:func:`mmad_index`: A zZ
+in L0A, B nZ in L0B, C zN in L0C).  A multi-core kernel (:class:`~.ir.TileLoop`) runs its AI cores one after
+another on one global memory, each with its own on-chip buffers.
 
 Every buffer is a flat numpy array (a UB buffer once per vector core).  On-chip memory starts uninitialised
 (NaN; bfloat16 is held as raw ``uint16`` bits), and an ``Mmad``, ``Fixpipe``, vector op or UB -> GM copy

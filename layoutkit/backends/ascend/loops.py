@@ -3,7 +3,8 @@
 The lowering walks a program tile by tile and K step by K step; here runs of statements that repeat, equal
 up to offsets moving by the same amount each time, become loops whose offsets are affine in the loop
 variables (:class:`~.ir.Offset`): K steps (:func:`roll_k_loops`), then tiles and groups of tiles
-(:func:`roll_tiles`).  The loops run exactly the statements they replace, in the same order, so the
+(:func:`roll_tiles`, for statement lists written by hand; the lowering now folds tiles with
+:mod:`.distribute`).  The loops run exactly the statements they replace, in the same order, so the
 executor's results (and pipe-order checks) are those of the unrolled kernel.
 """
 
