@@ -60,7 +60,7 @@ def test_warp_order_is_checked():
         nv.make_mma_store_layout(1, 1, 16, 16, dtype="float64", warp_order="triton")
 
 
-def triton_dot_bases(op, brw, bcw, shape):
+def triton_dot_bases(op, brw, bcw, shape, k_width=2):
     from triton._C.libtriton import gluon_ir, ir
     from triton.experimental.gluon.language._layouts import DotOperandLayout, NVMMADistributedLayout
 
@@ -68,27 +68,30 @@ def triton_dot_bases(op, brw, bcw, shape):
     ir.load_dialects(ctx)
     builder = gluon_ir.GluonOpBuilder(ctx)
     mma = NVMMADistributedLayout(version=[2, 0], warps_per_cta=[brw, bcw], instr_shape=[16, 8])
-    ll = builder.to_linear_layout(DotOperandLayout(operand_index=op, parent=mma, k_width=2)._to_ir(builder),
+    ll = builder.to_linear_layout(DotOperandLayout(operand_index=op, parent=mma, k_width=k_width)._to_ir(builder),
                                   list(shape))
     return ll.reg_bases, ll.lane_bases, ll.warp_bases
 
 
 @pytest.mark.oracle
+@pytest.mark.parametrize("dtype", ["float16", "int8", "float32"])
 @pytest.mark.parametrize("operand", ["A", "B"])
 @pytest.mark.parametrize("brw,bcw,wrt,wct,chunk", [(1, 1, 16, 8, 16), (2, 2, 32, 16, 32), (4, 1, 32, 32, 16),
                                                   (1, 4, 16, 32, 64), (2, 4, 64, 16, 32)])
-def test_triton_warp_order_operands_are_tritons_dot_operands(operand, brw, bcw, wrt, wct, chunk):
+def test_triton_warp_order_operands_are_tritons_dot_operands(dtype, operand, brw, bcw, wrt, wct, chunk):
     triton_mma_bases(1, 1, (16, 8))  # skips without triton
-    F = nv.make_mma_load_layout(operand, "float16", brw, bcw, wrt, wct, chunk, warp_order="triton")
+    chunk = max(chunk, 32) if dtype == "int8" else chunk  # an int8 atom is 32 deep
+    F = nv.make_mma_load_layout(operand, dtype, brw, bcw, wrt, wct, chunk, warp_order="triton")
     view = F.to_linear()
-    reg, lane, warp = triton_dot_bases(0 if operand == "A" else 1, brw, bcw, F.input_shape)
+    k_width = 32 // nv.element_bits(dtype)
+    reg, lane, warp = triton_dot_bases(0 if operand == "A" else 1, brw, bcw, F.input_shape, k_width)
     assert [list(b) for b in view.bases[0]] == reg
     assert [list(b) for b in view.bases[1]] == lane
     assert [list(b) for b in view.bases[2]] == warp
 
 
 def test_triton_operand_order_is_checked():
-    with pytest.raises(UnsupportedError, match="16-bit"):
-        nv.make_mma_load_layout("A", "int8", 1, 1, 16, 16, 32, warp_order="triton")
+    with pytest.raises(UnsupportedError, match="transposed"):
+        nv.make_mma_load_layout("A", "int8", 1, 1, 16, 16, 32, True, warp_order="triton")
     with pytest.raises(ShapeError, match="warp_order"):
         nv.make_mma_load_layout("A", "float16", 1, 1, 16, 16, 16, warp_order="col")

@@ -87,3 +87,19 @@ def test_bad_bindings_and_symbols():
         Symbol("M N")
     with pytest.raises(UnsupportedError, match="not proved bijective"):
         ParametricLayout.strided((M, N), (16, 1)).inverse(3, {"M": 2, "N": 4})
+
+
+@pytest.mark.parametrize("kind", ["quarter", "half", "full"])
+@pytest.mark.parametrize("dtype", ["float16", "int8"])
+def test_nv_bank_swizzle_over_symbolic_rows_matches_every_concrete_row_count(kind, dtype):
+    from layoutkit.targets.nv.parametric import make_parametric_bank_swizzled_layout
+
+    R = Symbol("R", lo=8, multiple=8)
+    width = {"quarter": 2, "half": 4, "full": 8}[kind] * (128 // nv.element_bits(dtype))
+    L = make_parametric_bank_swizzled_layout(kind, R, 2 * width, dtype)
+    assert bool(L.prove_bijective())
+    for rows in (8, 16, 40, 64):
+        want = nv.make_bank_swizzled_layout((rows, 2 * width), dtype, kind).linearized().table()[..., 0]
+        assert np.array_equal(L.table({"R": rows}), want)
+    with pytest.raises(ShapeError, match="multiples of 8"):
+        make_parametric_bank_swizzled_layout(kind, Symbol("R", lo=8), 2 * width, dtype)

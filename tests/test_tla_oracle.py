@@ -113,6 +113,19 @@ def test_swizzles_agree():
 # ---- where pycute and C++ CuTe differ (layoutkit follows C++) -------------------------------------------------------
 
 
+def test_negative_strides_and_gappy_complements():
+    """Complements whose strides do not divide agree with pycute (and C++); a negative-stride composition
+    across a broadcast mode does not: pycute returns 4:0, C++ (and layoutkit) (2,2):(1,-512)."""
+    for shape, stride in (((4, 6), (1, 6)), ((4, 10), (1, 10)), ((3, 2), (1, 7)), ((2, 2), (1, 3))):
+        want = theirs(pycute.complement(pycute.Layout(shape, stride)))
+        assert ours(tla.complement(tla.Layout(shape, stride))) == want
+    A, B = ((1, (2, 4)), (0, (-1, 512))), (4, -1)
+    assert theirs(pycute.composition(pycute.Layout(*A), pycute.Layout(*B))) == "4:0"
+    assert ours(tla.composition(tla.Layout(*A), tla.Layout(*B))) == "(2,2):(1,-512)"
+    assert ours(tla.composition(tla.Layout(4, 1), tla.Layout(4, -1))) == theirs(
+        pycute.composition(pycute.Layout(4, 1), pycute.Layout(4, -1)))
+
+
 def test_documented_differences():
     # idx2crd with a tuple index: pycute splits every mode with the global prefix strides
     assert pycute.idx2crd((5, 1), ((2, 3), 4)) == ((1, 2), 0)

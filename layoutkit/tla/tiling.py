@@ -17,12 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+import numpy as np
+
 from ..errors import ShapeError
 from .coalesce import as_layout, coalesced_shape, concat
-from .composition import complement, composition
+from .composition import NUMERIC_CHECK_LIMIT, complement, composition, layout_at, make_swizzle
 from .int_tuple import Int, to_str
 from .layout import Layout
-from .swizzle import ComposedLayout
+from .swizzle import ComposedLayout, Swizzle
 
 
 def _by_mode(op: Callable[[Layout, object], object], A: Layout, tiler: tuple[object, ...], name: str) -> Layout:
@@ -145,8 +147,41 @@ def logical_product(block: object, tiler: object) -> object:
         tiler = tuple(tiler)
     if type(tiler) is tuple:
         return _by_mode(logical_product, A, tiler, "logical_product")
+    if isinstance(tiler, ComposedLayout):
+        return _product_by_swizzled(A, tiler)
     B = as_layout(tiler, "logical_product: tiler")
     return concat((A, composition(complement(A, A.size * B.cosize), B)))
+
+
+def _product_by_swizzled(A: Layout, tiler: ComposedLayout) -> object:
+    """``logical_product(A, Sw o L)`` as C++ builds it: the product with ``L``, under the swizzle that
+    moves ``Sw``'s active bits through ``L`` and the product (C++ ``logical_product(Layout,
+    ComposedLayout<Swizzle>)``); checked against ``(A, complement(A) o Sw o L)`` element by element."""
+    sw, L = tiler.outer, tiler.inner
+    if not isinstance(sw, Swizzle) or not isinstance(L, Layout) or tiler.offset != 0:
+        raise ShapeError(f"logical_product: a composed tiler must be Swizzle o 0 o Layout; found {tiler}")
+    new = cast(Layout, logical_product(A, L))
+    if sw.bits == 0:
+        return new
+    b, m, s = sw.bits, sw.base, abs(sw.shift)
+    zy = Layout._make((Int(1 << m), Int(1 << b), Int(1 << (s - b)), Int(1 << b), Int(1)),
+                      (Int(0), Int(1 << m), Int(0), Int(1 << (m + s)), Int(0)))
+    only_zy = cast(Layout, composition(zy, L))
+    active = int(layout_at(only_zy, np.array([int(only_zy.size) - 1]))[0])
+    through = layout_at(L, np.array([active & sw.zzz_mask, active & sw.yyy_mask]))
+    new_z, new_y = (int(v) for v in layout_at(new.mode(1), through))
+    result = ComposedLayout(make_swizzle(new_y, new_z), Int(0), new)
+    if new.size > NUMERIC_CHECK_LIMIT:
+        raise ShapeError(f"logical_product: {A} x {tiler} is too large ({new.size}) to verify element by element")
+    rest = complement(A, A.size * L.cosize)
+    want = (A.table()[None, :] + layout_at(rest, sw(L.table()))[:, None]).reshape(-1)
+    got = result.table()
+    diff = np.flatnonzero(want != got)
+    if diff.size:
+        i = int(diff[0])
+        raise ShapeError(f"logical_product: {A} x {tiler}: C++'s swizzled product {result} is not the product: at "
+                         f"index {i} it gives {int(got[i])}, (A, complement(A) o Sw o L) gives {int(want[i])}")
+    return result
 
 
 def zipped_product(block: object, tiler: object) -> object:

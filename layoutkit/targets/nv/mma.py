@@ -190,8 +190,8 @@ def make_mma_load_layout(
 ) -> Fragment:
     """Register fragment of MMA operand ``"A"`` or ``"B"`` for a block of warps.
 
-    ``warp_order="triton"`` gives Triton's ``DotOperandEncoding`` (``kWidth = 2``) of an
-    ``NvidiaMmaEncoding`` v2 parent with ``warpsPerCTA = [brw, bcw]`` (16-bit operands, not transposed):
+    ``warp_order="triton"`` gives Triton's ``DotOperandEncoding`` (``kWidth = 32 / bits``: 4, 2, 1 for
+    8-, 16-, 32-bit) of an ``NvidiaMmaEncoding`` v2 parent with ``warpsPerCTA = [brw, bcw]`` (not transposed):
     warps interleave per instruction (``16 x ms_k`` for A, ``ms_k x 8`` for B), warp ``wn + bcw*wm``, the
     registers repeat along K first, then along M (A) or N (B); see :func:`make_mma_store_layout`.
 
@@ -219,9 +219,9 @@ def make_mma_load_layout(
         )
     atom = MmaAtom(f"m{cfg.ms_x}n{cfg.ms_y}k{cfg.ms_k}", element_bits(dtype), cfg.ms_k)
     if warp_order == "triton":
-        if element_bits(dtype) != 16 or transposed:
-            raise UnsupportedError(f"warp_order='triton' builds 16-bit, non-transposed operands (Triton's kWidth 2); "
-                                   f"found {canonical_dtype(dtype)}, transposed={bool(transposed)}")
+        if transposed:
+            raise UnsupportedError("warp_order='triton' builds non-transposed operands (Triton's dot operands are "
+                                   f"[M, K] and [K, N]); found transposed=True for {canonical_dtype(dtype)}")
         return _mma_load_triton(op, atom, brw, bcw, cfg, int(chunk))
     if warp_order != "layoutkit":
         raise ShapeError(f"warp_order must be 'layoutkit' or 'triton'; found {warp_order!r}")
