@@ -224,3 +224,24 @@ def test_pass_configs_are_honoured(name, config, arch):
         assert configured_cost_model() == config.get("tl.layout_cost_model", "register-count")
         ours = tilelang.lower(BUILDERS[name](), target=target).kernel_source
     assert record.solved == 1 and ours == theirs
+
+
+def test_a_function_lowered_again_reuses_its_solution(monkeypatch):
+    """The pass remembers what it solved: the same PrimFunc lowered again is not walked or solved
+    again (same CUDA text); a rebuilt kernel (new parameter objects) and another cost model are."""
+    from layoutkit.frontends import tilelang_pass as tp
+
+    solved = []
+    real = tp._solve
+    monkeypatch.setattr(tp, "_solve", lambda func, state, cost: solved.append(cost) or real(func, state, cost))
+    tp.clear_cache()
+    func = K.KERNELS["softmax_64x128"]()
+    first = lktl.lower(func, "sm_80", fallback=False).kernel_source
+    again = lktl.lower(func, "sm_80", fallback=False).kernel_source
+    assert again == first and solved == ["register-count"]
+    assert lktl.lower(K.KERNELS["softmax_64x128"](), "sm_80", fallback=False).kernel_source == first
+    lktl.lower(func, "sm_80", cost_model="io-aware", fallback=False)
+    assert solved == ["register-count", "register-count", "io-aware"]
+    tp.clear_cache()
+    lktl.lower(func, "sm_80", fallback=False)
+    assert len(solved) == 4

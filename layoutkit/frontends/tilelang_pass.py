@@ -16,7 +16,8 @@ substituted pass does the same with layoutkit's layouts:
    loop that touches no fragment, ``parallel_loop_requires_padding_guard``.
 
 Loop partitioning, vectorisation and the predicates' use all happen later, in TileLang's
-``LowerTileOp``, which reads only these annotations.
+``LowerTileOp``, which reads only these annotations.  The pass remembers the functions it solved
+(:func:`clear_cache` forgets them): lowering the same ``PrimFunc`` again only hashes and compares it.
 
 Switch it on with :func:`lower` (``tilelang.lower`` with the pass substituted) or, around
 ``tilelang.compile`` / ``@tilelang.jit`` calls, with :func:`layoutkit_inference`.  A kernel
@@ -27,6 +28,7 @@ layoutkit cannot read or solve falls back to TileLang's own pass (``fallback=Tru
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +43,7 @@ from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_select import check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["COST_MODEL_CONFIG", "LOOP_PREDICATE", "PADDING_GUARD", "PassRecord", "configured_cost_model",
+__all__ = ["COST_MODEL_CONFIG", "LOOP_PREDICATE", "PADDING_GUARD", "PassRecord", "clear_cache", "configured_cost_model",
            "fuse_parallel_loops", "layoutkit_inference", "lower"]
 
 LOOP_PREDICATE = "parallel_loop_predicate"
@@ -147,7 +149,7 @@ def _make_pass(state: _State, original):
     def run(func, mod, ctx):
         t0 = time.perf_counter()
         try:
-            out = _solve(func, state)
+            out = _solve_cached(func, state, state.cost_model or configured_cost_model())
             state.record.solved += 1
         except LayoutError as err:  # layoutkit's typed refusals
             if not state.fallback:
@@ -161,11 +163,57 @@ def _make_pass(state: _State, original):
     return tvm.tirx.transform.prim_func_pass(run, opt_level=0, name="layoutkit.LayoutInference")
 
 
-def _solve(func, state: _State):
+_CACHE_SIZE = 64
+_cache: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+"""Solved functions: ``(structural hash, cost model, source shapes, threads) -> (input, output)``."""
+
+
+def clear_cache() -> None:
+    """Forget every function the pass has solved (see :func:`_solve_cached`)."""
+    _cache.clear()
+
+
+def _solve_cached(func, state: _State, cost_model: str):
+    """:func:`_solve`, remembered per function: a function structurally equal to one solved before
+    (same cost model, source shapes and thread count), whose parameters are the same TIR objects,
+    gets the same annotated function back without being walked or solved again (lowering one
+    ``PrimFunc`` again, as autotuning replays and repeated ``tilelang.lower`` calls do, brings the
+    same parameters; a rebuilt kernel brings new ones and is solved afresh, so nothing of another
+    function's is ever handed to TileLang's later passes).  Free variables are matched up to renaming:
+    TileLang's block read regions name a loop variable outside its loop (``ko`` of a pipelined
+    loop), a new object each lowering; the output is the earlier function whole, so it stays
+    consistent.  The pass's output depends on nothing else: the target is in the function's attributes."""
+    from tilelang import tvm
+
+    try:
+        key = (tvm.ir.structural_hash(func, map_free_vars=True), cost_model,
+               tuple(sorted(state.source_shapes.items())), state.threads)
+    except Exception:  # noqa: BLE001 - an IR node without a structural hash: solve without the cache
+        return _solve(func, state, cost_model)
+    hit = _cache.get(key)
+    if hit is not None and _same_params(hit[0], func) and tvm.ir.structural_equal(hit[0], func,
+                                                                                  map_free_vars=True):
+        _cache.move_to_end(key)
+        return hit[1]
+    out = _solve(func, state, cost_model)
+    _cache[key] = (func, out)
+    if len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return out
+
+
+def _same_params(a, b) -> bool:
+    """The two functions take the very same parameter vars and buffers."""
+    if len(a.params) != len(b.params) or not all(x.same_as(y) for x, y in zip(a.params, b.params)):
+        return False
+    return all(p in b.buffer_map and a.buffer_map[p].same_as(b.buffer_map[p]) for p in a.params if p in a.buffer_map)
+
+
+def _solve(func, state: _State, cost_model: str):
     arch = str(func.attrs["target"].attrs["arch"]) if func.attrs and "target" in func.attrs else "sm_80"
     tagged = _tag_loops(fuse_parallel_loops(func))
     walked = walk(tagged, arch, state.source_shapes, state.threads)
-    result = infer_layouts(walked.program, cost_model=state.cost_model or configured_cost_model())
+    result = infer_layouts(walked.program, cost_model=cost_model)
     check_selections(walked.selections, result.layout_map)
     _check_lowerable(result, walked.program)
     return _annotate(tagged, walked, result)
@@ -197,13 +245,14 @@ def fuse_parallel_loops(func):
         return any(n.buffer.scope() == _FRAGMENT for n in nodes(stmt, tirx.BufferLoad, tirx.BufferStore))
 
     def pre(node):
-        if not isinstance(node, tirx.For) or touches_fragment(node.body):
+        if not isinstance(node, tirx.For):
             return None
         chain, s = [], node
         while isinstance(s, tirx.For) and s.kind == tirx.ForKind.PARALLEL and _is_int(s.min, 0):
             chain.append(s)
             s = s.body
-        if len(chain) < 2 or not all(_power_of_two(x.extent) for x in chain):
+        # the chain first: scanning every loop's body for fragments would walk a kernel once per loop
+        if len(chain) < 2 or not all(_power_of_two(x.extent) for x in chain) or touches_fragment(node.body):
             return None
         return _fused(chain)
 
