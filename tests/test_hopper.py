@@ -216,7 +216,7 @@ def test_sass_holds_hgmma_utmaldg_syncs_and_a_producer_consumer_split(cubin):
         pytest.skip("cuobjdump without nvdisasm (pip install nvidia-cuda-nvdisasm)")
     ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", res.stdout)
     count = {k: sum(o.startswith(k) for o in ops) for k in ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")}
-    per_tile = 2 * 64 // 16  # two m64 blocks per consumer group, four k16 steps
-    assert count["HGMMA"] == per_tile and count["UTMALDG"] >= 3 and count["SYNCS"] >= 4, count
+    per_tile = 2 * 64 // 16  # two m64 blocks per consumer group, four k16 steps (nvcc may unroll the 4 k tiles)
+    assert count["HGMMA"] in (per_tile, 4 * per_tile) and count["UTMALDG"] >= 3 and count["SYNCS"] >= 4, count
     assert any(o.startswith("USETMAXREG.DEALLOC") for o in ops) and any(o.startswith("USETMAXREG.TRY_ALLOC")
                                                                          for o in ops)
