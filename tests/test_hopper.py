@@ -245,3 +245,13 @@ def test_the_harness_refuses_a_tensor_map_the_driver_would():
     arrays, _ = _arrays(MAIN)
     with pytest.raises(HarnessError, match=r"globalStrides\[0\] = 520 is not a multiple of 16"):
         run_cuda(src.replace("a_strides[1] = {512ull}", "a_strides[1] = {520ull}"), arrays)
+
+
+@needs_cxx
+@pytest.mark.skipif(not SWEEP, reason="AddressSanitizer build: with the sweep (LAYOUTKIT_CUDA_CPU_SWEEP=1)")
+def test_sm90a_kernel_runs_clean_under_address_sanitizer():
+    cfg = OTHERS[0]
+    _, h = _plan(cfg)
+    arrays, ref = _arrays(cfg)
+    got = run_cuda(hopper_cuda.print_module(h), arrays, sanitize=True).arrays["C"].astype(np.float64)
+    assert np.allclose(got, ref, rtol=2.0**-10, atol=1e-3)
