@@ -84,6 +84,8 @@ sass-report:
 	@$(BENCH_VENV)/bin/python -m pip install -q -e . || true
 	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm || echo "cuobjdump not installable"
 	$(BENCH_VENV)/bin/python benchmarks/sass_report.py
+	@$(BENCH_VENV)/bin/python -m pip install -q nvidia-cuda-nvdisasm || echo "nvdisasm not installable"
+	$(BENCH_VENV)/bin/python benchmarks/sass_report_sm90.py
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) build *.egg-info out

@@ -6,7 +6,12 @@ the numbers on a CPU.  The facade dispatches on the program's target through
 :mod:`.execute_ascend` (these names re-export the backends' modules).
 
 Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` per k16 step, synchronous
-copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms):
+copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms; for
+``target="sm_90a"`` a GEMM whose pipelined copies are TMA loads prints as a warp-specialised kernel: TMA tile
+loads into the inferred swizzled tiles, an mbarrier pipeline, ``wgmma.mma_async`` from shared-memory
+descriptors, ``setmaxnreg``, see :mod:`layoutkit.backends.nv.hopper`; :func:`lower` then gives its
+:class:`~layoutkit.backends.nv.hopper.HopperGemm` and :func:`execute` runs the ``mma.sync`` IR of the same
+program):
 
 * the GEMM of :func:`layoutkit.infer.programs.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
   fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; 32- / 128-bit
@@ -25,7 +30,7 @@ Every entry point first checks its arguments (:mod:`.checks`): a result that doe
 unknown arrays, wrong shapes or dtypes raise :class:`~layoutkit.errors.CodegenInputError` /
 :class:`~layoutkit.errors.DtypeError` naming the buffer.  Anything else raises
 :class:`~layoutkit.errors.UnsupportedError` naming the op (e.g. ``wgmma`` / TMA
-instructions are not emitted, sm_75 operands other than float16, sm_70 and older, ops other than copy / fill
+kernels other than the sm_90a GEMM, sm_75 operands other than float16, sm_70 and older, ops other than copy / fill
 / parallel / reduce after the GEMM).
 
 >>> import numpy as np

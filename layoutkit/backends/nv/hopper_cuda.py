@@ -141,22 +141,31 @@ def _group_step(h: HopperGemm) -> tuple[int, int] | None:
 
 def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) -> str:
     """One ``wgmma.mma_async m64nNk16`` of tile ``t`` at k16 step ``kk`` of stage ``s`` (``step``: the
-    per-group offsets of :func:`_group_step`, added at run time)."""
-    a, b = h.a, h.b
+    per-group offsets of :func:`_group_step`, in the stage's descriptors ``da`` / ``db``): the descriptors
+    advance by the operand's offset in 16-byte units (the start address field cannot carry: shared addresses
+    stay below 2^18)."""
     a_off, b_off = _offsets(h, t, kk)
-    ga, gb = (f" + wg * {step[0]}" if step and step[0] else "", f" + wg * {step[1]}" if step and step[1] else "")
-    ahi = descriptor_high(a, k.a_lbo, k.a_sbo, k.a_desc_swizzle)
-    bhi = descriptor_high(b, k.b_lbo, k.b_sbo, k.b_desc_swizzle)
     n = t.n
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(C_local[{t.reg + i}])' for i in range(n // 2))
     ty = _WGMMA_TYPE[h.dtype]
     trans_b = (0 if h.tb else 1) if k.trans_b is None else k.trans_b
-    da = f"0x{ahi:016x}ull | (unsigned long long)(((a_base + s * {a.stage_bytes} + {a_off}{ga}) & 0x3FFFF) >> 4)"
-    db = f"0x{bhi:016x}ull | (unsigned long long)(((b_base + s * {b.stage_bytes} + {b_off}{gb}) & 0x3FFFF) >> 4)"
+    da, db = f"da + {a_off >> 4}ull", f"db + {b_off >> 4}ull"
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n // 2 + 2}, 0;\\n'
             f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, 1, 1, 0, "
             f'{trans_b};\\n}}\\n"\n  : {outs}\n  : "l"({da}), "l"({db}), "r"(1) : "memory");')
+
+
+def _stage_descriptors(h: HopperGemm, k: Knobs, step: tuple[int, int] | None) -> list[str]:
+    """``da`` / ``db``: the wgmma descriptors of stage ``s``'s A and B tiles (of this warp group's part)."""
+    out = []
+    for name, tile, base, hi, g in (
+            ("da", h.a, "a_base", descriptor_high(h.a, k.a_lbo, k.a_sbo, k.a_desc_swizzle), step and step[0]),
+            ("db", h.b, "b_base", descriptor_high(h.b, k.b_lbo, k.b_sbo, k.b_desc_swizzle), step and step[1])):
+        off = f"{base} + s * {tile.stage_bytes}" + (f" + wg * {g}" if g else "")
+        start = f"(unsigned long long)((({off}) & 0x3FFFF) >> 4)"
+        out.append(f"const unsigned long long {name} = 0x{hi:016x}ull | {start};")
+    return out
 
 
 def _arrive(index: str) -> str:
@@ -169,6 +178,7 @@ def _consumer(h: HopperGemm, k: Knobs) -> list[str]:
     body = [f"const int s = ko % {S};", f"const unsigned ph = (unsigned)(ko / {S}) & 1u;",
             _wait(_smem("lk_bar", "s"), parity), 'asm volatile("wgmma.fence.sync.aligned;\\n" ::: "memory");']
     step = _group_step(h)
+    body += _stage_descriptors(h, k, step)
     groups = [(None, h.tiles[0])] if step else list(enumerate(h.tiles))
     for g, tiles in groups:
         if g is not None:

@@ -1,0 +1,213 @@
+#!/usr/bin/env python
+"""SASS of layoutkit's sm_90a GEMM kernels (TMA + mbarrier + wgmma, warp specialised) beside TileLang's.
+
+Both kernels are compiled with ``nvcc -O3 -arch=sm_90a -cubin -Xptxas -v`` and read with ``cuobjdump -sass``:
+registers (the kernel's count at entry; ``setmaxnreg`` moves it per warp group), spills, shared memory, the
+HGMMA / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR counts, and the consumer k loop (the backward branch
+whose body holds the HGMMA): its instructions and integer instructions per k tile.
+
+    python benchmarks/sass_report_sm90.py [--tilelang-python PYTHON] [--keep DIR] [config ...]
+
+TileLang's source comes from ``tilelang.lower`` for ``arch = sm_90a`` in ``--tilelang-python`` (TileLang 0.1.15,
+``PYTHONPATH`` removed) and compiles against that installation's headers.  Without nvcc or cuobjdump (with
+nvdisasm beside it) the report prints why it skipped and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONFIGS = {  # name -> (M, N, K, bM, bN, bK, stages, consumer threads, dtype)
+    "f16_128x128x64_s3_t256": (1024, 1024, 1024, 128, 128, 64, 3, 256, "float16"),
+    "f16_128x128x64_s3_t128": (1024, 1024, 1024, 128, 128, 64, 3, 128, "float16"),
+    "f16_128x256x64_s3_t256": (1024, 1024, 1024, 128, 256, 64, 3, 256, "float16"),
+    "bf16_128x128x64_s4_t256": (1024, 1024, 1024, 128, 128, 64, 4, 256, "bfloat16"),
+}
+COUNTED = ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "WARPGROUP", "BAR")
+
+
+def _sass_report():
+    spec = importlib.util.spec_from_file_location("sass_report", Path(__file__).with_name("sass_report.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sass_report"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def tilelang_source(cfg) -> str:
+    """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the docs kernel: A [M, K] x B [K, N])."""
+    import tilelang
+    import tilelang.language as T
+    from tilelang import tvm
+
+    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((bM, bK), dtype)
+            B_s = T.alloc_shared((bK, bN), dtype)
+            C_l = T.alloc_fragment((bM, bN), "float32")
+            T.clear(C_l)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                T.copy(A[by * bM, ko * bK], A_s)
+                T.copy(B[ko * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l)
+            T.copy(C_l, C[by * bM, bx * bN])
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    with target:
+        art = tilelang.lower(main, target=target)
+    return art.kernel_source if hasattr(art, "kernel_source") else art.get_kernel_source()
+
+
+def _tilelang_main(cfg_json: str, out: str) -> int:
+    import tilelang
+
+    Path(out).write_text(tilelang_source(tuple(json.loads(cfg_json))))
+    print(Path(tilelang.__file__).resolve().parent)
+    return 0
+
+
+@dataclass(frozen=True)
+class Sass:
+    regs: int
+    spill: int
+    counts: dict
+    loop: int
+    loop_int: int
+    loop_tiles: float
+
+    @property
+    def per_tile(self) -> float:
+        return self.loop / self.loop_tiles
+
+
+def parse(text: str, ptxas: str, hgmma_per_tile: int, sr) -> Sass:
+    """Counts of one kernel's listing; the k loop is the shortest backward branch whose body holds as many
+    HGMMA as any (the mbarrier retry blocks the compiler moves past the exit branch back into the loop too,
+    over a longer range)."""
+    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*?);", text)]
+    ops = [sr._opcode(t) for _, t in ins]
+    counts = {c: sum(o.split(".")[0] == c for o in ops) for c in COUNTED}
+    segs = []
+    for a, t in ins:
+        m = re.search(r"BRA\s+(?:`\()?0x([0-9a-f]+)", t)
+        if m and int(m.group(1), 16) <= a:
+            seg = [sr._opcode(u) for b, u in ins if int(m.group(1), 16) <= b <= a]
+            segs.append((sum(o.startswith("HGMMA") for o in seg), seg))
+    most = max((n for n, _ in segs), default=0)
+    best = min((seg for n, seg in segs if n == most and n), key=len, default=[])
+    n_int = sum(o.split(".")[0] in sr.INTEGER for o in best)
+    tiles = sum(o.startswith("HGMMA") for o in best) / hgmma_per_tile if best else 1.0
+    regs = re.search(r"Used (\d+) registers", ptxas)
+    spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)]
+    return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0)
+
+
+def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per_tile: int, sr, includes=()) -> Sass:
+    cu, cubin = d / f"{stem}.cu", d / f"{stem}.cubin"
+    cu.write_text(source)
+    cmd = [nvcc, "-O3", "-arch=sm_90a", "-cubin", "-std=c++17", "-Xptxas", "-v", *[f"-I{i}" for i in includes],
+           "-o", str(cubin), str(cu)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"nvcc failed on {cu}:\n{res.stderr[-3000:]}")
+    env = dict(os.environ, PATH=str(Path(cuobjdump).parent) + os.pathsep + os.environ.get("PATH", ""))
+    sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True, check=True,
+                          env=env).stdout
+    (d / f"{stem}.sass").write_text(sass)
+    return parse(sass, res.stderr + res.stdout, per_tile, sr)
+
+
+def _hgmma_per_tile(cfg) -> int:
+    """HGMMA one consumer warp group of layoutkit's kernel issues per k tile (its wgmma tiles x k16 steps)."""
+    sys.path.insert(0, str(ROOT))
+    from layoutkit.backends.nv import hopper
+    from layoutkit.infer import infer_layouts, programs
+
+    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
+    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
+                      target="sm_90a")
+    return len(hopper.plan(p, infer_layouts(p)).tiles[0]) * (bK // 16)
+
+
+def layoutkit_source(cfg) -> str:
+    sys.path.insert(0, str(ROOT))
+    from layoutkit import codegen
+    from layoutkit.infer import infer_layouts, programs
+
+    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
+    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
+                      target="sm_90a")
+    return codegen.emit_cuda(p, infer_layouts(p))
+
+
+def _row(who: str, s: Sass) -> str:
+    c = " ".join(f"{k}={s.counts[k]}" for k in COUNTED)
+    return (f"  {who:9} regs={s.regs:3} spill={s.spill}B {c} | k loop: {s.loop} ({s.loop_tiles:g} tiles) = "
+            f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile")
+
+
+def report(names, tl_python, keep) -> int:
+    sr = _sass_report()
+    nvcc, cuobjdump = sr.find_tool("nvcc"), sr.find_tool("cuobjdump")
+    if nvcc is None or cuobjdump is None:
+        print(f"sm_90a SASS report skipped: {'nvcc' if nvcc is None else 'cuobjdump'} not found")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(keep or tmp)
+        d.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            cfg = CONFIGS[name]
+            per = _hgmma_per_tile(cfg)
+            ours = compile_sass(layoutkit_source(cfg), d, f"lk_{name}", nvcc, cuobjdump, per, sr)
+            print(f"{name}:")
+            print(_row("layoutkit", ours))
+            if not tl_python:
+                continue
+            out = d / f"tl_{name}.cu"
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            env.setdefault("TILELANG_CACHE_DIR", str(d / "tl_cache"))
+            res = subprocess.run([tl_python, __file__, "--tilelang-source", json.dumps(list(cfg)), str(out)],
+                                 capture_output=True, text=True, env=env)
+            if res.returncode:
+                print(f"  TileLang  failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")
+                continue
+            root = Path(res.stdout.strip().splitlines()[-1])
+            theirs = compile_sass(out.read_text(), d, f"tl_{name}", nvcc, cuobjdump, per, sr,
+                                  [root / "src", root / "3rdparty" / "cutlass" / "include"])
+            print(_row("TileLang", theirs))
+            print(f"  ratio    k-loop instructions/tile {ours.per_tile / theirs.per_tile:.3f}x, integer "
+                  f"{(ours.loop_int / ours.loop_tiles) / max(theirs.loop_int / theirs.loop_tiles, 1e-9):.3f}x")
+    return 0
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--tilelang-source"]:
+        return _tilelang_main(argv[1], argv[2])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("configs", nargs="*", help=f"of {', '.join(CONFIGS)} (default: all)")
+    ap.add_argument("--tilelang-python", help="an interpreter with TileLang 0.1.15")
+    ap.add_argument("--keep", help="keep the sources, cubins and SASS listings in this directory")
+    args = ap.parse_args(argv)
+    unknown = [c for c in args.configs if c not in CONFIGS]
+    if unknown:
+        ap.error(f"unknown configurations {unknown}; expected some of {list(CONFIGS)}")
+    return report(args.configs or list(CONFIGS), args.tilelang_python, args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
