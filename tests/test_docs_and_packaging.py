@@ -44,3 +44,10 @@ def test_packaging_files_and_metadata():
 def test_readme_says_where_the_demo_writes():
     readme = (ROOT / "README.md").read_text()
     assert "`out/`" in readme and "make docs" in readme
+
+
+def test_conventions_page_examples_run():
+    import doctest
+
+    result = doctest.testfile(str(ROOT / "docs" / "conventions.md"), module_relative=False)
+    assert result.attempted >= 3 and result.failed == 0
