@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test fuzz lint lint-imports typecheck check bench clean
+.PHONY: demo test fuzz lint lint-imports typecheck check bench clean docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,7 +45,12 @@ typecheck: $(VENV)/.installed-test $(VENV)/.installed-lint
 	$(PY) tools/check_types.py
 
 # what CI runs besides the tests
-check: lint lint-imports typecheck
+check: lint lint-imports typecheck docs
+
+# the documentation site (build/docs/): the pages of docs/, an API reference generated from the docstrings
+# (one page per folder), and the notebooks as tutorials; standard library only
+docs: $(VENV)/.installed-plot
+	$(PY) tools/build_docs.py --out build/docs
 
 # The layer contract in pyproject.toml ([tool.importlinter]): imports only go down, infer and cost know no target.
 lint-imports: $(VENV)/.installed-lint

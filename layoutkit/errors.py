@@ -100,6 +100,16 @@ class UnsupportedError(LayoutError, NotImplementedError):
     """The operation is well defined but outside what layoutkit can do for this input."""
 
 
+class NotLinearError(UnsupportedError):
+    """A layout or fragment has no F2-linear (Triton ``LinearLayout``) view; the message says why
+    (an extent that is not a power of two, a slot held twice or not at all, or a coordinate whose image
+    is not the XOR of its bits' images: ``witness``)."""
+
+    def __init__(self, message: str, witness: object = None):
+        super().__init__(message)
+        self.witness = witness
+
+
 class RaceError(LayoutError, RuntimeError):
     """A kernel run (the numpy executor of the NVIDIA IR) read shared memory another thread wrote with no
     barrier in between; the message names the element, the reading and the writing thread."""
@@ -131,6 +141,7 @@ __all__ = [
     "CodegenInputError",
     "ExprError",
     "ShapeStrideError",
+    "NotLinearError",
     "ProgramFormatError",
     "LimitError",
     "UserFunctionError",

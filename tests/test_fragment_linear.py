@@ -77,10 +77,22 @@ def test_broadcast_and_partial_warps():
 
 
 def test_slot_views_that_do_not_exist():
-    unused = lk.Fragment([4, 4], forward_thread_fn=lambda i, j: i * 8 + j, forward_index_fn=lambda i, j: 0)
-    assert unused.to_linear() is None  # threads 4..7 of each row group hold nothing
+    unused = lk.Fragment([2], forward_thread_fn=lambda i: i * 3, forward_index_fn=lambda i: 0)
+    with pytest.raises(lk.NotLinearError, match="register 0 of thread 1 holds no element") as err:
+        unused.to_linear()  # threads 0 and 3 of 4 hold the elements; 1 and 2 hold nothing
+    assert err.value.witness == (0, 1)
+    gaps = lk.Fragment([4, 4], forward_thread_fn=lambda i, j: i * 8 + j, forward_index_fn=lambda i, j: 0)
+    with pytest.raises(lk.NotLinearError, match="threads = 28, not a power of two"):
+        gaps.to_linear()
     odd = lk.Fragment([3, 4], forward_thread_fn=lambda i, j: i * 4 + j, forward_index_fn=lambda i, j: 0)
-    assert odd.to_linear() is None
+    with pytest.raises(lk.NotLinearError, match="threads = 12, input dim 0 = 3, not a power of two"):
+        odd.to_linear()
+    twice_held = lk.Fragment([4], forward_thread_fn=lambda i: 0, forward_index_fn=lambda i: i % 2)
+    with pytest.raises(lk.NotLinearError, match="register 0 of thread 0 holds 2 elements"):
+        twice_held.to_linear()
+    rotated = lk.Fragment([4], forward_thread_fn=lambda i: (i + 1) % 4, forward_index_fn=lambda i: 0)
+    with pytest.raises(lk.NotLinearError, match=r"not F2-linear: the origin \(0, 0, 0\) maps to \(3,\)"):
+        rotated.to_linear()  # lane 0 holds element 3
     twice = F2Linear((("register", 2), ("lane", 4)), (("dim0", 4),), (((0,),), ((1,), (2,))))
     with pytest.raises(lk.UnsupportedError):
         lk.Fragment.from_linear(twice)  # one thread would hold each element in both registers
@@ -97,3 +109,27 @@ def test_plain_layout_view_is_still_available_on_fragments():
     assert index_view is not None and index_view.in_names == ("_i", "_j")
     table = np.asarray(F.index_table())
     assert int(table.max()) + 1 == F.local_size
+
+
+@pytest.mark.parametrize("make", [
+    nv.make_gemm_fragment_8x8,
+    nv.make_gemm_fragment_8x8_transposed,
+    lambda: nv.make_mma_store_layout(2, 2, 64, 64),
+    lambda: nv.make_mma_load_layout("A", "int8", 2, 2, 32, 32, 64),
+    lambda: nv.make_mma_load_layout("B", "bfloat16", 1, 4, 16, 32, 32, transposed=True),
+], ids=["8x8", "8x8-transposed", "C-128x128", "A-int8", "B-bf16-transposed"])
+def test_from_linear_of_to_linear_is_the_fragment(make):
+    F = make()
+    f2 = F.to_linear()
+    assert [n for n, _ in f2.in_dims] == ["register", "lane", "warp"]
+    assert [e for _, e in f2.out_dims] == list(F.input_shape)
+    back = lk.Fragment.from_linear(f2)
+    assert back.is_equal(F)
+    assert back.to_linear() == f2
+
+
+def test_matrix_of_a_layout_with_no_output_bits():
+    view = lk.Layout([4], lambda i: 0).to_linear()
+    assert view.out_dims == (("dim0", 1),) and view.matrix().shape == (0, 2)
+    assert F2Linear((("a", 1),), (("o", 1),), ((),)).matrix().shape == (0, 0)
+    assert lk.Layout.from_linear(view).is_equal(lk.Layout([4], lambda i: 0))

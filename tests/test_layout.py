@@ -246,8 +246,11 @@ def test_to_linear_and_back():
     assert view.bases[1][3] == (0, 0, 8)
     assert lk.Layout.from_linear(view).is_equal(swz)
     assert view.to_triton()["bases"]["_i"][3] == [0, 1, 0]
-    assert lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear() is None
-    assert lk.Layout([3, 4], lambda i, j: i * 4 + j).to_linear() is None
+    with pytest.raises(lk.NotLinearError, match=r"_i = 1, _j = 1 maps to \(4,\), but the XOR") as err:
+        lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear()
+    assert err.value.witness == (1, 1) and isinstance(err.value, lk.UnsupportedError)
+    with pytest.raises(lk.NotLinearError, match=r"input dim 0 \(_i\) has extent 3, not a power of two"):
+        lk.Layout([3, 4], lambda i, j: i * 4 + j).to_linear()
     built = lk.Layout.from_linear({"lane": [[1], [2]], "reg": [[8], [4]]})
     assert built.input_shape == (4, 4) and built.table()[..., 0].tolist() == [[0, 8, 4, 12], [1, 9, 5, 13],
                                                                                [2, 10, 6, 14], [3, 11, 7, 15]]

@@ -210,9 +210,9 @@ def test_output_view_marks_collisions_and_folds_wide_outputs(tmp_path):
 def test_many_replicas_show_a_bounded_number_of_panels(tmp_path):
     full = lk.make_fully_replicated_fragment([2, 2], 32)
     root = _svg(plot_layout(full, tmp_path, "full", formats="svg")[0])
-    assert "showing 8 of 32" in " ".join(_texts(root))  # the panel title, wrapped to the panel's width
+    assert "showing 4 of 32" in " ".join(_texts(root))  # the panel title, wrapped to the panel's width
     ids = {e.get("id") for e in root.iter() if (e.get("id") or "").startswith("cells")}
-    assert ids == {"cells"} | {f"cells{k}" for k in range(1, 8)}
+    assert ids == {"cells"} | {f"cells{k}" for k in range(1, 4)}
 
 
 def test_plot_banks_all_formats(tmp_path):

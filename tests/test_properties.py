@@ -426,8 +426,11 @@ def test_times_three_is_not_f2_linear(layout: lk.Layout, data: st.DataObject) ->
     assume(wide)
     d = data.draw(st.sampled_from(wide), label="dim")
     extra = placeholder(d, layout.input_shape[d]) * 3
-    assert lk.Layout.from_exprs(layout.input_shape, layout.forward_index + (extra,)).to_linear() is None
-    assert lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear() is None
+    with pytest.raises(lk.NotLinearError, match="the XOR of the images of its bits") as err:
+        lk.Layout.from_exprs(layout.input_shape, layout.forward_index + (extra,)).to_linear()
+    witness = err.value.witness  # a coordinate where the XOR of the bit images is not the image
+    bits = [1 << b for b in range(layout.input_shape[d].bit_length()) if witness[d] >> b & 1]
+    assert 3 * witness[d] != np.bitwise_xor.reduce([3 * b for b in bits] + [0])
 
 
 @given(lks.layouts())

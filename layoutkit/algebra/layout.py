@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ProofBudgetError, ProofError, ShapeError
+from ..errors import (
+    CoordinateError,
+    ExprError,
+    LayoutError,
+    LimitError,
+    NotLinearError,
+    ProofBudgetError,
+    ProofError,
+    ShapeError,
+)
 from .attained import attained_ranges
 from .bitlinear import BitLinear, bijection_by_f2, bit_linear
 from .budget import check_budget, run_with_budget
@@ -519,18 +528,42 @@ class Layout(TileLangAccessors):
         return transforms.inverse(self)
 
     # ---- F2 view ------------------------------------------------------------------------------
-    def to_linear(self) -> F2Linear | None:
-        """The :class:`~layoutkit.algebra.linear.F2Linear` bases when the layout is linear over
-        F2 (power-of-two input extents), else None.  In dims are named after the placeholders, out
-        dims ``dim0, dim1, ...`` with sizes rounded up to powers of two."""
+    def to_linear(self) -> F2Linear:
+        """The :class:`~layoutkit.algebra.linear.F2Linear` bases (Triton's ``LinearLayout``) of a layout
+        that is linear over F2.  In dims are named after the placeholders, out dims ``dim0, dim1, ...``
+        with sizes rounded up to powers of two.  Raises :class:`~layoutkit.errors.NotLinearError` saying
+        why when there is none (an extent that is not a power of two, or a coordinate whose image is not
+        the XOR of its bits' images, as ``witness``).
+
+        >>> import layoutkit as lk
+        >>> lk.Layout([4, 4], lambda i, j: (i, j ^ i)).to_linear().bases
+        (((1, 1), (2, 2)), ((0, 1), (0, 2)))
+        >>> lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear()
+        Traceback (most recent call last):
+        ...
+        layoutkit.errors.NotLinearError: Layout(4, 4) (_i, _j) -> (_i * 3 + _j,) is not F2-linear: _i = 1, _j = 1 \
+maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (3,)) is (2,)
+        """
+        view, reason = self._linear_view()
+        if view is None:
+            raise NotLinearError(f"{self.describe()} is not F2-linear: {reason[0]}", reason[1])
+        return view
+
+    def _linear_view(self) -> tuple[F2Linear | None, tuple[str, tuple[int, ...] | None]]:
+        """``(view, ("", None))``, or ``(None, (reason, witness))`` (callers that only ask)."""
+        from .f2_reasons import not_linear_reason
         from .linear import F2Linear
 
         names = [v.name for v in self._vars]
+        if any(e & (e - 1) for e in self._input_shape):  # before building a table that cannot be linear
+            return None, not_linear_reason(np.zeros(self._input_shape + (1,), dtype=np.int64), names)
+        table = self.table()
         try:
-            return F2Linear.from_table(self.table(), names, [f"dim{k}" for k in range(len(self._forward))])
+            view = F2Linear.from_table(table, names, [f"dim{k}" for k in range(len(self._forward))])
         except ShapeError:
             self.output_shape  # noqa: B018 - negative images: raise the error that names a witness
             raise
+        return (view, ("", None)) if view is not None else (None, not_linear_reason(table, names))
 
     @classmethod
     def from_linear(cls, view: F2Linear | Mapping[str, Sequence[Sequence[int]]] | Sequence[Sequence[Sequence[int]]],

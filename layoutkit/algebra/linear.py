@@ -13,8 +13,10 @@ is linear; ``i * 3`` is not.  :class:`F2Linear` is that description, with Triton
 (((1, 1), (2, 2)), ((0, 1), (0, 2)))
 >>> print(lk.Layout.from_linear(view))
 Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_i, _i ^ _j))
->>> lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear() is None
-True
+>>> lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear()   # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+layoutkit.errors.NotLinearError: ... is not F2-linear: _i = 1, _j = 1 maps to (4,), but the XOR ...
 >>> view.invert().compose(view) == F2Linear.identity_of(view.out_dims)   # L^-1, then L
 True
 """

@@ -223,7 +223,7 @@ def _round_trips(layout: Layout, inv: Layout) -> bool:
 def _f2_inverse(layout: Layout) -> Layout | None:
     from .linear import expressions_from_bases, inverse_bases
 
-    view = layout.to_linear()
+    view, _ = layout._linear_view()
     if view is None:
         return None
     bases = inverse_bases(view, layout.output_shape)

@@ -345,10 +345,18 @@ forward_index: (_j % 8,))
         thread = substitute(self._thread, {self.rep_var: rep_dim})
         return Layout.from_exprs(self.input_shape + (self._replicate,), self.forward_index + (thread,)).inverse()
 
-    def to_linear(self, lanes: int = 32) -> F2Linear | None:
+    def to_linear(self, lanes: int = 32) -> F2Linear:
         """Triton's distributed view ``(register, lane, warp) -> (dim0, dim1, ...)`` (see
-        :mod:`layoutkit.fragment.linear`), or None when it does not exist.  The index map alone, as
-        for a plain Layout, is ``Layout.to_linear(F)``."""
+        :mod:`layoutkit.fragment.linear`); :class:`~layoutkit.errors.NotLinearError` saying why when it
+        does not exist.  The index map alone, as for a plain Layout, is ``Layout.to_linear(F)``.
+
+        >>> from layoutkit.targets import nv
+        >>> C = nv.make_mma_store_layout(1, 1, 16, 16)
+        >>> C.to_linear().in_dims
+        (('register', 8), ('lane', 32), ('warp', 1))
+        >>> Fragment.from_linear(C.to_linear()).is_equal(C)
+        True
+        """
         from .linear import fragment_to_linear
 
         return fragment_to_linear(self, lanes)

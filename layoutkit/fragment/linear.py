@@ -22,25 +22,32 @@ from __future__ import annotations
 import numpy as np
 
 from ..algebra.bits import XorBasis, log2_exact, unpack_bits
+from ..algebra.f2_reasons import not_linear_reason
 from ..algebra.layout import placeholder
 from ..algebra.linear import F2Linear
 from ..algebra.linear_exprs import expressions_from_bases
 from ..algebra.nodes import Expr
-from ..errors import NotBijectiveError, ShapeError, UnsupportedError
+from ..errors import NotBijectiveError, NotLinearError, ShapeError, UnsupportedError
 from .fragment import Fragment, rep_var
 
 SLOT_DIMS = ("register", "lane", "warp")
 """Triton's in-dim names of a distributed layout, low to high."""
 
 
-def fragment_to_linear(fragment: Fragment, lanes: int = 32) -> F2Linear | None:
-    """``(register, lane, warp) -> (dim0, dim1, ...)``, or None when some slot holds no element or
-    two, an extent is not a power of two, or the placement is not F2-linear.  ``lanes``: threads per
-    warp (32 on NVIDIA, ``targets.nv.WARP_SIZE``); fewer threads than that make one partial warp."""
+def fragment_to_linear(fragment: Fragment, lanes: int = 32) -> F2Linear:
+    """``(register, lane, warp) -> (dim0, dim1, ...)``.  ``lanes``: threads per warp (32 on NVIDIA,
+    ``targets.nv.WARP_SIZE``); fewer threads than that make one partial warp.  Raises
+    :class:`~layoutkit.errors.NotLinearError` saying why there is no such view: an extent that is not a
+    power of two, a slot that holds no element or two (``witness``: ``(register, thread)``), or a
+    placement that is not F2-linear (``witness``: the slot)."""
     regs, threads = fragment.local_size, fragment.thread_extent
     lane_size = min(threads, lanes)
-    if any(log2_exact(n) is None for n in (regs, threads, lanes, *fragment.input_shape)):
-        return None
+    what = fragment.describe()
+    sizes = {"registers per thread": regs, "threads": threads, "lanes": lanes,
+             **{f"input dim {d}": e for d, e in enumerate(fragment.input_shape)}}
+    odd = [f"{name} = {n}" for name, n in sizes.items() if log2_exact(n) is None]
+    if odd:
+        raise NotLinearError(f"{what} has no Triton linear view: {', '.join(odd)}, not a power of two")
     ndim = len(fragment.input_shape)
     thread = fragment.thread_table().reshape(fragment.replicate_size, -1)
     index = np.broadcast_to(fragment.index_table().reshape(1, -1), thread.shape)
@@ -50,14 +57,19 @@ def fragment_to_linear(fragment: Fragment, lanes: int = 32) -> F2Linear | None:
     held = np.zeros(regs * threads, dtype=np.int64)
     np.add.at(held, slot, 1)
     if np.any(held != 1):
-        return None
+        k = int(np.flatnonzero(held != 1)[0])
+        reg, t = divmod(k, threads)
+        kind = "holds no element" if held[k] == 0 else f"holds {int(held[k])} elements"
+        raise NotLinearError(f"{what} has no Triton linear view: register {reg} of thread {t} {kind} (a linear "
+                             "layout maps every slot to exactly one element)", (reg, t))
     table = np.zeros((regs * threads, ndim), dtype=np.int64)
     table[slot] = coords.reshape(-1, ndim)
     # flat slot = register * threads + warp * lane_size + lane: reorder to [register, lane, warp]
     grid = table.reshape(regs, threads // lane_size, lane_size, ndim).transpose(0, 2, 1, 3)
     view = F2Linear.from_table(grid, SLOT_DIMS, [f"dim{d}" for d in range(ndim)])
     if view is None:
-        return None
+        reason, witness = not_linear_reason(grid, SLOT_DIMS)
+        raise NotLinearError(f"{what} has no Triton linear view: the placement is not F2-linear: {reason}", witness)
     return F2Linear(view.in_dims, tuple((n, e) for (n, _), e in zip(view.out_dims, fragment.input_shape)), view.bases)
 
 

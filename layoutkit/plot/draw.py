@@ -32,6 +32,8 @@ MARGINS = (0.85, 0.3, 0.75, 0.55)
 """Inches around each panel: left (row ticks and label), right, top (title, column ticks), bottom (x label)."""
 COLORBAR = 1.15
 """Inches on the right of the figure for the colour bar and its label."""
+MAX_WIDTH = 24.0
+"""Panels per figure row are limited so that the figure stays about this many inches wide."""
 GRID_INCHES = 7.0
 """Unlabelled grids are scaled so that their longer side is about this long (cells 0.04 .. 0.3 inch)."""
 TICK_INCHES = 0.28
@@ -56,11 +58,11 @@ def figure(panels: int, rows: int, cols: int, labelled: bool, label_len: int, ti
     colour-bar axes on the right when ``colorbar`` (else None)."""
     plt = pyplot()
     cell = cell_inches(rows, cols, labelled, label_len)
-    w = min(20.0, max(1.2, cols * cell))
-    h = min(20.0, max(0.4, rows * cell))
+    w = min(16.0, max(1.2, cols * cell))
+    h = min(16.0, max(0.4, rows * cell))
     m_left, right, top, bottom = MARGINS
     left = m_left if left is None else left
-    ncols = min(panels, 4)
+    ncols = max(1, min(panels, 4, int(MAX_WIDTH // (left + w + right))))  # wide panels stack instead
     nrows = -(-panels // ncols)
     bar = COLORBAR if colorbar else 0.0
     width = max(4.0, ncols * (left + w + right) + bar)

@@ -1,7 +1,8 @@
 """Turn a Layout, Fragment, TLA layout or swizzle into 2-D cell grids (numbers and labels).
 
 A :class:`Panel` is what one axes draws: ``values`` (float, NaN for an empty cell) chooses the
-colour, ``labels`` the text of each cell.  Grids are 2-D: rank-1 shapes become one row, higher ranks
+colour, ``labels`` the text of each cell.  Grids are 2-D: rank-1 shapes become one row (rows of 32
+when longer), higher ranks
 fold their leading dims into rows, and ``grid_shape`` reshapes explicitly (same cell count, or a
 larger box for the output view).
 
@@ -25,7 +26,7 @@ from ..algebra.layout import Layout
 from ..errors import LayoutError, ShapeError
 from ..fragment.fragment import Fragment
 
-MAX_REPLICA_PANELS = 8
+MAX_REPLICA_PANELS = 4
 """Fragments with more replicas show this many panels (replica 0, 1, ...)."""
 LABEL_GRID = 32 * 32
 """Grids up to this many cells carry per-cell labels (``draw.LABEL_CELLS``)."""
@@ -71,8 +72,8 @@ def as_layout(obj: object) -> Layout:
 def grid2d(shape: Sequence[int], grid_shape: Sequence[int] | None = None) -> tuple[int, int]:
     """Rows x cols of the grid that shows ``shape`` (row-major).
 
-    >>> grid2d([8]), grid2d([2, 4, 8]), grid2d([64], (8, 8))
-    ((1, 8), (8, 8), (8, 8))
+    >>> grid2d([8]), grid2d([2, 4, 8]), grid2d([64], (8, 8)), grid2d([128]), grid2d([37])
+    ((1, 8), (8, 8), (8, 8), (4, 32), (1, 37))
     """
     size = math.prod(shape)
     if grid_shape is not None:
@@ -80,8 +81,10 @@ def grid2d(shape: Sequence[int], grid_shape: Sequence[int] | None = None) -> tup
         if len(g) != 2 or min(g) <= 0 or g[0] * g[1] != size:
             raise ShapeError(f"grid_shape must be (rows, cols) with rows * cols = {size}; found {tuple(grid_shape)}")
         return g[0], g[1]
-    if len(shape) == 1:
-        return 1, int(shape[0])
+    if len(shape) == 1:  # a long row folds into rows of up to 32 (row-major), so it stays readable
+        n = int(shape[0])
+        cols = next((c for c in range(32, 7, -1) if n > 32 and n % c == 0), n)
+        return n // cols, cols
     return size // int(shape[-1]), int(shape[-1])
 
 

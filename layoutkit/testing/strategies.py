@@ -314,7 +314,7 @@ def xor_layouts(
     """F2-linear layouts over power-of-two shapes: bit permutations, XOR swizzles
     ``((j // v) ^ (i % k)) * v + j % v``, ``(a + b) % 2`` bit xors and, unless ``bijective=True``,
     damaged ones whose outputs xor digits at overlapping places (``bijective=None`` mixes both).
-    Every result has ``to_linear() is not None``.
+    Every result has an F2 view: ``to_linear()`` returns it (it raises NotLinearError on other layouts).
 
     >>> import layoutkit as lk
     >>> from hypothesis import given, settings

@@ -67,7 +67,11 @@ def test_bijective_onto_storage_and_inverse_round_trips(case):
     inv = layout.inverse()
     assert inv.input_shape == layout.output_shape
     assert np.array_equal(inv.apply(layout.apply(coords)), coords)
-    assert layout.to_linear() is not None or not all(e & (e - 1) == 0 for e in layout.input_shape)
+    if all(e & (e - 1) == 0 for e in layout.input_shape):
+        assert layout.to_linear().in_dims == tuple((v.name, e) for v, e in zip(layout.forward_vars, layout.input_shape))
+    else:
+        with pytest.raises(lk.NotLinearError, match="not a power of two"):
+            layout.to_linear()
 
 
 # ---- a larger sample measured the same way (data/nv_extra_swizzle.json.gz) ------------------------
