@@ -73,7 +73,7 @@ def _annotations(mod) -> tuple[dict, list]:
     annotations (layout read back, predicate as text, padding guard), in program order."""
     from tilelang import tvm
 
-    from layoutkit.frontends.tilelang_ir import nodes
+    from layoutkit.frontends.tilelang_ir import extent_bound, nodes
 
     tirx = tvm.tirx
     func = next(iter(mod.functions.values()))
@@ -85,8 +85,11 @@ def _annotations(mod) -> tuple[dict, list]:
     loops = []
     for f in nodes(func.body, tirx.For):
         if "parallel_loop_layout" in f.annotations:
-            loops.append((from_tilelang(f.annotations["parallel_loop_layout"]), str(f.annotations.get(LOOP_PREDICATE)),
-                          PADDING_GUARD in f.annotations))
+            lay = f.annotations["parallel_loop_layout"]
+            # a runtime extent (T.min(n, 512)): both layouts are over it; read them over its bound
+            shape = [extent_bound(x, "loop")[0] for x in lay.get_input_shape()]
+            loops.append((from_tilelang(lay, shape), str(f.annotations.get(LOOP_PREDICATE)),
+                          PADDING_GUARD in f.annotations, str(list(lay.get_input_shape()))))
     return layouts, loops
 
 
@@ -108,9 +111,9 @@ def test_pass_writes_tilelangs_annotations(name):
     for key, lay in ours.items():
         assert_same(lay, theirs[key], f"{name}: {key}")
     assert len(loops) == len(their_loops)
-    for (a, pa, ga), (b, pb, gb) in zip(loops, their_loops):
+    for (a, pa, ga, sa), (b, pb, gb, sb) in zip(loops, their_loops):
         assert_same(a, b, f"{name}: loop layout")
-        assert (pa, ga) == (pb, gb)
+        assert (pa, ga, sa) == (pb, gb, sb)
 
 
 @pytest.mark.parametrize("name", SM90)
