@@ -30,9 +30,11 @@ from typing import Any
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
+from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
-from ..fragment.fragment import make_fully_replicated_fragment
+from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
+from .tilelang_align import Alignment, atomic_vector_cap
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_ir import (
     allocated_shapes,
@@ -59,10 +61,18 @@ enter layout inference; only bounds checks and the io-aware model's address stri
 
 _SCOPE_ALIASES = {"local.var": "local"}
 _SHARED = ("shared", "shared.dyn")
-_NO_LAYOUT_SCOPES = ("shared.barrier",)
-"""Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
+_NO_LAYOUT_SCOPES = ("shared.barrier", "shared.cluster_barrier", "local.descriptor.wgmma",
+                     "local.descriptor.tcgen05_smem", "local.descriptor.tcgen05_instr")
+"""Storage with no element layout, which TileLang's inference never lays out either: not in the Program
+(sm_90 mbarriers of warp-specialised pipelines and of thread-block clusters, WGMMA / tcgen05 matrix and
+instruction descriptors, each a per-thread word)."""
+_SCOPE_CONSTRUCTS = {
+    "shared.tmem": "Blackwell tensor memory (T.alloc_tmem, sm_100 tcgen05 MMA accumulators)",
+}
+"""What each TileLang storage scope layoutkit has no counterpart for holds (named in the refusal)."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
 _IM2COL = ("tl.tileop.im2col", "tl.tileop.c2d_im2col")
+_SCANS = ("tl.tileop.cumsum", "tl.tileop.cummax")
 
 
 def _program_scope(scope: str) -> str:
@@ -74,8 +84,8 @@ def _program_scope(scope: str) -> str:
 class Walked:
     """The Program plus what the adapter needs to write answers back: the TIR data variable of every
     buffer and the loop tag of every parallel op (by Program name), and the loop layouts the kernel
-    already pins (``parallel_loop_layout``): those are kept as written, but a Program cannot pin a
-    loop, so inference does not see them.  ``views`` keys every buffer by its TIR shape and dtype: a
+    already pins (``parallel_loop_layout``): those are kept as written and pinned in the Program
+    (:meth:`~layoutkit.infer.Program.annotate_loop`).  ``views`` keys every buffer by its TIR shape and dtype: a
     ``T.reshape`` / ``T.view`` of a buffer shares its data variable and is a Program alias."""
 
     program: Program
@@ -103,7 +113,9 @@ class _Walker:
         self._data: list[tuple[object, str]] = []
         self._pending: list[tuple[object, object, str]] = []
         self._floating: list[str] = []
+        self._scans: list[tuple[str, str]] = []
         self._reach = _global_reach(func)
+        self._align = Alignment(func)
         for param in func.params:
             if param in func.buffer_map:
                 self._declare(func.buffer_map[param], global_=True)
@@ -123,15 +135,24 @@ class _Walker:
         if scope in _NO_LAYOUT_SCOPES:
             return None
         if scope not in SCOPES:
-            raise UnsupportedError(f"from_prim_func: buffer {buf.name} has scope {scope!r}; expected one of "
-                                   f"{SCOPES} (or local.var)")
+            what = _SCOPE_CONSTRUCTS.get(scope, "a storage scope with no layoutkit counterpart")
+            dims = ", ".join(str(x) for x in buf.shape) + ("," if len(buf.shape) == 1 else "")
+            stmt = f"{buf.name} = T.alloc_buffer(({dims}), \"{buf.dtype}\", scope=\"{scope}\")"
+            raise UnsupportedError(f"from_prim_func: `{stmt}`: scope {scope!r} is {what}; layoutkit lays out only "
+                                   f"{SCOPES} (and local.var)")
         if global_ or scope == "global":
             shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
             reach = next((r for v, r in self._reach if v.same_as(buf.data)), None)
             if reach is not None and len(reach) == len(shape):  # a region past the tensor: TileLang guards it
                 shape = tuple(max(n, r) for n, r in zip(shape, reach))
+            # an empty tensor (a 0 dim, e.g. K = 0): no element is ever reached, and global positions never
+            # enter layout inference, so TileLang lays the kernel out as usual; the Program needs extents >= 1
+            shape = tuple(max(n, 1) for n in shape)
         else:
             shape = tuple(_int(x, f"shape of buffer {buf.name}") for x in buf.shape)
+            if 0 in shape:
+                raise UnsupportedError(f"from_prim_func: {scope} buffer {buf.name} has shape {list(shape)} (dim "
+                                       f"{shape.index(0)} is 0); expected a buffer of at least one element")
         name = buf.name
         k = 1
         while name in self.p.buffers:  # two TIR buffers of one name: keep both, apart
@@ -199,6 +220,7 @@ class _Walker:
         self.stmt(self.func.body)
         for data, layout, where in self._pending:
             self._annotate(data, layout, where)
+        self._pin_scans()
         for name in dict.fromkeys(self._floating):
             if name not in self.p.annotations:  # as TileLang: every thread keeps the whole buffer
                 full = make_fully_replicated_fragment(self.p.shape_of(name), self.p.threads)
@@ -270,7 +292,8 @@ class _Walker:
         name = call.op.name
         handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.reduce": self.reduce,
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.transpose": self.transpose,
-                   **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL}}.get(name)
+                   **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL},
+                   **{c: self.scan for c in _SCANS}}.get(name)
         if handler is not None and name in READ:
             try:
                 handler(call)
@@ -335,13 +358,26 @@ class _Walker:
     def copy(self, call) -> None:
         what = f"T.copy `{call}`"
         src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
-        self.p.copy(src, dst)
+        op = self.p.copy(src, dst)
+        self._pin(op, getattr(call, "annotations", {}) or {}, what)
 
     def fill(self, call) -> None:
         what = f"T.fill `{call}`"
+        if self._global_dynamic_region(call.args[0]):
+            # TileLang's FillNode proposes no layout: a fill of global memory constrains nothing, and
+            # one of a runtime extent (``T.fill(x[a:b], 0)``) has no static loop for the Program
+            return
         value = call.args[1]
         v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
         self.p.fill(self.region(call.args[0], what), v)
+
+    def _global_dynamic_region(self, arg) -> bool:
+        """``arg`` is a ``T.region`` of a global tensor with an extent that is not a constant."""
+        t = self.tirx
+        if not (isinstance(arg, t.Call) and getattr(arg.op, "name", "") == "tl.region"):
+            return False
+        b = self._buffer(arg.args[0].buffer)
+        return b is not None and b.scope == "global" and not all(isinstance(e, t.IntImm) for e in arg.args[2:])
 
     def transpose(self, call) -> None:
         what = f"T.transpose `{call}`"
@@ -354,6 +390,29 @@ class _Walker:
                 raise UnsupportedError(f"{what}: operand {b.name} is a fragment; expected shared memory (TileLang "
                                        f"0.1.15's transpose lays out no fragment, layoutkit's would)")
         self.p.transpose(src, dst)
+
+    def scan(self, call) -> None:
+        """TileLang's ``CumSum`` / ``CumMax`` ``InferLayout``: at the strict level each shared operand (the
+        buffer the region names, a ``T.view`` included) takes the linear layout, or must already have it;
+        fragments get nothing.  The Program pins those as strict annotations once the kernel's own
+        ``T.annotate_layout`` entries are in (:meth:`run`)."""
+        what = f"T.{call.op.name.split('.')[-1]} `{call}`"
+        for arg in call.args[:2]:
+            b = self.region(arg, what).buffer
+            if b.scope in _SHARED:
+                self._scans.append((b.name, what))
+
+    def _pin_scans(self) -> None:
+        from ..targets.nv.swizzle import make_linear_layout
+
+        for name, what in self._scans:
+            b = self.p.buffers[name]
+            linear = make_linear_layout(self.p.shape_of(name), b.dtype)
+            old = self.p.annotations.get(name)
+            if old is not None and not old.is_equal(linear):
+                raise UnsupportedError(f"from_prim_func: {what}: the scan needs the linear layout of shared {name}; "
+                                       f"the kernel annotates {old} (TileLang 0.1.15 rejects it too)")
+            self.p.annotate_layout({b: linear})
 
     def im2col(self, call) -> None:
         """TileLang's ``Im2ColOp::InferLayout`` proposes no layout: the op constrains nothing, so the
@@ -394,7 +453,9 @@ class _Walker:
         if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
             self.p.atomic_add(self.region(dst, what), float(value.value))
         else:
-            self.p.atomic_add(self.region(dst, what), self.region(value, what))
+            ann = getattr(call, "annotations", None) or {}
+            use_tma = "use_tma" in ann and bool(_int(ann["use_tma"], f"{what}: use_tma"))
+            self.p.atomic_add(self.region(dst, what), self.region(value, what), use_tma=use_tma)
 
     # ---- parallel loops -------------------------------------------------------------------------
     def parallel(self, root) -> None:
@@ -418,22 +479,43 @@ class _Walker:
 
         writes, reads = [], []
         where = f"parallel loop `for {', '.join(str(x.loop_var) for x in loops)}` ({'x'.join(map(str, shape))})"
-
+        lets = {b.var: b.value for b in nodes(s, t.Bind)}
+        align: dict[str, int] = {}
         for node in nodes(s, t.BufferStore, t.BufferLoad):
             b = self._buffer(node.buffer)
             if b is None:
                 continue
             idx = self._indices(list(node.indices), b, loop_var, where)
             (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
+            if b.scope == "global":
+                a = self._align.address_alignment(node.buffer, list(node.indices), [x.loop_var for x in loops], lets)
+                if a and a < max(1, 128 // element_bits(b.dtype)):  # only where it narrows the vector
+                    align[b.name] = min(a, align.get(b.name, a))
+        cap = atomic_vector_cap(s, self.p.target)
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
-                                 reads=[(b, _const_fn(ix)) for b, ix in reads])
+                                 reads=[(b, _const_fn(ix)) for b, ix in reads], align=align or None,
+                                 vector_cap=cap)
         except LayoutError as err:
             raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
         if LOOP_TAG in root.annotations:
             self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
-        if "parallel_loop_layout" in root.annotations:
-            self.walked.pinned_loops[op.name] = from_tilelang(root.annotations["parallel_loop_layout"])
+        self._pin(op, root.annotations, where)
+
+    def _pin(self, op, annotations, where: str) -> None:
+        """A ``loop_layout=`` the kernel gives (``parallel_loop_layout``): TileLang's loop op takes it
+        before inferring anything, so the Program pins it too (bound to the block's threads)."""
+        if "parallel_loop_layout" not in annotations:
+            return
+        layout = from_tilelang(annotations["parallel_loop_layout"])
+        self.walked.pinned_loops[op.name] = layout
+        if op.loop is None or not isinstance(layout, Fragment):
+            raise UnsupportedError(f"from_prim_func: {where}: loop_layout {layout}: expected a tl.Fragment on an op "
+                                   f"with a loop")
+        try:
+            self.p.annotate_loop(op, layout)
+        except LayoutError as err:
+            raise UnsupportedError(f"from_prim_func: {where}: loop_layout {layout}: {err}") from None
 
     def _indices(self, indices, b: Buffer, loop_var, where: str) -> tuple[Expr, ...]:
         if b.name in self.p.stages:
