@@ -109,6 +109,18 @@ def _atomic_max():
     return main
 
 
+def _atomic_min():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32"), Out: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, x)
+            T.atomic_min(Out[0, 0], x)
+    return main
+
+
 def _transpose_fragment():
     import tilelang.language as T
 
@@ -124,8 +136,8 @@ def _transpose_fragment():
 
 
 @pytest.mark.parametrize("build, construct, op", [
-    (K.cumsum_shared, "T.cumsum", "tl.tileop.cumsum"),
     (_atomic_max, "T.atomic_max", "tl.tileop.atomicmax"),
+    (_atomic_min, "T.atomic_min", "tl.tileop.atomicmin"),
 ])
 def test_refused_tile_op_names_statement_and_construct(build, construct, op):
     with pytest.raises(UnsupportedError, match=rf"from_prim_func: `T\.{op.split('.')[-1]}\(T\.region\(.*\)`: "
@@ -155,3 +167,38 @@ def test_transpose_of_fragments_is_refused():
     than differ from TileLang."""
     with pytest.raises(UnsupportedError, match=r"T.transpose .*operand x is a fragment; expected shared memory"):
         from_prim_func(_transpose_fragment(), "sm_80")
+
+
+def _tmem():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            t = T.alloc_tmem((128, 128), "float32")
+            x = T.alloc_fragment((128, 128), "float32")
+            T.copy(t, x)
+            T.copy(x, A)
+    return main
+
+
+def _empty_shared():
+    import tilelang.language as T
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            s = T.alloc_shared((64, 0), "float32")
+            T.fill(s, 0)
+    return main
+
+
+def test_refused_scope_names_the_allocation_and_the_construct():
+    with pytest.raises(UnsupportedError, match=r'`t = T.alloc_buffer\(\(128, 128\), "float32", scope="shared.tmem"\)`: '
+                                               r"scope 'shared.tmem' is Blackwell tensor memory \(T.alloc_tmem"):
+        from_prim_func(_tmem(), "sm_80")
+
+
+def test_empty_shared_buffer_is_refused_by_name():
+    with pytest.raises(UnsupportedError, match=r"buffer s has shape \[64, 0\] \(dim 1 is 0\)"):
+        from_prim_func(_empty_shared(), "sm_80")

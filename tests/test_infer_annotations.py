@@ -87,3 +87,58 @@ def test_annotate_layout_keys_are_whole_buffers():
         p.annotate_layout({x[0:4, 0:8]: frag})
     with pytest.raises(lk.ShapeError, match="expected a Buffer"):
         p.annotate_layout({"x": frag})
+
+
+# ---- pinned loop layouts, alignment and vector caps (TileLang's loop_layout=, T.assume, atomics) -----
+
+def _row_per_thread():
+    from layoutkit.fragment.fragment import Fragment as F
+
+    return F([8, 4], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)
+
+
+def test_annotate_loop_pins_the_loop_and_completes_its_fragment():
+    from layoutkit.infer import Program, infer_layouts
+
+    p = Program(threads=8)
+    A = p.tensor("A", (8, 4), "float32")
+    x = p.alloc_fragment("x", (8, 4), "float32")
+    op = p.parallel((8, 4), writes=[(x, lambda i, j: (i, j))], reads=[(A, lambda i, j: (i, j))])
+    p.annotate_loop(op, _row_per_thread())
+    r = infer_layouts(p)
+    assert r.loop_layouts[op.name].thread_table()[0].tolist() == [[k] * 4 for k in range(8)]
+    assert r.layout_map["x"].index_table().tolist() == [[0, 1, 2, 3]] * 8
+    again = Program.from_json(p.to_json())
+    assert again.loop_annotations[op.name].is_equal(p.loop_annotations[op.name])
+
+
+def test_annotate_loop_refuses_a_layout_of_another_loop():
+    import pytest
+
+    from layoutkit.infer import OpValidationError, Program
+
+    p = Program(threads=8)
+    x = p.alloc_fragment("x", (8, 8), "float32")
+    op = p.parallel((8, 8), writes=[(x, lambda i, j: (i, j))])
+    with pytest.raises(OpValidationError, match="the loop layout of parallel#0 lays out the shape"):
+        p.annotate_loop(op, _row_per_thread())
+    fill = p.fill(x, 0.0)
+    with pytest.raises(OpValidationError, match="expected a loop op of this program"):
+        Program(threads=8).annotate_loop(fill, _row_per_thread())
+
+
+def test_align_and_vector_cap_narrow_the_planned_vector():
+    from layoutkit.infer import Program, infer_layouts
+
+    def width(**kw):
+        p = Program(threads=128)
+        A = p.tensor("A", (64, 576), "uint8")
+        B = p.tensor("B", (64, 576), "uint8")
+        op = p.parallel((64, 576), writes=[(B, lambda i, j: (i, j))], reads=[(A, lambda i, j: (i, j))], **kw)
+        lay = infer_layouts(p).loop_layouts[op.name]
+        row = lay.thread_table()[0, 0]
+        return int((row != row[0]).argmax())  # the run of columns on thread 0: one vector
+
+    assert width() == 16
+    assert width(align={"A": 8}) == 8
+    assert width(vector_cap=2) == 2

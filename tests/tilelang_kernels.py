@@ -237,8 +237,7 @@ def atomic_accumulate(M, N, bM, bN, threads=128, dtype="float32"):
 
 
 def cumsum_shared(n=128, threads=128, dtype="float32"):
-    """A tile op layoutkit has no counterpart for yet (``T.cumsum`` over a shared buffer): the adapter
-    refuses it by name."""
+    """``T.cumsum`` over a shared buffer: TileLang's scan pins it to the linear layout."""
     @T.prim_func
     def main(A: T.Tensor((n,), dtype), B: T.Tensor((n,), dtype)):
         with T.Kernel(1, threads=threads):
@@ -246,6 +245,30 @@ def cumsum_shared(n=128, threads=128, dtype="float32"):
             T.copy(A, s)
             T.cumsum(s, dim=0)
             T.copy(s, B)
+    return main
+
+
+def cumsum_view(rows=4, hidden=128, threads=128, dtype="float32"):
+    """``T.cumsum`` over a ``T.view`` of a shared row (another rank): the view takes the linear layout."""
+    @T.prim_func
+    def main(x: T.Tensor((rows, hidden), dtype), y: T.Tensor((rows, hidden), dtype)):
+        with T.Kernel(rows, threads=threads) as pid:
+            s = T.alloc_shared((hidden,), dtype)
+            T.copy(x[pid, :], s)
+            T.cumsum(T.view(s, (1, hidden)), dim=1)
+            T.copy(s, y[pid, :])
+    return main
+
+
+def atomic_max_tile(n=64, threads=128, dtype="float32"):
+    """A tile op layoutkit has no counterpart for yet (a tile ``T.atomic_max`` from a fragment): the
+    adapter refuses it by name."""
+    @T.prim_func
+    def main(A: T.Tensor((n, n), dtype), Out: T.Tensor((n, n), dtype)):
+        with T.Kernel(1, threads=threads):
+            x = T.alloc_fragment((n, n), dtype)
+            T.copy(A, x)
+            T.atomic_max(Out[0, 0], x)
     return main
 
 
@@ -754,6 +777,82 @@ def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
     return main
 
 
+def pinned_loop(M=128, N=32, threads=128, dtype="float32"):
+    """``T.Parallel(..., loop_layout=)``: TileLang takes the given loop layout (row i on thread i) before
+    inferring anything, and lays the fragment the loop writes out from it."""
+    layout = T.Fragment((M, N), forward_fn=lambda i, j: (i, j))
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            x = T.alloc_fragment((M, N), dtype)
+            for i, j in T.Parallel(M, N, loop_layout=layout):
+                x[i, j] = A[i, j] * T.cast(2.0, dtype)
+            T.copy(x, B)
+    return main
+
+
+def pinned_copy_loop(M=128, N=32, threads=128, dtype="float32"):
+    """``T.copy(..., loop_layout=)`` with a replicated loop layout (two replicas of 64 threads)."""
+    layout = T.Fragment((M, N), forward_fn=lambda i, j, rep: ((i * N + j) // 4 % 64 + rep * 64,
+                                                               (i * N + j) % 4 + (i * N + j) // 256 * 4),
+                        replicate=2)
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            T.copy(A, B, loop_layout=layout)
+    return main
+
+
+def assumed_strides(rows=64, tokens=138, feat=576, threads=128, dtype="uint8"):
+    """Global tensors with runtime strides known only as multiples of 8 (``T.assume``), indexed by a
+    block variable and a computed row: TileLang vectorises no wider than the 8 elements it can prove
+    aligned (16 uint8 would fit in 128 bits)."""
+    s0, s1 = T.dynamic("s0"), T.dynamic("s1")
+    t0, t1 = T.dynamic("t0"), T.dynamic("t1")
+
+    @T.prim_func
+    def main(A: T.StridedTensor((4, tokens, feat), (s0, s1, 1), dtype),
+             B: T.StridedTensor((4, tokens, feat), (t0, t1, 1), dtype), shift: T.int32):
+        T.assume(A.strides[0] % 8 == 0)
+        T.assume(A.strides[1] % 8 == 0)
+        T.assume(B.strides[0] % 8 == 0)
+        T.assume(B.strides[1] % 8 == 0)
+        with T.Kernel(4, T.ceildiv(tokens, rows), threads=threads) as (bx, by):
+            for i, j in T.Parallel(rows, feat):
+                row = by * rows + i
+                if row < tokens:
+                    B[bx, row, j] = A[bx, (row + shift) % tokens, j]
+    return main
+
+
+def element_atomics(M=128, N=128, b=32, threads=32, dtype="float32"):
+    """``T.atomic_add(B[i, j], x)`` per element in a parallel loop (``atomic_add_elem_op``): no wider
+    atomic than 2 x 16-bit (or 4 x float32 on sm_90+ global memory), so TileLang plans the loop at that
+    width."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, b), T.ceildiv(M, b), threads=threads) as (bx, by):
+            s = T.alloc_shared((b, b), dtype)
+            T.copy(A[by * b, bx * b], s)
+            for i, j in T.Parallel(b, b):
+                T.atomic_add(B[by * b + i, bx * b + j], s[i, j])
+    return main
+
+
+def tma_atomic_add(shape=(16, 16), dtype="float32"):
+    """``T.atomic_add(out, shared, use_tma=True)``: TileLang's TMA reduce-add lays out its shared source
+    (a bank swizzle) and runs no loop."""
+    @T.prim_func
+    def main(out: T.Tensor(shape, dtype)):
+        with T.Kernel(1):
+            s = T.alloc_shared(shape, dtype)
+            T.fill(s, 1)
+            T.atomic_add(out, s, use_tma=True)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -806,6 +905,13 @@ KERNELS: dict[str, Callable] = {
     "dequant_int4": lambda: dequant_int4(),
     "dequant_int4_replicated": lambda: dequant_int4(bN=16, bK=8),
     "dequant_int4_packed_rows": lambda: dequant_int4(bN=16, bK=8, pack_rows=2),
+    "cumsum_shared": lambda: cumsum_shared(),
+    "cumsum_view": lambda: cumsum_view(),
+    "pinned_loop": lambda: pinned_loop(),
+    "element_atomics_f32": lambda: element_atomics(),
+    "element_atomics_f16": lambda: element_atomics(dtype="float16"),
+    # K = 0: an empty A and B (no element is reached); laid out as any GEMM
+    "gemm_zero_k": lambda: gemm(512, 1024, 0, 128, 256, 32),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }
@@ -818,6 +924,14 @@ BOTH_FAIL: dict[str, Callable] = {
     "attention_square": lambda: attention(policy=_policy("Square")),
 }
 """Kernels with no consistent layout: both solvers must refuse them (layoutkit names the conflict)."""
+
+NOT_LOWERED: dict[str, Callable] = {
+    "assumed_strides": lambda: assumed_strides(),
+}
+"""Kernels compared table for table with TileLang but not lowered with layoutkit's annotations: TileLang
+0.1.15's lowering proves the annotated loop layout bijective from its expression, and layoutkit spells
+this one's (equal tables) as ``(i * 576 + j) // 1024`` where TileLang's own is ``(i * 72 + j // 8) // 128``,
+which its iterator-map check cannot follow."""
 
 FUSED: dict[str, Callable] = {
     "shared_loops": lambda: shared_loops(),

@@ -6,8 +6,8 @@ by other ops) or refused by name (:data:`REFUSED`: the construct as a user write
 name in neither (a newer TileLang) is refused as unknown.  The test suite lists the installed
 registry and checks every name is in one of the two tables.
 
->>> refusal("tl.tileop.cumsum", "T.cumsum(x, dim=0)")[:80]
-'from_prim_func: `T.cumsum(x, dim=0)`: T.cumsum (tl.tileop.cumsum) has no layoutk'
+>>> refusal("tl.tileop.atomicmax", "T.atomic_max(x, y)")[:80]
+'from_prim_func: `T.atomic_max(x, y)`: T.atomic_max (tl.tileop.atomicmax) has no '
 >>> refusal("tl.tileop.newop", "stmt")
 'from_prim_func: `stmt`: tile op tl.tileop.newop is not in the TileLang 0.1.15 registry this adapter reads'
 >>> sorted(set(READ) & set(REFUSED))
@@ -31,6 +31,8 @@ READ: dict[str, str] = {
     "tl.tileop.transpose": "T.transpose of a whole 2-D shared buffer (proposes no layout, as in TileLang)",
     "tl.tileop.im2col": "T.im2col into shared memory (TileLang's Im2ColOp proposes no layout: not in the Program)",
     "tl.tileop.c2d_im2col": "T.c2d_im2col, the deprecated T.im2col",
+    "tl.tileop.cumsum": "T.cumsum (TileLang's scan pins its shared operands to the linear layout: strict annotations)",
+    "tl.tileop.cummax": "T.cummax (as T.cumsum)",
 }
 """Tile ops the adapter reads, with the construct each is."""
 
@@ -41,8 +43,6 @@ _REDUCER = ("works on a local.reducer buffer, which TileLang 0.1.15 lays out as 
 REFUSED: dict[str, tuple[str, str]] = {
     "tl.tileop.atomicmax": ("T.atomic_max", _NO_COUNTERPART + " (the Program has atomic_add only)"),
     "tl.tileop.atomicmin": ("T.atomic_min", _NO_COUNTERPART + " (the Program has atomic_add only)"),
-    "tl.tileop.cumsum": ("T.cumsum", _NO_COUNTERPART + " (a scan along one dim)"),
-    "tl.tileop.cummax": ("T.cummax", _NO_COUNTERPART + " (a scan along one dim)"),
     "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
     "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),

@@ -36,9 +36,11 @@ from typing import Any
 
 from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
+from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
-from ..fragment.fragment import make_fully_replicated_fragment
+from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
+from .tilelang_align import Alignment, atomic_vector_cap
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_ir import (
     allocated_shapes,
@@ -70,10 +72,18 @@ _SHARED = ("shared", "shared.dyn")
 _SELECTABLE = (*_SHARED, "local.fragment")
 """Scopes whose indices may select by a variable from outside the loop (read at 0): shared memory has
 one layout for every slice; fragments as :mod:`.tilelang_select` says."""
-_NO_LAYOUT_SCOPES = ("shared.barrier",)
-"""Storage with no element layout (sm_90 mbarriers of warp-specialised pipelines): not in the Program."""
+_NO_LAYOUT_SCOPES = ("shared.barrier", "shared.cluster_barrier", "local.descriptor.wgmma",
+                     "local.descriptor.tcgen05_smem", "local.descriptor.tcgen05_instr")
+"""Storage with no element layout, which TileLang's inference never lays out either: not in the Program
+(sm_90 mbarriers of warp-specialised pipelines and of thread-block clusters, WGMMA / tcgen05 matrix and
+instruction descriptors, each a per-thread word)."""
+_SCOPE_CONSTRUCTS = {
+    "shared.tmem": "Blackwell tensor memory (T.alloc_tmem, sm_100 tcgen05 MMA accumulators)",
+}
+"""What each TileLang storage scope layoutkit has no counterpart for holds (named in the refusal)."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
 _IM2COL = ("tl.tileop.im2col", "tl.tileop.c2d_im2col")
+_SCANS = ("tl.tileop.cumsum", "tl.tileop.cummax")
 
 
 _REDUCER = "local.reducer"
@@ -101,8 +111,8 @@ def _program_scope(scope: str) -> str:
 class Walked:
     """The Program plus what the adapter needs to write answers back: the TIR data variable of every
     buffer and the loop tag of every parallel op (by Program name), and the loop layouts the kernel
-    already pins (``parallel_loop_layout``): those are kept as written, but a Program cannot pin a
-    loop, so inference does not see them.  ``views`` keys every buffer by its TIR shape and dtype: a
+    already pins (``parallel_loop_layout``): those are kept as written and pinned in the Program
+    (:meth:`~layoutkit.infer.Program.annotate_loop`).  ``views`` keys every buffer by its TIR shape and dtype: a
     ``T.reshape`` / ``T.view`` of a buffer shares its data variable and is a Program alias."""
 
     program: Program
@@ -134,7 +144,9 @@ class _Walker(TileOps):
         self._pending: list[tuple[object, object, str]] = []
         self._floating: list[str] = []
         self._selected: list[tuple[str, tuple[int, ...]]] = []  # of the op being read
+        self._scans: list[tuple[str, str]] = []
         self._reach = global_reach(func)
+        self._align = Alignment(func)
         for param in func.params:
             if param in func.buffer_map:
                 self._declare(func.buffer_map[param], global_=True)
@@ -156,15 +168,24 @@ class _Walker(TileOps):
         if scope == _REDUCER:
             raise UnsupportedError(_reducer_refusal(buf.name))
         if scope not in SCOPES:
-            raise UnsupportedError(f"from_prim_func: buffer {buf.name} has scope {scope!r}; expected one of "
-                                   f"{SCOPES} (or local.var)")
+            what = _SCOPE_CONSTRUCTS.get(scope, "a storage scope with no layoutkit counterpart")
+            dims = ", ".join(str(x) for x in buf.shape) + ("," if len(buf.shape) == 1 else "")
+            stmt = f"{buf.name} = T.alloc_buffer(({dims}), \"{buf.dtype}\", scope=\"{scope}\")"
+            raise UnsupportedError(f"from_prim_func: `{stmt}`: scope {scope!r} is {what}; layoutkit lays out only "
+                                   f"{SCOPES} (and local.var)")
         if global_ or scope == "global":
             shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
             reach = next((r for v, r in self._reach if v.same_as(buf.data)), None)
             if reach is not None and len(reach) == len(shape):  # a region past the tensor: TileLang guards it
                 shape = tuple(max(n, r) for n, r in zip(shape, reach))
+            # an empty tensor (a 0 dim, e.g. K = 0): no element is ever reached, and global positions never
+            # enter layout inference, so TileLang lays the kernel out as usual; the Program needs extents >= 1
+            shape = tuple(max(n, 1) for n in shape)
         else:
             shape = tuple(_int(x, f"shape of buffer {buf.name}") for x in buf.shape)
+            if 0 in shape:
+                raise UnsupportedError(f"from_prim_func: {scope} buffer {buf.name} has shape {list(shape)} (dim "
+                                       f"{shape.index(0)} is 0); expected a buffer of at least one element")
         name = buf.name
         k = 1
         while name in self.p.buffers:  # two TIR buffers of one name: keep both, apart
@@ -232,6 +253,7 @@ class _Walker(TileOps):
         self.stmt(self.func.body)
         for data, layout, where in self._pending:
             self._annotate(data, layout, where)
+        self._pin_scans()
         for name in dict.fromkeys(self._floating):
             if name not in self.p.annotations:  # as TileLang: every thread keeps the whole buffer
                 full = make_fully_replicated_fragment(self.p.shape_of(name), self.p.threads)
@@ -303,7 +325,8 @@ class _Walker(TileOps):
         name = call.op.name
         handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.reduce": self.reduce,
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.transpose": self.transpose,
-                   **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL}}.get(name)
+                   **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL},
+                   **{c: self.scan for c in _SCANS}}.get(name)
         if handler is not None and name in READ:
             self._selected = []
             try:
@@ -424,24 +447,45 @@ class _Walker(TileOps):
 
         writes, reads = [], []
         where = f"parallel loop `for {', '.join(str(x.loop_var) for x in loops)}` ({'x'.join(map(str, shape))})"
-
+        lets = {b.var: b.value for b in nodes(s, t.Bind)}
+        align: dict[str, int] = {}
         for node in nodes(s, t.BufferStore, t.BufferLoad):
             b = self._buffer(node.buffer)
             if b is None:
                 continue
             idx = self._indices(list(node.indices), b, loop_var, where)
             (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
+            if b.scope == "global":
+                a = self._align.address_alignment(node.buffer, list(node.indices), [x.loop_var for x in loops], lets)
+                if a and a < max(1, 128 // element_bits(b.dtype)):  # only where it narrows the vector
+                    align[b.name] = min(a, align.get(b.name, a))
+        cap = atomic_vector_cap(s, self.p.target)
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
-                                 reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic))
+                                 reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic),
+                                 align=align or None, vector_cap=cap)
         except LayoutError as err:
             raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
         op = self._record_selections(op, where)
         if LOOP_TAG in root.annotations:
             self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
-        if "parallel_loop_layout" in root.annotations:
-            self.walked.pinned_loops[op.name] = from_tilelang(root.annotations["parallel_loop_layout"],
-                                                              shape if dynamic else None)
+        self._pin(op, root.annotations, where, shape if dynamic else None)
+
+    def _pin(self, op, annotations, where: str, shape: tuple[int, ...] | None = None) -> None:
+        """A ``loop_layout=`` the kernel gives (``parallel_loop_layout``): TileLang's loop op takes it
+        before inferring anything, so the Program pins it too (bound to the block's threads).  ``shape``:
+        the loop's bound, for a runtime extent (the annotation is written over the runtime value)."""
+        if "parallel_loop_layout" not in annotations:
+            return
+        layout = from_tilelang(annotations["parallel_loop_layout"], shape)
+        self.walked.pinned_loops[op.name] = layout
+        if op.loop is None or not isinstance(layout, Fragment):
+            raise UnsupportedError(f"from_prim_func: {where}: loop_layout {layout}: expected a tl.Fragment on an op "
+                                   f"with a loop")
+        try:
+            self.p.annotate_loop(op, layout)
+        except LayoutError as err:
+            raise UnsupportedError(f"from_prim_func: {where}: loop_layout {layout}: {err}") from None
 
     def _indices(self, indices, b: Buffer, loop_var, where: str) -> tuple[Expr, ...]:
         if b.name in self.p.stages:

@@ -18,10 +18,12 @@ _SHARED = ("shared", "shared.dyn")
 
 
 class TileOps:
-    """Readers of ``T.copy`` / ``fill`` / ``transpose`` / ``im2col`` / ``gemm`` / ``reduce`` / ``atomic_add``."""
+    """Readers of ``T.copy`` / ``fill`` / ``transpose`` / ``im2col`` / ``gemm`` / ``reduce`` / ``atomic_add`` /
+    ``cumsum`` / ``cummax``."""
 
     p: Any
     tirx: Any
+    _scans: list[tuple[str, str]]
 
     def region(self, arg, what: str):  # pragma: no cover - the walker's
         raise NotImplementedError
@@ -29,16 +31,58 @@ class TileOps:
     def _record_selections(self, op, where: str):  # pragma: no cover - the walker's
         raise NotImplementedError
 
+    def _pin(self, op, annotations, where: str, shape=None) -> None:  # pragma: no cover - the walker's
+        raise NotImplementedError
+
+    def _buffer(self, data):  # pragma: no cover - the walker's
+        raise NotImplementedError
+
     def copy(self, call) -> None:
         what = f"T.copy `{call}`"
         src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
-        self._record_selections(self.p.copy(src, dst), what)
+        op = self._record_selections(self.p.copy(src, dst), what)
+        self._pin(op, getattr(call, "annotations", {}) or {}, what)
 
     def fill(self, call) -> None:
         what = f"T.fill `{call}`"
+        if self._global_dynamic_region(call.args[0]):
+            # TileLang's FillNode proposes no layout: a fill of global memory constrains nothing, and
+            # one of a runtime extent (``T.fill(x[a:b], 0)``) has no static loop for the Program
+            return
         value = call.args[1]
         v = float(value.value) if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)) else 0.0
         self._record_selections(self.p.fill(self.region(call.args[0], what), v), what)
+
+    def _global_dynamic_region(self, arg) -> bool:
+        """``arg`` is a ``T.region`` of a global tensor with an extent that is not a constant."""
+        t = self.tirx
+        if not (isinstance(arg, t.Call) and getattr(arg.op, "name", "") == "tl.region"):
+            return False
+        b = self._buffer(arg.args[0].buffer)
+        return b is not None and b.scope == "global" and not all(isinstance(e, t.IntImm) for e in arg.args[2:])
+
+    def scan(self, call) -> None:
+        """TileLang's ``CumSum`` / ``CumMax`` ``InferLayout``: at the strict level each shared operand (the
+        buffer the region names, a ``T.view`` included) takes the linear layout, or must already have it;
+        fragments get nothing.  The Program pins those as strict annotations once the kernel's own
+        ``T.annotate_layout`` entries are in (:meth:`_pin_scans`)."""
+        what = f"T.{call.op.name.split('.')[-1]} `{call}`"
+        for arg in call.args[:2]:
+            b = self.region(arg, what).buffer
+            if b.scope in _SHARED:
+                self._scans.append((b.name, what))
+
+    def _pin_scans(self) -> None:
+        from ..targets.nv.swizzle import make_linear_layout
+
+        for name, what in self._scans:
+            b = self.p.buffers[name]
+            linear = make_linear_layout(self.p.shape_of(name), b.dtype)
+            old = self.p.annotations.get(name)
+            if old is not None and not old.is_equal(linear):
+                raise UnsupportedError(f"from_prim_func: {what}: the scan needs the linear layout of shared {name}; "
+                                       f"the kernel annotates {old} (TileLang 0.1.15 rejects it too)")
+            self.p.annotate_layout({b: linear})
 
     def transpose(self, call) -> None:
         what = f"T.transpose `{call}`"
@@ -105,7 +149,9 @@ class TileOps:
         if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
             op = self.p.atomic_add(self.region(dst, what), float(value.value))
         else:
-            op = self.p.atomic_add(self.region(dst, what), self.region(value, what))
+            ann = getattr(call, "annotations", None) or {}
+            use_tma = "use_tma" in ann and bool(_int(ann["use_tma"], f"{what}: use_tma"))
+            op = self.p.atomic_add(self.region(dst, what), self.region(value, what), use_tma=use_tma)
         self._record_selections(op, what)
 
 

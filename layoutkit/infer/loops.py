@@ -226,6 +226,9 @@ def loop_rule(op, ctx, level) -> RuleResult:
         if level == FREE:
             _validate(op, ctx, ctx.loops[op.name], acc)
         return EMPTY
+    pinned = getattr(ctx.program, "loop_annotations", {}).get(op.name)
+    if pinned is not None:  # TileLang takes an annotated loop layout first, at any level
+        return _laid_out(op, ctx, pinned.bind_thread_range(*ctx.rng), acc, None)
     if level == STRICT:
         res = {}
         for name, (indices, _r, _w) in acc.items():
@@ -271,11 +274,17 @@ def loop_rule(op, ctx, level) -> RuleResult:
                 guard = None
     else:
         return EMPTY
+    return _laid_out(op, ctx, layout, acc, guard)
+
+
+def _laid_out(op, ctx, layout: Fragment, acc, guard: Guard | None) -> RuleResult:
+    """The loop laid out as ``layout``: checked against the laid-out fragments, the others completed
+    from it, guarded on idle slots and replicas."""
     _validate(op, ctx, layout, acc)
     res = {}
     for name, (ix, _r, w) in acc.items():
         if name not in ctx.layouts:
-            res[name] = complete_buffer(layout, ix, ctx.shape(name), loop, w, ctx.rng)
+            res[name] = complete_buffer(layout, ix, ctx.shape(name), op.loop, w, ctx.rng)
     predicate = Predicate.of(guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout))
     return RuleResult(res, loop=layout, predicate=predicate)
 
@@ -285,9 +294,11 @@ def _plan_width(op, ctx, loop, threads: int, has_fragment: bool) -> int:
     (``args["dynamic"]``: ``T.Parallel(T.min(n, 512))``, planned over its bound) is planned as TileLang
     plans the symbolic loop: no vectors when that dim is the innermost (its extent is not provably a
     multiple of any width), else the vectoriser's width as is (a symbolic size has no least padding)."""
+    # gcd with 0 is the width itself: no cap
+    vector = math.gcd(loop_vector_width(loop, _vector_accesses(op, ctx)), op.args.get("vector_cap") or 0)
     if op.args.get("dynamic"):
-        return 1 if len(loop) == 1 else loop_vector_width(loop, _vector_accesses(op, ctx))
-    return partition_width(loop, loop_vector_width(loop, _vector_accesses(op, ctx)), threads, has_fragment)
+        return 1 if len(loop) == 1 else vector
+    return partition_width(loop, vector, threads, has_fragment)
 
 
 def replica_guard(op, ctx, layout: Fragment) -> Guard | None:
@@ -330,10 +341,12 @@ def _replica_zero(layout: Fragment) -> Guard:
 
 def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:
     out = []
+    align = op.args.get("align") or {}
     for a in op.accesses:
         buf = ctx.buffer(a.buffer)
         out.append(VectorAccess(a.indices, ctx.shape(a.buffer), element_bits(buf.dtype),
-                                buf.scope in (FRAGMENT, LOCAL), a.is_write, ctx.layouts.get(a.buffer)))
+                                buf.scope in (FRAGMENT, LOCAL), a.is_write, ctx.layouts.get(a.buffer),
+                                int(align.get(a.buffer, 0))))
     return tuple(out)
 
 

@@ -52,6 +52,8 @@ class Program:
         self.buffers: dict[str, Buffer] = {}
         self.ops: list[Op] = []
         self.annotations: dict[str, Layout] = {}
+        self.loop_annotations: dict[str, Fragment] = {}
+        """Loop layouts the kernel pins (:meth:`annotate_loop`), by op name."""
         self.stages: dict[str, int] = {}
         self._stage: int | None = None
         self.next_uid = 0
@@ -224,18 +226,32 @@ class Program:
         return self.emit("gemm", args)
 
     def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
-                 dynamic: bool = False) -> Op:
+                 dynamic: bool = False, align: Mapping[str, int] | None = None,
+                 vector_cap: int | None = None) -> Op:
         """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
         where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``).
         ``dynamic``: the outermost extent is a runtime value at most ``shape[0]`` (``T.Parallel(T.min(n,
         512))``; the loop is laid out over the bound, planned as TileLang plans the symbolic loop, and
-        touches no fragment, as TileLang requires)."""
+        touches no fragment, as TileLang requires).  ``align`` maps a buffer to the multiple its
+        addresses are known to be only up to, beyond what the indices show (TileLang vectorises no wider
+        than it can prove aligned); ``vector_cap`` bounds the loop's vector width (an element atomic
+        with no wider instruction)."""
         loop = check_shape(shape, "parallel loop shape")
         what = f"parallel#{self.next_uid}"
         accesses = []
+        args: dict = {} if compute is None else {"compute": compute}
         if compute is not None:
             validate.text(compute, f"{what} compute", what)
         dynamic = validate.flag(dynamic, "parallel dynamic", what)
+        if align:
+            validate.mapping(align, f"{what} align", what)
+            for name, a in align.items():
+                if name not in self.buffers:
+                    raise validate.OpValidationError(f"{what} align: {name!r} is no buffer of this program", what)
+                validate.positive(a, f"{what} align of {name}")
+            args["align"] = {name: int(a) for name, a in align.items()}
+        if vector_cap is not None:
+            args["vector_cap"] = validate.positive(vector_cap, f"{what} vector_cap")
         for is_write, group, label in ((True, writes, "writes"), (False, reads, "reads")):
             for buf, fn in validate.access_pairs(group, f"{what} {label}", what):
                 self.own(buf)
@@ -247,7 +263,6 @@ class Program:
                     raise validate.OpValidationError(f"{what}: a loop with a dynamic extent touches fragment "
                                                      f"{buf.name}; expected shared / global / local buffers only",
                                                      what, buf.name)
-        args: dict = {} if compute is None else {"compute": compute}
         if dynamic:
             args["dynamic"] = True
         return self.emit("parallel", args, loop, accesses)
@@ -289,12 +304,15 @@ class Program:
         acc = (Access(src.name, (i, j), False), Access(dst.name, (j, i), True))
         return self.emit("transpose", {"src": src.name, "dst": dst.name}, (n, m), acc)
 
-    def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False) -> Op:
+    def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False,
+                   use_tma: bool = False) -> Op:
         """Tile form ``atomic_add(dst_region, src_region)`` or scalar form ``atomic_add(dst[point], value,
-        return_prev=...)``; only the scalar form may return the previous value."""
+        return_prev=...)``; only the scalar form may return the previous value.  ``use_tma`` (tile form,
+        a shared source): TileLang's TMA reduce-add, which lays out its shared source and runs no loop."""
         what = f"atomic_add#{self.next_uid}"
         d = self.own(dst)
         prev = validate.flag(return_prev, "atomic_add return_prev", what)
+        tma = validate.flag(use_tma, "atomic_add use_tma", what)
         if not isinstance(src, (Buffer, Region)):
             value = validate.scalar(src, f"{what} value", what, d.buffer.name)
             validate.atomic_scalar(d, what)
@@ -304,10 +322,15 @@ class Program:
             raise validate.OpValidationError(f"{what}: the tile-region form of atomic_add cannot return the "
                                              f"previous value (only the scalar form can)", what, d.buffer.name)
         s = self.own(src)
+        if tma and not is_shared(s.buffer.scope):
+            raise validate.OpValidationError(f"{what}: a TMA atomic add reads shared memory; found {s.buffer.name} "
+                                             f"in {s.buffer.scope}", what, s.buffer.name)
         sr, dr, loop = validate.copy_regions(s, d, what)
         accesses = (region_access(s.buffer, sr, loop, False), region_access(d.buffer, dr, loop, True))
-        return self.emit("atomic_add", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
-                                         "dst_region": dr}, loop, accesses)
+        args = {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr, "dst_region": dr}
+        if tma:
+            args["use_tma"] = True
+        return self.emit("atomic_add", args, loop, accesses)
 
     def annotate_layout(self, mapping: dict) -> None:
         """``{buffer: Layout}``: strict layouts inference can never override.  Each is checked against its
@@ -341,6 +364,35 @@ both in thread 0, register 0
             if why is not None:
                 raise validate.OpValidationError(f"annotate_layout: {why}", "annotate_layout", name)
             self.annotations[name] = layout
+
+    def annotate_loop(self, op: Op, layout: Fragment) -> None:
+        """Pin the loop layout of ``op`` (a parallel loop, or a copy / fill / atomic add lowered to one):
+        TileLang's ``T.Parallel(..., loop_layout=)`` / ``T.copy(..., loop_layout=)``.  Inference takes it
+        as the loop's layout before any fragment could propose one, completes the fragments the loop
+        lays out from it and checks those already laid out against it.  It must lay out the loop's
+        shape on the program's threads, one element per (thread, register) slot.
+
+        >>> import layoutkit as lk
+        >>> p = Program(threads=4)
+        >>> x = p.alloc_fragment("x", (4, 2), "float32")
+        >>> op = p.parallel((4, 2), writes=[(x, lambda i, j: (i, j))])
+        >>> p.annotate_loop(op, lk.Fragment([4, 2], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j))
+        >>> from layoutkit.infer import infer_layouts
+        >>> str(infer_layouts(p).layout_map["x"].forward_thread)
+        '_i'
+        """
+        what = "annotate_loop"
+        mine = {o.name for o in self.ops} | {o.name for body in self.regions.values() for o in body}
+        if not isinstance(op, Op) or op.name not in mine or op.loop is None:
+            raise validate.OpValidationError(f"{what}: expected a loop op of this program; found "
+                                             f"{type(op).__name__} {op!r:.80}", what)
+        if not isinstance(layout, Fragment):
+            raise validate.OpValidationError(f"{what}: {op.name} needs a Fragment; found {type(layout).__name__}",
+                                             op.name)
+        why = fragment_violation(layout, op.loop, self.threads)
+        if why is not None:
+            raise validate.OpValidationError(f"{what}: the loop layout of {op.name} {why}", op.name)
+        self.loop_annotations[op.name] = layout
 
     def _annotation_problem(self, name: str, layout: Layout) -> str | None:
         """Why ``layout`` cannot be ``name``'s annotation, or None."""

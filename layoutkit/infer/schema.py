@@ -221,7 +221,7 @@ LAYOUT = record({"shape": SHAPE, "index": array(EXPR_TEXT, 1, 64)},
 DOCUMENT = record(
     {"threads": integer(1, MAX_THREADS), "target": NAME, "buffers": array(BUFFER), "ops": array(op)},
     {"stages": mapping(NAME, integer(1, 1024)), "regions": mapping(int_key, array(op)),
-     "annotations": mapping(NAME, LAYOUT)},
+     "annotations": mapping(NAME, LAYOUT), "loop_annotations": mapping(NAME, LAYOUT)},
 )
 
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..algebra.parse import parse_expr
-from ..errors import ProgramFormatError
+from ..errors import ProgramFormatError, ShapeError
+from ..fragment.fragment import Fragment
 from .ops import Access, Op
 from .schema import load_document
 
@@ -38,6 +39,8 @@ def program_to_dict(p: Program) -> dict:
     out = {"threads": p.threads, "target": p.target,
            "buffers": [b.to_dict() for b in p.buffers.values()], "stages": dict(p.stages),
            "ops": ops, "annotations": ann}
+    if p.loop_annotations:
+        out["loop_annotations"] = {name: _layout_dict(lay) for name, lay in p.loop_annotations.items()}
     if p.regions:
         out["regions"] = {str(k): [op_dict(op) for op in v] for k, v in p.regions.items()}
     return out
@@ -88,6 +91,19 @@ def program_from_json(text: str | bytes, cls: type[Program]) -> Program:
     for name, ld in d.get("annotations", {}).items():
         _declared(p, name, f"$.annotations key {name!r}")
         p.annotations[name] = _layout_from(ld)
+    loops = {op.name: op for op in p.ops} | {op.name: op for body in p.regions.values() for op in body}
+    for name, ld in d.get("loop_annotations", {}).items():
+        found = loops.get(name)
+        if found is None or found.loop is None:
+            raise ProgramFormatError(f"$.loop_annotations key {name!r}", "a loop op of the program", repr(name))
+        lay = _layout_from(ld)
+        if not isinstance(lay, Fragment):
+            raise ProgramFormatError(f"$.loop_annotations.{name}", "a fragment (with 'thread')", "no 'thread'")
+        try:
+            p.annotate_loop(found, lay)
+        except ShapeError as err:  # a layout of the wrong loop: a malformed document, not a bad call
+            raise ProgramFormatError(f"$.loop_annotations.{name}", "a loop layout of the op's shape and threads",
+                                     str(err)) from None
     return p
 
 

@@ -59,6 +59,10 @@ class VectorAccess:
     local: bool
     is_write: bool
     layout: Layout | None = None
+    align: int = 0
+    """A multiple every offset is known to be only up to: the part of the address the indices do not
+    show (block or serial loop variables, a runtime stride known by ``T.assume(stride % 8 == 0)``);
+    0 when the indices show the whole address."""
 
 
 def _offsets(loop: tuple[int, ...], acc: VectorAccess) -> np.ndarray:
@@ -167,6 +171,20 @@ def _affine_offset(loop: tuple[int, ...], acc: VectorAccess) -> tuple[list[int],
 
 
 def _profile(loop: tuple[int, ...], acc: VectorAccess) -> _Profile:
+    """:func:`_index_profile`, its alignment capped by the access's ``align``.
+
+    >>> from layoutkit.algebra.layout import placeholder
+    >>> j = placeholder(0, 64)
+    >>> loop_vector_width((64,), (VectorAccess((j,), (64,), 8, False, False, align=8),))
+    8
+    """
+    prof = _index_profile(loop, acc)
+    if acc.align:
+        prof.low = np.minimum(prof.low, _lowest_bits(np.int64(acc.align)))
+    return prof
+
+
+def _index_profile(loop: tuple[int, ...], acc: VectorAccess) -> _Profile:
     """The access's :class:`_Profile`.  An affine offset ``c + sum a_d x_d`` needs no table: along
     the inner axis it changes by ``a_last`` everywhere, and the lowest set bit over the outer points
     is that of the first row's value or of an outer ``a_d`` (``x_d`` in ``{0, 1}`` reach both), so
@@ -175,7 +193,7 @@ def _profile(loop: tuple[int, ...], acc: VectorAccess) -> _Profile:
     >>> from layoutkit.algebra.layout import placeholder
     >>> i, j = placeholder(0, 64), placeholder(1, 64)
     >>> a = VectorAccess((i, j + 4), (64, 72), 16, False, False)
-    >>> p, q = _profile((64, 64), a), _Profile.of(_offsets((64, 64), a))
+    >>> p, q = _index_profile((64, 64), a), _Profile.of(_offsets((64, 64), a))
     >>> all((p.same == q.same).tolist() + (p.step == q.step).tolist() + (p.low == q.low).tolist())
     True
     """

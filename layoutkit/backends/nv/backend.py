@@ -34,8 +34,9 @@ class NvBackend(Backend):
         return rules.RULES
 
     def local_rules(self):
-        """The copy rule reads only its own buffers' layouts (its instruction is a function of the program)."""
-        return frozenset({"copy"})
+        """The copy and atomic-add rules read only their own buffers' layouts (the instruction is a function
+        of the program)."""
+        return frozenset({"copy", "atomic_add"})
 
     def cost_models(self):
         return {"smem-aware": SharedMemoryAwareModel}

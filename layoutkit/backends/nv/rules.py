@@ -16,7 +16,7 @@ from ...caches import memoized
 from ...infer.loops import loop_rule
 from ...infer.rules import EMPTY, FREE, RuleResult
 from ...targets import nv
-from ...targets.nv.copy import tma_inferred_layout
+from ...targets.nv.copy import tma_atomic_add_layout, tma_inferred_layout
 
 
 def gemm_rule(op, ctx, level) -> RuleResult:
@@ -57,6 +57,22 @@ def copy_rule(op, ctx, level) -> RuleResult:
     return EMPTY if lay is None else RuleResult({shared: lay})
 
 
+def atomic_add_rule(op, ctx, level) -> RuleResult:
+    """``T.atomic_add`` on NVIDIA: a TMA reduce-add (``use_tma``) proposes, at the free level, the layout
+    :func:`~layoutkit.targets.nv.copy.tma_atomic_add_layout` for its shared source when it has none
+    (none for a 1-D region) and gets no loop; every other form is a SIMT loop."""
+    a = op.args
+    if not a.get("use_tma"):
+        return loop_rule(op, ctx, level)
+    src = a["src"]
+    starts, extents = a["src_region"]
+    if level != FREE or src in ctx.layouts or len(extents) == 1:
+        return EMPTY
+    stage = len(ctx.shape(src)) - len(ctx.buffer(src).shape)  # a stage dim is copied at extent 1
+    fixed = tuple(range(stage)) + tuple(stage + d for d, e in enumerate(extents) if e == 1)
+    return RuleResult({src: tma_atomic_add_layout(ctx.shape(src), ctx.buffer(src).dtype, fixed)})
+
+
 def _copy_instruction(op, ctx):
     """``(instruction, the shared side)`` of a copy (worked out once per solve)."""
     return ctx.once(_copy_instruction, (op.uid, ctx.rng), lambda: _select(op, ctx))
@@ -83,4 +99,4 @@ def copy_instruction(src, dst, target: str, producer: bool):
         return nv.CopyInstruction.NORMAL
 
 
-RULES = {"gemm": gemm_rule, "copy": copy_rule}
+RULES = {"gemm": gemm_rule, "copy": copy_rule, "atomic_add": atomic_add_rule}

@@ -411,6 +411,34 @@ def tma_linear_layout(shape: Sequence[int], fixed: Sequence[int] = ()) -> Layout
     return Layout.from_exprs(dims, keep + outer + inner)
 
 
+def tma_atomic_add_layout(shape: Sequence[int], dtype: object, fixed: Sequence[int] = ()) -> Layout:
+    """TileLang's ``MakeTMAAtomicAddSharedLayout``: the layout a TMA atomic add (``T.atomic_add(dst,
+    src_shared, use_tma=True)``) proposes for its shared source of ``shape`` (rank >= 2) when it has
+    none.  For 16- and 32-bit elements on rows a multiple of 8, the widest bank swizzle whose chunk
+    row (8, 4 or 2 vectors of 128 bits) divides the last dim; otherwise the TMA linear layout
+    (``fixed`` the dims the op covers at extent 1).
+
+    >>> print(tma_atomic_add_layout((16, 16), "float32").output_shape)
+    (1, 2, 128)
+    >>> tma_atomic_add_layout((16, 24), "float32").swizzle.kind
+    'quarter'
+    >>> print(tma_atomic_add_layout((16, 12), "float32"))
+    Layout((16, 12) -> (16, 12), (_i, _j) -> (_i, _j))
+    """
+    from .swizzle import make_bank_swizzled_layout
+
+    dims = check_shape(shape, "TMA atomic add shared buffer shape")
+    if len(dims) < 2:
+        raise ShapeError(f"tma_atomic_add_layout: expected a shared buffer of rank >= 2; found {list(dims)}")
+    bits = element_bits(dtype)
+    if bits in (16, 32) and dims[-2] % 8 == 0:
+        vec = 128 // bits
+        for kind, per in (("full", 8), ("half", 4), ("quarter", 2)):
+            if dims[-1] % (vec * per) == 0:
+                return make_bank_swizzled_layout(dims, dtype, kind)
+    return tma_linear_layout(dims, fixed)
+
+
 def tma_inferred_layout(inst: CopyInstruction | str, shape: Sequence[int], dtype: object,
                         fixed: Sequence[int] = ()) -> Layout | None:
     """The layout TileLang's TMA copy proposes (free level) for its shared buffer of ``shape``
