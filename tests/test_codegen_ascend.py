@@ -1,5 +1,5 @@
-"""Ascend C code generation: lowering parameters (hand-checked), the printed source against a stub of the
-Ascend C API (g++ syntax check), and the statement executor against numpy and the op-level executor."""
+"""Ascend C code generation: lowering parameters (hand-checked), the printed source against the CPU model
+of the Ascend C API (g++ syntax check), and the statement executor against numpy and the op-level executor."""
 
 from __future__ import annotations
 
