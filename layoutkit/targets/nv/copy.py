@@ -423,7 +423,7 @@ def tma_atomic_add_layout(shape: Sequence[int], dtype: object, fixed: Sequence[i
     >>> tma_atomic_add_layout((16, 24), "float32").swizzle.kind
     'quarter'
     >>> print(tma_atomic_add_layout((16, 12), "float32"))
-    Layout((16, 12) -> (16, 12), (_i, _j) -> (_i, _j))
+    Layout((16, 12) -> (16, 12), transform: (_i, _j) -> (_i, _j))
     """
     from .swizzle import make_bank_swizzled_layout
 
