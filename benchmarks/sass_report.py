@@ -293,19 +293,25 @@ def report(names, tl_python, keep: str | None) -> int:
     return 0 if not failed else 1
 
 
-def main(argv=None) -> int:
+def run_cli(argv, doc: str, configs, report_fn, tilelang_main, tilelang_python=lambda arg: arg) -> int:
+    """The command line of both SASS reports: ``--tilelang-source`` runs the child that builds TileLang's
+    kernel of one configuration; otherwise the named configurations (default: all) are reported."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--tilelang-source"]:
-        return _tilelang_main(argv[1], argv[2])
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("configs", nargs="*", help=f"of {', '.join(CONFIGS)} (default: all)")
+        return tilelang_main(argv[1], argv[2])
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("configs", nargs="*", help=f"of {', '.join(configs)} (default: all)")
     ap.add_argument("--tilelang-python", help="an interpreter with TileLang 0.1.15")
     ap.add_argument("--keep", help="keep the sources, cubins and SASS listings in this directory")
     args = ap.parse_args(argv)
-    unknown = [c for c in args.configs if c not in CONFIGS]
+    unknown = [c for c in args.configs if c not in configs]
     if unknown:
-        ap.error(f"unknown configurations {unknown}; expected some of {list(CONFIGS)}")
-    return report(args.configs or list(CONFIGS), _tilelang_python(args.tilelang_python), args.keep)
+        ap.error(f"unknown configurations {unknown}; expected some of {list(configs)}")
+    return report_fn(args.configs or list(configs), tilelang_python(args.tilelang_python), args.keep)
+
+
+def main(argv=None) -> int:
+    return run_cli(argv, __doc__, CONFIGS, report, _tilelang_main, _tilelang_python)
 
 
 if __name__ == "__main__":

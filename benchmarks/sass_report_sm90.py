@@ -15,7 +15,6 @@ nvdisasm beside it) the report prints why it skipped and exits 0.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -195,18 +194,7 @@ def report(names, tl_python, keep) -> int:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--tilelang-source"]:
-        return _tilelang_main(argv[1], argv[2])
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("configs", nargs="*", help=f"of {', '.join(CONFIGS)} (default: all)")
-    ap.add_argument("--tilelang-python", help="an interpreter with TileLang 0.1.15")
-    ap.add_argument("--keep", help="keep the sources, cubins and SASS listings in this directory")
-    args = ap.parse_args(argv)
-    unknown = [c for c in args.configs if c not in CONFIGS]
-    if unknown:
-        ap.error(f"unknown configurations {unknown}; expected some of {list(CONFIGS)}")
-    return report(args.configs or list(CONFIGS), args.tilelang_python, args.keep)
+    return _sass_report().run_cli(argv, __doc__, CONFIGS, report, _tilelang_main)
 
 
 if __name__ == "__main__":
