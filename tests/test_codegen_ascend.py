@@ -23,8 +23,8 @@ from layoutkit.codegen.execute_ascend import PipeRaceError, run
 from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import Program, infer_layouts, programs
-from layoutkit.testing import ascend_cpu
 from layoutkit.targets import ascend
+from layoutkit.testing import ascend_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 # the CPU model of the Ascend C API (layoutkit.testing.ascend_cpu) declares every call the printer emits
