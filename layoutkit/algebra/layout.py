@@ -556,7 +556,9 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
 
         names = [v.name for v in self._vars]
         if any(e & (e - 1) for e in self._input_shape):  # before building a table that cannot be linear
-            return None, not_linear_reason(np.zeros(self._input_shape + (1,), dtype=np.int64), names)
+            # a broadcast view: the reason reads only the shape, so no table of the whole domain is built
+            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int64), self._input_shape + (1,))
+            return None, not_linear_reason(shape_only, names)
         table = self.table()
         try:
             view = F2Linear.from_table(table, names, [f"dim{k}" for k in range(len(self._forward))])

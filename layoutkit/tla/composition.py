@@ -36,7 +36,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import LimitError, ShapeError, UnsupportedError
 from .coalesce import _bw_coalesce, _coalesce_x, _filtered, _wrap, as_layout, coalesce_shape, concat
 from .coord import _crd2idx, idx2crd
 from .int_tuple import (
@@ -230,8 +230,12 @@ def _check_signed(A: Layout, B: Layout, R: Layout) -> None:
     if B.size > NUMERIC_CHECK_LIMIT:
         raise ShapeError(f"composition {A} o {B}: B has negative strides and is too large ({B.size}) to verify "
                          "element by element")
-    want = layout_at(A, B.table())
-    got = R.table()
+    try:
+        want = layout_at(A, B.table())
+        got = R.table()
+    except OverflowError:  # numpy's int64 tables: an offset past 2**63 cannot be checked element-wise
+        raise LimitError(f"composition {A} o {B}: B has negative strides and the offsets pass 2**63 - 1, too "
+                         f"large to verify element by element", limit=2**63 - 1) from None
     diff = np.flatnonzero(want != got)
     if diff.size:
         i = int(diff[0])
@@ -254,8 +258,12 @@ def _check_carries(
     )
     if B.size > NUMERIC_CHECK_LIMIT:
         raise ShapeError(f"composition {A} o {B}: {where}; too large ({B.size}) to verify element by element")
-    want = layout_at(A, B.table())
-    got = R.table()
+    try:
+        want = layout_at(A, B.table())
+        got = R.table()
+    except OverflowError:  # numpy's int64 tables: an offset past 2**63 cannot be checked element-wise
+        raise LimitError(f"composition {A} o {B}: B has negative strides and the offsets pass 2**63 - 1, too "
+                         f"large to verify element by element", limit=2**63 - 1) from None
     diff = np.flatnonzero(want != got)
     if diff.size:
         i = int(diff[0])
