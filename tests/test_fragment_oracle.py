@@ -14,18 +14,14 @@ comparison does not go through layoutkit's own TileLang frontend.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import random
-import tempfile
 
 import numpy as np
 import pytest
 
-if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
-tilelang = pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
-                                                  "`make test-tilelang`")
+from .tilelang_env import require_tilelang  # noqa: E402
+
+tilelang = require_tilelang()
 
 import layoutkit as lk  # noqa: E402
 

@@ -9,20 +9,16 @@ pytest-xdist).  sm_90 (warp-specialised TMA pipelines) is checked on two GEMMs, 
 
 import dataclasses
 import functools
-import importlib.util
-import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
-tilelang = pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
-                                                  "`make test-tilelang`")
+from .tilelang_env import require_tilelang  # noqa: E402
+
+tilelang = require_tilelang()
 
 import layoutkit as lk  # noqa: E402
 from layoutkit.errors import UnsupportedError  # noqa: E402

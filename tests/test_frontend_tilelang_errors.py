@@ -2,17 +2,13 @@
 typed layoutkit error naming what it expected and what it found (never a TVM error or AttributeError).
 The cases that need no TileLang live in tests/test_codegen_errors.py."""
 
-import importlib.util
-import os
-import tempfile
 
 import numpy as np
 import pytest
 
-if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
-pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
-                                       "`make test-tilelang`")
+from .tilelang_env import require_tilelang  # noqa: E402
+
+require_tilelang()
 
 from layoutkit.codegen import CodegenInputError  # noqa: E402
 from layoutkit.errors import UnsupportedError  # noqa: E402

@@ -4,19 +4,15 @@ on every test kernel TileLang solves (sm_80, and sm_90 with warp-specialised TMA
 same annotations, never runs TileLang's pass, and lowers the kernels TileLang cannot lay out."""
 
 import functools
-import importlib.util
-import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
 
-if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")
-tilelang = pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
-                                                  "`make test-tilelang`")
+from .tilelang_env import require_tilelang  # noqa: E402
+
+tilelang = require_tilelang()
 
 from layoutkit.errors import UnsupportedError  # noqa: E402
 from layoutkit.frontends import tilelang as lktl  # noqa: E402

@@ -8,16 +8,12 @@ layoutkit as TileLang's pass gives TileLang's own CUDA text, and a typed error n
 and the construct for every variant still refused."""
 
 import functools
-import importlib.util
-import os
-import tempfile
 
 import pytest
 
-if "TILELANG_CACHE_DIR" not in os.environ and importlib.util.find_spec("tilelang") is not None:
-    os.environ["TILELANG_CACHE_DIR"] = tempfile.mkdtemp(prefix="layoutkit-tilelang-cache-")  # not the home dir
-tilelang = pytest.importorskip("tilelang", reason="TileLang 0.1.15 is optional: `pip install .[tilelang]` or "
-                                                  "`make test-tilelang`")
+from .tilelang_env import require_tilelang  # noqa: E402
+
+tilelang = require_tilelang()
 
 import layoutkit as lk  # noqa: E402
 from layoutkit.errors import LayoutError, UnsupportedError  # noqa: E402
