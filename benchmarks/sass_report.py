@@ -54,9 +54,9 @@ _ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32, "float32": 8}
 
 # ---- TileLang's kernel (runs in TileLang's interpreter: imports tilelang only) -------------------------------
 
-def tilelang_source(cfg):
-    """TileLang's CUDA source of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel) and its host module's
-    text (which holds the launch's dynamic shared memory size)."""
+def tilelang_source(cfg, arch: str = "sm_80"):
+    """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel) and its
+    host module's text (which holds the launch's dynamic shared memory size)."""
     import tilelang
     import tilelang.language as T
     from tilelang import tvm
@@ -77,7 +77,7 @@ def tilelang_source(cfg):
                 T.gemm(A_s, B_s, C_l)
             T.copy(C_l, C[by * bM, bx * bN])
 
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with target:
         art = tilelang.lower(main, target=target)
     source = art.kernel_source if hasattr(art, "kernel_source") else art.get_kernel_source()
