@@ -19,7 +19,12 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 - ``crash``: an untyped exception from layoutkit (a bug by definition);
 - and, with no kernel, ``no-kernel`` (the run ended or failed before building one: the reason).
 
-    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--out results.json] [--markdown list.md]
+With ``--compile`` every kernel both solve (``equal`` or ``differ``) is then lowered by TileLang's
+pipeline with layoutkit *as* its layout-inference pass (no fallback to TileLang's own) and the CUDA
+source compiled with nvcc for sm_80: the row gets ``compiled`` (``ok`` or the first error line).
+
+    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile] [--out results.json]
+                                   [--markdown list.md]
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +43,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MARK = "SUITE-RESULT:"
 CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "randn_like",
                   "zeros_like", "ones_like", "empty_like", "rand_like", "full_like", "eye", "linspace")
+
+
+COMPILE = os.environ.get("LAYOUTKIT_SUITE_COMPILE") == "1"
+"""Set in each child by ``--compile``: lower and nvcc-compile every kernel both solve."""
 
 
 class _Captured(Exception):
@@ -113,6 +123,43 @@ def _compare(func) -> dict:
 
 
 
+def _include_dirs() -> list[str]:
+    """TileLang's CUDA templates and the CUTLASS headers its kernels include, from the installed package."""
+    import tilelang
+
+    root = Path(tilelang.__file__).resolve().parent
+    return [str(root / "src"), str(root / "3rdparty" / "cutlass" / "include")]
+
+
+def _lower_and_compile(func) -> str:
+    """``ok`` when TileLang lowers ``func`` with layoutkit as its layout pass and nvcc compiles the CUDA
+    source; else which step failed and its first line."""
+    from layoutkit.errors import LayoutError
+    from layoutkit.frontends.tilelang_pass import lower
+
+    if shutil.which("nvcc") is None:
+        return "not run: nvcc is not installed"
+    try:
+        source = lower(func, {"kind": "cuda", "arch": "sm_80"}, fallback=False).kernel_source
+    except LayoutError as err:
+        return f"lowering refused: {type(err).__name__}: {str(err)[:200]}"
+    except Exception as err:  # noqa: BLE001 - TileLang's later passes rejecting the annotations is the finding
+        return f"lowering failed: {type(err).__name__}: {str(err).strip().splitlines()[0][:200] if str(err) else ''}"
+    with tempfile.TemporaryDirectory(prefix="layoutkit-suite-nvcc-") as tmp:
+        cu = Path(tmp) / "kernel.cu"
+        cu.write_text(source)
+        cmd = ["nvcc", "-arch=sm_80", "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
+        cmd += [f"-I{d}" for d in _include_dirs()]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return "nvcc timed out after 600 s"
+    if done.returncode != 0:
+        errors = [ln for ln in done.stderr.splitlines() if "error" in ln] or done.stderr.splitlines() or ["?"]
+        return f"nvcc failed: {errors[0][:200]}"
+    return "ok"
+
+
 def _capture_and_compare(run, label: str) -> dict:
     """Run ``run()`` with TileLang's lowering hooked; compare the first kernel it builds."""
     lower_mod = sys.modules["tilelang.engine.lower"]
@@ -139,7 +186,10 @@ def _capture_and_compare(run, label: str) -> dict:
     if not seen:
         return {"where": label, "status": "no-kernel", "why": "the run built no kernel"}
     funcs = list(seen[0].functions.values())
-    return {"where": label, **_compare(funcs[0])}
+    result = {"where": label, **_compare(funcs[0])}
+    if COMPILE and result["status"] in ("equal", "differ"):
+        result["compiled"] = _lower_and_compile(funcs[0])
+    return result
 
 
 def child(path: str, max_tests: int) -> None:
@@ -188,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", help="also write the list as a Markdown table")
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
+    parser.add_argument("--compile", action="store_true",
+                        help="lower each solved kernel with layoutkit as the layout pass, compile it with nvcc")
     parser.add_argument("--child")
     args = parser.parse_args(argv)
     if args.child:
@@ -198,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     src = Path(args.src)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-")}
+           "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-"),
+           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0"}
     results = []
     for path in files(src, args.only):
         rel = str(path.relative_to(src))
@@ -215,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
             r["where"] = str(r.get("where", rel)).replace(str(src) + os.sep, "")
             results.append(r)
             note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
+            if "compiled" in r:
+                note = f"compiled: {r['compiled']} {note}"
             print(f"{r['status']:15s} {r['where']}  {note[:150]}  ({time.perf_counter() - t0:.0f} s)",
                   flush=True)
     summary(results)
@@ -232,6 +287,8 @@ def markdown(results: list[dict]) -> list[str]:
         note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
         if r["status"] == "equal":
             note = f"{r.get('buffers', 0)} buffers, {r.get('loops', 0)} loops"
+        if "compiled" in r:
+            note = f"{note}; lowered + nvcc: {r['compiled']}"
         note = " ".join(str(note).split()).replace("|", "\\|")[:200]
         rows.append(f"| `{r['where']}` | {r['status']} | {note} |")
     return rows
@@ -243,6 +300,9 @@ def summary(results: list[dict]) -> None:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     solved_by_tl = counts.get("equal", 0) + counts.get("differ", 0) + counts.get("refused", 0) + counts.get("solver", 0)
     print("\n" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    compiled = [r["compiled"] for r in results if "compiled" in r]
+    if compiled:
+        print(f"lowered with layoutkit as the pass and compiled with nvcc: {compiled.count('ok')} of {len(compiled)}")
     if solved_by_tl:
         print(f"equal on {counts.get('equal', 0)} of {solved_by_tl} kernels that constructed and were not refused by "
               f"TileLang's pass ({counts.get('equal', 0) / solved_by_tl:.0%}; refusals count as not equal)")
