@@ -13,7 +13,8 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 - ``equal``: TileLang solves it, layoutkit reads and solves it, every buffer and loop layout has
   the same tables;
 - ``differ``: both solve, some tables differ (listed);
-- ``refused``: the adapter refuses it with a typed error (the message names the construct);
+- ``refused``: the adapter refuses it with a typed error (``layoutkit.errors``; the message names the
+  construct);
 - ``solver``: the adapter reads it, layoutkit's inference refuses it;
 - ``tilelang-fails`` / ``both-fail``: TileLang's pass fails (and layoutkit solves / does not);
 - ``crash``: an untyped exception from layoutkit (a bug by definition);
@@ -92,15 +93,15 @@ def _cpu_torch() -> None:
 
 def _compare(func) -> dict:
     """The status of one captured kernel (see the module docstring)."""
-    from layoutkit.errors import LayoutError, UnsupportedError
+    from layoutkit.errors import LayoutError
     from layoutkit.frontends.tilelang import check_selections, tilelang_inference
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
     try:
         run = tilelang_inference(func, "sm_80")
-    except UnsupportedError as err:
-        return {"status": "refused", "why": str(err)[:400]}
+    except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
+        return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     try:
