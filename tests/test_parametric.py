@@ -103,3 +103,48 @@ def test_nv_bank_swizzle_over_symbolic_rows_matches_every_concrete_row_count(kin
         assert np.array_equal(L.table({"R": rows}), want)
     with pytest.raises(ShapeError, match="multiples of 8"):
         make_parametric_bank_swizzled_layout(kind, Symbol("R", lo=8), 2 * width, dtype)
+
+
+def test_a_dim_with_several_digits_splits_colexicographically_and_inverts():
+    """Rows ``(8, M)`` at strides ``(1, 8N)``: column-major 8-row panels, each panel ``8N`` long."""
+    L = ParametricLayout((M, N), None, ((8, M), N), ((1, 8 * N.sym), 8))
+    assert bool(L.prove_bijective()) and L.size() == 8 * M.sym * N.sym
+    for values in CONCRETE:
+        m, n = values["M"], values["N"]
+        i, j = np.meshgrid(np.arange(8 * m), np.arange(n), indexing="ij")
+        want = (i % 8) + (i // 8) * 8 * n + j * 8
+        assert np.array_equal(L.table(values), want)
+        assert L.bound(values) == ((8 * m, n), (8 * m, n), ((1, 8 * n), 8))
+        for o in range(0, 8 * m * n, 7):
+            coord = L.inverse(o, values)
+            assert L.apply(coord, values) == o and int(want[coord]) == o
+    overlapping = ParametricLayout((M, N), None, ((8, M), N), ((1, 4 * N.sym), 8))
+    proof = overlapping.prove_injective()
+    assert not proof and proof.witness["values"] == {"M": 2, "N": 1}  # panel pitch 4 < 8 rows
+    flat = overlapping.table(proof.witness["values"]).reshape(-1)
+    assert np.unique(flat).size < flat.size
+    with pytest.raises(ShapeError, match="as many strides"):
+        ParametricLayout((M,), None, ((8, M),), (1,))
+
+
+def test_conditions_zero_only_on_the_admissible_values_are_proved():
+    one = Symbol("K", lo=1, hi=1)
+    L = ParametricLayout((one, N), None, (one, N), (N.sym * 5, one.sym))  # K = 1: stride 5N never used
+    assert bool(L.prove_bijective())
+    assert is_permutation(L.table({"K": 1, "N": 6}))
+
+
+@pytest.mark.parametrize("kind", ["quarter", "half", "full"])
+def test_nv_bank_swizzle_over_symbolic_rows_and_columns(kind):
+    from layoutkit.targets.nv.parametric import make_parametric_bank_swizzled_layout
+
+    width = {"quarter": 2, "half": 4, "full": 8}[kind] * 8
+    R, C = Symbol("R", lo=8, multiple=8), Symbol("C", lo=width, multiple=width)
+    L = make_parametric_bank_swizzled_layout(kind, R, C, "float16")
+    assert bool(L.prove_bijective()) and L.size() == R.sym * C.sym
+    for rows in (8, 24):
+        for cols in (width, 3 * width):
+            want = nv.make_bank_swizzled_layout((rows, cols), "float16", kind).linearized().table()[..., 0]
+            assert np.array_equal(L.table({"R": rows, "C": cols}), want)
+    with pytest.raises(ShapeError, match="for every value"):
+        make_parametric_bank_swizzled_layout(kind, R, Symbol("C", lo=8), "float16")
