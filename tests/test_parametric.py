@@ -148,3 +148,53 @@ def test_nv_bank_swizzle_over_symbolic_rows_and_columns(kind):
             assert np.array_equal(L.table({"R": rows, "C": cols}), want)
     with pytest.raises(ShapeError, match="for every value"):
         make_parametric_bank_swizzled_layout(kind, R, Symbol("C", lo=8), "float16")
+
+
+@pytest.mark.parametrize("bindings", [[(1, 1), (2, 3), (5, 4), (8, 16)]])
+def test_parametric_verdicts_equal_the_concrete_layouts_proofs_for_several_bindings(bindings):
+    """Row-major over (M, N), a padded pitch, and the 128B swizzle over R rows: the for-all verdict is the
+    verdict of ``lk.Layout.prove_bijective`` / ``prove_injective`` on every enumerated binding, and the
+    refuted claim's witness is a binding where the concrete proof fails too."""
+    import layoutkit as lk
+
+    P, R = Symbol("P", lo=0, multiple=8), Symbol("R", lo=8, multiple=8)
+    rm = ParametricLayout.strided((M, N), (N, 1))
+    padded = ParametricLayout((M, N, P), None, (M, N), (N.sym + P.sym, 1))
+    from layoutkit.targets.nv.parametric import make_parametric_bank_swizzled_layout
+
+    swizzle = make_parametric_bank_swizzled_layout("full", R, 64, "float16")
+    assert bool(rm.prove_bijective()) and bool(padded.prove_injective()) and bool(swizzle.prove_bijective())
+    assert bool(swizzle.prove_injective())
+    assert not padded.prove_bijective()
+    for m, n in bindings:
+        assert bool(lk.Layout([m, n], lambda i, j, n=n: i * n + j).prove_bijective())
+        for p in (0, 8):
+            concrete = lk.Layout([m, n], lambda i, j, n=n, p=p: i * (n + p) + j)
+            assert injective(concrete.table()[..., 0])
+            assert bool(concrete.prove_bijective()) == (p == 0 or m == 1)  # padding between rows only
+            assert np.array_equal(padded.table({"M": m, "N": n, "P": p}), concrete.table()[..., 0])
+    for rows in (8, 16, 32, 72):
+        concrete = nv.make_full_bank_swizzled_layout((rows, 64), "float16").linearized()
+        assert bool(concrete.prove_bijective())
+        assert np.array_equal(swizzle.table({"R": rows}), concrete.table()[..., 0])
+    witness = padded.prove_bijective().witness["values"]
+    m, n, p = witness["M"], witness["N"], witness["P"]
+    assert not lk.Layout([m, n], lambda i, j: i * (n + p) + j).prove_bijective()
+    pitch = ParametricLayout.strided((M, N), (16, 1)).prove_injective().witness["values"]
+    concrete = lk.Layout([pitch["M"], pitch["N"]], lambda i, j: i * 16 + j)
+    assert not injective(concrete.table()[..., 0]) and not concrete.prove_bijective()
+
+
+def injective(table) -> bool:
+    flat = np.asarray(table).reshape(-1)
+    return np.unique(flat).size == flat.size
+
+
+def test_a_non_injective_atom_is_refuted_with_its_collision():
+    import layoutkit as lk
+
+    atom = lk.Layout([2, 4], lambda i, j: j // 2 + i * 2)  # (0, 0) and (0, 1) share offset 0
+    L = ParametricLayout.tiled(atom, (M, 1), (8, 0))
+    proof = L.prove_injective()
+    assert not proof and proof.witness["collision"] == ((0, 0), (0, 1), 0)
+    assert not L.prove_bijective()

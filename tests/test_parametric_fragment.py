@@ -93,16 +93,14 @@ def test_a_fragment_that_fails_for_some_value_gets_that_value_as_witness():
 
 def test_a_thread_pitch_that_is_too_small_for_large_values_is_refuted_at_the_first_one():
     N = Symbol("N", lo=1)
-    atom = lk.Fragment([1, 4], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: 0)
-    # N groups of 4 columns spread over threads at a pitch of 16: fine while 4 * N <= ... every N (pitch >= 4)
-    ok = ParametricFragment((N,), atom, (1, N.sym), (0, 16), (0, 0))
-    assert bool(ok.prove_injective()) and not ok.prove_bijective()
-    # rows over registers, columns over threads at pitch 4; rows repeated M times but stored at index stride
-    # 1 only while a hi bound holds: unbounded, the fixed thread pitch 8 breaks once N > 2
-    pitch = ParametricFragment((N,), atom, (1, N.sym), (0, 8), (0, 0))
-    assert bool(pitch.prove_injective())
-    tight = ParametricFragment((N,), lk.Fragment([1, 8], forward_thread_fn=lambda i, j: j,
-                                                 forward_index_fn=lambda i, j: 0), (1, N.sym), (0, 4), (0, 0))
+    four = lk.Fragment([1, 4], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: 0)
+    eight = lk.Fragment([1, 8], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: 0)
+    # N column groups of 4 threads at a thread pitch of 16: injective for every N, gaps between groups
+    gappy = ParametricFragment((N,), four, (1, N.sym), (0, 16), (0, 0))
+    assert bool(gappy.prove_injective()) and not gappy.prove_bijective()
+    assert bool(ParametricFragment((N,), four, (1, N.sym), (0, 4), (0, 0)).prove_bijective())
+    # groups of 8 threads at a pitch of 4 overlap as soon as there are two groups
+    tight = ParametricFragment((N,), eight, (1, N.sym), (0, 4), (0, 0))
     proof = tight.prove_injective()
     assert not proof and proof.witness["values"] == {"N": 2}
     assert not tight.bind({"N": 2}).prove_injective() and bool(tight.bind({"N": 1}).prove_injective())

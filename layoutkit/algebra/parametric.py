@@ -173,8 +173,13 @@ class ParametricLayout:
 
     def prove_injective(self) -> Proof:
         """Injective for every admissible assignment, or a refuting assignment and collision."""
-        if self.atom is not None and not self.atom.prove_injective():
-            return Proof("injective for all values", False, "enumerate", {"atom": str(self.atom)})
+        if self.atom is not None:
+            flat = self.atom.table()[..., 0].reshape(-1)
+            pair = first_collision(flat)
+            if pair is not None:  # the atom is concrete and small: enumerate it
+                where = [tuple(int(v) for v in np.unravel_index(k, self.atom_shape)) for k in pair]
+                return Proof("injective for all values", False, "enumerate",
+                             {"atom": str(self.atom), "collision": (*where, int(flat[pair[0]]))})
         injective, _ = radix_conditions(self._digits())
         return self._forall(injective, [], "injective for all values")
 
