@@ -125,6 +125,8 @@ def test_a_dim_with_several_digits_splits_colexicographically_and_inverts():
     assert np.unique(flat).size < flat.size
     with pytest.raises(ShapeError, match="as many strides"):
         ParametricLayout((M,), None, ((8, M),), (1,))
+    assert L == ParametricLayout((M, N), None, ((8, M), N), ((1, 8 * N.sym), 8)) and L != overlapping
+    assert len({L, overlapping, L}) == 2
 
 
 def test_conditions_zero_only_on_the_admissible_values_are_proved():
@@ -198,3 +200,23 @@ def test_a_non_injective_atom_is_refuted_with_its_collision():
     proof = L.prove_injective()
     assert not proof and proof.witness["collision"] == ((0, 0), (0, 1), 0)
     assert not L.prove_bijective()
+
+
+@pytest.mark.parametrize(("cols", "dtype"), [(64, "float16"), (32, "float32"), (24, "float16")])
+def test_nv_padded_layout_over_symbolic_rows(cols, dtype):
+    """Injective for every row count; a bijection for every row count only without padding (24 halves:
+    48 bytes, not a multiple of 256 bits), otherwise refuted at two rows."""
+    from layoutkit.targets.nv.parametric import make_parametric_padded_layout
+
+    R = Symbol("R", lo=1)
+    L = make_parametric_padded_layout(R, cols, dtype)
+    assert bool(L.prove_injective())
+    padded = nv.make_padded_layout((2, cols), dtype).map_forward_index([1, 0])[0] != cols
+    proof = L.prove_bijective()
+    assert bool(proof) == (not padded)
+    if padded:
+        assert proof.witness["values"] == {"R": 2}
+    for rows in (1, 2, 5, 16):
+        concrete = nv.make_padded_layout((rows, cols), dtype)
+        assert np.array_equal(L.table({"R": rows}), concrete.table()[..., 0])
+        assert bool(concrete.prove_bijective()) == (rows == 1 or not padded)

@@ -183,3 +183,21 @@ def test_proof_verdicts_agree_with_enumeration_of_several_bindings(which, dims):
                     assert check(F.bind({"A": a, "B": b}))
         elif "values" in proof.witness:
             assert not check(F.bind(proof.witness["values"]))
+
+
+@pytest.mark.parametrize(("brw", "bcw", "wct", "dtype"), [(4, 1, 64, "float16"), (4, 2, 32, "float16"),
+                                                          (8, 1, 16, "int8"), (4, 1, 24, "float16")])
+def test_wgmma_accumulator_over_symbolic_rows_is_the_concrete_one_for_every_row_count(brw, bcw, wct, dtype):
+    from layoutkit.targets.nv.parametric import make_parametric_wgmma_store_layout
+
+    rows = Symbol("M", lo=16 * brw, multiple=16 * brw)
+    C = make_parametric_wgmma_store_layout(rows, brw, bcw, wct, dtype=dtype)
+    assert bool(C.prove_bijective()) and bool(C.prove_injective())
+    for k in (1, 2, 3):
+        m = 16 * brw * k
+        concrete = nv.make_wgmma_store_layout(brw, bcw, m // brw, wct, dtype=dtype)
+        assert same_tables(C.bind({"M": m}), concrete)
+        assert slots_are_a_bijection(concrete)
+        assert int(C.local_size().subs(rows.sym, m)) == concrete.local_size
+    with pytest.raises(ShapeError, match="multiple of 4"):
+        make_parametric_wgmma_store_layout(rows, 2, 1, wct)

@@ -107,6 +107,7 @@ class ParametricLayout:
         self.repeats = tuple(sympy.Mul(*[e for e, _ in dd]) for dd in self.digits)
         self.strides = tuple(dd[0][1] if len(dd) == 1 else tuple(s for _, s in dd) for dd in self.digits)
         check_known([x for dd in self.digits for pair in dd for x in pair], self.symbols)
+        self._proofs: dict[str, Proof] = {}  # the layout never changes: each proof is decided once
 
     @classmethod
     def strided(cls, shape: Sequence[Any], strides: Sequence[Any]) -> ParametricLayout:
@@ -173,6 +174,11 @@ class ParametricLayout:
 
     def prove_injective(self) -> Proof:
         """Injective for every admissible assignment, or a refuting assignment and collision."""
+        if "injective" not in self._proofs:
+            self._proofs["injective"] = self._prove_injective()
+        return self._proofs["injective"]
+
+    def _prove_injective(self) -> Proof:
         if self.atom is not None:
             flat = self.atom.table()[..., 0].reshape(-1)
             pair = first_collision(flat)
@@ -185,6 +191,11 @@ class ParametricLayout:
 
     def prove_bijective(self) -> Proof:
         """A bijection onto ``[0, size)`` for every admissible assignment, or a refuting assignment."""
+        if "bijective" not in self._proofs:
+            self._proofs["bijective"] = self._prove_bijective()
+        return self._proofs["bijective"]
+
+    def _prove_bijective(self) -> Proof:
         if self.atom is not None and not self.atom.prove_bijective():
             return Proof("bijective for all values", False, "enumerate", {"atom": str(self.atom)})
         _, exact = radix_conditions(self._digits())
@@ -249,6 +260,15 @@ class ParametricLayout:
             missing = np.setdiff1d(np.arange(flat.size), flat)
             witness["unreachable"] = (int(missing[0]) if missing.size else int(flat.max()),)
         return Proof(claim, False, method, witness)
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.symbols, self.atom, self.atom_shape, self.digits)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ParametricLayout) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __repr__(self) -> str:
         dims = ", ".join("(" + ", ".join(f"{e}:{s}" for e, s in dd) + ")" for dd in self.digits)

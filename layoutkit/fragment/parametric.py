@@ -94,6 +94,7 @@ class ParametricFragment:
         self.atom = atom
         self.digits = tuple(_dim(*args, d) for d, args in enumerate(zip(repeats, thread_strides, index_strides)))
         check_known([x for dd in self.digits for dig in dd for x in dig], self.symbols)
+        self._proofs: dict[str, Proof] = {}  # the fragment never changes: each proof is decided once
 
     @classmethod
     def tiled(cls, atom: Fragment, repeats: Sequence[Any], thread_strides: Sequence[Any],
@@ -210,6 +211,11 @@ class ParametricFragment:
     def prove_injective(self) -> Proof:
         """At most one element per (thread, register) slot, replicas included, for every admissible
         assignment; or the refuting assignment with the colliding ``((coord, rep), (coord, rep), slot)``."""
+        if "injective" not in self._proofs:
+            self._proofs["injective"] = self._prove_injective()
+        return self._proofs["injective"]
+
+    def _prove_injective(self) -> Proof:
         claim = "injective for all values (one element per thread register)"
         atom = self.atom.prove_injective()
         if not atom:
@@ -221,6 +227,11 @@ class ParametricFragment:
     def prove_bijective(self) -> Proof:
         """``(coord, rep) -> (thread, index)`` is a bijection onto ``[0, thread_extent) x [0, local_size)``
         for every admissible assignment (every slot of every thread holds exactly one element)."""
+        if "bijective" not in self._proofs:
+            self._proofs["bijective"] = self._prove_bijective()
+        return self._proofs["bijective"]
+
+    def _prove_bijective(self) -> Proof:
         claim = "bijective for all values onto (thread, register) slots"
         if not self._fills(*self._atom_tables()):
             return Proof(claim, False, "enumerate", {"atom": "the atom does not fill its (thread, register) box"})
@@ -238,7 +249,10 @@ class ParametricFragment:
         symbols = tuple({s.name: s for s in self.symbols + other.symbols}.values())
         same = [[(e, t) for e, t, _ in dd] for dd in self.digits] == [[(e, t) for e, t, _ in dd]
                                                                       for dd in other.digits]
-        if same and self.atom.input_shape == other.atom.input_shape:
+        # element-wise atom containment (a fully replicated atom "contains everything" only by TileLang's
+        # convention, which no longer holds once repeats move the threads)
+        elementwise = not self.atom.is_fully_replicated() or other.atom.thread_extent <= self.atom.thread_extent
+        if same and elementwise and self.atom.input_shape == other.atom.input_shape:
             inner = self.atom.contains(other.atom)
             if inner:
                 return Proof(claim, True, "structural", detail="same thread repeats; the atom contains the other's")

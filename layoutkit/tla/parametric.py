@@ -101,6 +101,8 @@ class ParametricTlaLayout:
             raise ShapeError(f"swizzle must be a tla.Swizzle; found {type(swizzle).__name__}")
         self.swizzle = swizzle
         check_known(_leaves(self.shape) + _leaves(self.stride), self.symbols)
+        self._proofs: dict[str, Proof] = {}  # the layout never changes: each proof is decided once
+        self._bridge: ParametricLayout | None = None
 
     @classmethod
     def from_parametric_layout(cls, layout: ParametricLayout) -> ParametricTlaLayout:
@@ -164,7 +166,10 @@ class ParametricTlaLayout:
         return ParametricLayout(self.symbols, None, reps, strides)
 
     def _strided(self) -> ParametricLayout:
-        return ParametricTlaLayout(self.shape, self.stride, symbols=self.symbols).to_parametric_layout()
+        """The unswizzled bridge, built once (it keeps its own proofs)."""
+        if self._bridge is None:
+            self._bridge = ParametricTlaLayout(self.shape, self.stride, symbols=self.symbols).to_parametric_layout()
+        return self._bridge
 
     def table(self, values: Mapping[str, int]) -> np.ndarray:
         """Every offset over the logical coordinates (shape: one extent per top-level mode)."""
@@ -178,6 +183,11 @@ class ParametricTlaLayout:
 
     def prove_bijective(self) -> Proof:
         """A bijection onto ``[0, size)`` for every admissible assignment, or a refuting assignment."""
+        if "bijective" not in self._proofs:
+            self._proofs["bijective"] = self._prove_bijective()
+        return self._proofs["bijective"]
+
+    def _prove_bijective(self) -> Proof:
         proof = self._strided().prove_bijective()
         if not proof or self.swizzle is None:
             return proof

@@ -3,8 +3,10 @@ admissible value of the symbols.
 
 * Shared memory: TileLang's 32B / 64B / 128B (quarter / half / full bank) swizzles over ``R`` rows
   (``R % 8 == 0``), and over a symbolic column count too.
+* TileLang's padded operand layout (``make_padded_layout``) over ``R`` rows: injective for every
+  ``R``, a bijection only for one row when the rows are padded.
 * Registers: the MMA accumulator fragment (``make_mma_store_layout``) over ``M`` rows, in either warp
-  order.
+  order, and the Hopper WGMMA accumulator (``make_wgmma_store_layout``).
 
 >>> from layoutkit.algebra.parametric import Symbol
 >>> R = Symbol("R", lo=8, multiple=8)
@@ -25,7 +27,8 @@ from ...fragment.parametric import ParametricFragment
 from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 from .mma import _config, _positive_int, make_mma_store_layout
-from .swizzle import _PER, make_bank_swizzled_layout
+from .swizzle import _PER, make_bank_swizzled_layout, make_padded_layout
+from .wgmma import WARP_GROUP, _check_inst_n
 
 
 def make_parametric_bank_swizzled_layout(kind: str, rows: Symbol, cols: int | Symbol,
@@ -58,6 +61,25 @@ def make_parametric_bank_swizzled_layout(kind: str, rows: Symbol, cols: int | Sy
         symbols, col_tiles = (rows,), cols // width
     atom = make_bank_swizzled_layout((8, width), dtype, kind)
     return ParametricLayout(symbols, atom, (rows.sym / 8, col_tiles), (8 * width, rows.sym * width))
+
+
+def make_parametric_padded_layout(rows: Symbol, cols: int, dtype: object) -> ParametricLayout:
+    """TileLang's padded layout ``i * P + j`` of a ``[rows, cols]`` buffer over a symbolic row count, the
+    pitch ``P`` that of :func:`~layoutkit.targets.nv.make_padded_layout` (``cols + 128/bits`` when a
+    row is a multiple of 256 bits, else ``cols``).
+
+    >>> L = make_parametric_padded_layout(Symbol("R"), 64, "float16")
+    >>> bool(L.prove_injective()), L.prove_bijective().witness["values"]
+    (True, {'R': 2})
+    """
+    if not isinstance(rows, Symbol):
+        raise ShapeError(f"rows must be a Symbol; found {rows!r}")
+    return ParametricLayout((rows,), None, (rows, cols), (_pitch(cols, dtype), 1))
+
+
+def _pitch(cols: int, dtype: object) -> int:
+    """The row pitch of TileLang's padded layout: the offset of ``(1, 0)`` in a two-row buffer."""
+    return int(make_padded_layout((2, cols), dtype).map_forward_index([1, 0])[0])
 
 
 def make_parametric_mma_store_layout(
@@ -113,4 +135,35 @@ def make_parametric_mma_store_layout(
                               ((WARP_SIZE * bcw, 0), (WARP_SIZE, 0)), ((0, 4 * (wct // 8)), (0, 4)))
 
 
-__all__ = ["make_parametric_bank_swizzled_layout", "make_parametric_mma_store_layout"]
+def make_parametric_wgmma_store_layout(
+    rows: Symbol, block_row_warps: int, block_col_warps: int, warp_col_tiles: int, *,
+    dtype: object = "float16", chunk: int = 16,
+) -> ParametricFragment:
+    """The WGMMA accumulator of :func:`~layoutkit.targets.nv.make_wgmma_store_layout` over ``rows`` (a
+    Symbol ``M``, ``warp_row_tiles = M / block_row_warps``; ``block_row_warps`` a multiple of 4): the
+    warp tile atom ``[ms_x, warp_col_tiles]``, then the row quotient ``i // ms_x`` split into 4 warps
+    of a group (thread stride 32), ``M / (ms_x*brw)`` register repeats (index stride ``warp_cols*L``)
+    and ``brw/4`` warp groups (thread stride 128); the column quotient into ``bcw`` warps (``32*brw``).
+
+    >>> C = make_parametric_wgmma_store_layout(Symbol("M", lo=64, multiple=64), 4, 1, 64)
+    >>> bool(C.prove_bijective()), C.thread_extent(), C.local_size()
+    (True, 128, M/2)
+    """
+    brw = _positive_int(block_row_warps, "block_row_warps")
+    bcw = _positive_int(block_col_warps, "block_col_warps")
+    wct = _positive_int(warp_col_tiles, "warp_col_tiles")
+    if brw % WARP_GROUP:
+        raise ShapeError(f"WGMMA needs block_row_warps to be a multiple of {WARP_GROUP}; found {brw}")
+    _check_inst_n(wct)
+    ms_x = _config(dtype, 16, wct, chunk, "sm_90").ms_x
+    if not isinstance(rows, Symbol) or rows.multiple % (ms_x * brw):
+        raise ShapeError(f"rows must be a Symbol whose values are multiples of {ms_x} * block_row_warps = "
+                         f"{ms_x * brw} (multiple={ms_x * brw}); found {rows!r}")
+    atom = make_mma_store_layout(1, 1, ms_x, wct, dtype=dtype, arch="sm_90", chunk=chunk)
+    reps = ((WARP_GROUP, rows.sym / (ms_x * brw), brw // WARP_GROUP), bcw)
+    threads = ((WARP_SIZE, 0, WARP_SIZE * WARP_GROUP), WARP_SIZE * brw)
+    return ParametricFragment((rows,), atom, reps, threads, ((0, atom.local_size, 0), 0))
+
+
+__all__ = ["make_parametric_bank_swizzled_layout", "make_parametric_padded_layout", "make_parametric_mma_store_layout",
+           "make_parametric_wgmma_store_layout"]
