@@ -135,6 +135,8 @@ def test_replicated_atom_and_containment():
 def test_bad_arguments():
     with pytest.raises(ShapeError, match="concrete Fragment"):
         ParametricFragment((M,), lk.Layout([4], lambda i: i), (M.sym,), (0,), (1,))
+    with pytest.raises(ShapeError, match="thread range"):
+        ParametricFragment((M,), ATOM.bind_thread_range(0, 32), (M.sym / 16, 1), (0, 0), (4, 0))
     with pytest.raises(ShapeError, match="expected 2 repeats"):
         ParametricFragment((M,), ATOM, (M.sym,), (0,), (1,))
     with pytest.raises(ShapeError, match="as many thread and index strides"):

@@ -86,6 +86,9 @@ class ParametricFragment:
                  thread_strides: Sequence[Any], index_strides: Sequence[Any]):
         if not isinstance(atom, Fragment):
             raise ShapeError(f"the atom must be a concrete Fragment; found {type(atom).__name__}")
+        if atom.thread_range is not None:  # repeats on the thread would move the threads out of the range
+            raise ShapeError(f"the atom is bound to the thread range {atom.thread_range}; repeat an unbound atom "
+                             "and bind the range on the concrete fragment (bind(values).bind_thread_range(...))")
         n = len(atom.input_shape)
         if not len(repeats) == len(thread_strides) == len(index_strides) == n:
             raise ShapeError(f"expected {n} repeats, thread strides and index strides (one per atom dim); found "
