@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import layoutkit as lk
@@ -161,18 +161,27 @@ ATOMS = [
 STRIDE = st.sampled_from([0, 1, 2, 4, 8, 32, "A", "2A", "B"])
 
 
+# bijective for every value (rare among the random draws): (atom, per-dim (repeat, thread stride, index stride))
+BIJECTIVE = [(0, [("A", 32, 0), (1, 0, 0)]), (1, [(2, 0, 2), ("B", 4, 0)]), (2, [("A", 0, 2), ("B", 8, 0)])]
+
+
 def _stride(code, A, B):
     return {"A": A.sym, "2A": 2 * A.sym, "B": B.sym}.get(code, code)
 
 
 @given(st.integers(0, len(ATOMS) - 1), st.lists(st.tuples(st.sampled_from(["A", "B", 1, 2]), STRIDE, STRIDE),
                                                 min_size=2, max_size=2))
+@example(*BIJECTIVE[0])
+@example(*BIJECTIVE[1])
+@example(*BIJECTIVE[2])
 def test_proof_verdicts_agree_with_enumeration_of_several_bindings(which, dims):
     """Soundness: a proof holds on every enumerated binding; a refutation's witness binding really fails."""
     A, B = Symbol("A", lo=1, hi=4), Symbol("B", lo=1, hi=3)
     reps = [{"A": A.sym, "B": B.sym}.get(r, r) for r, _, _ in dims]
     F = ParametricFragment((A, B), ATOMS[which], reps, [_stride(t, A, B) for _, t, _ in dims],
                            [_stride(i, A, B) for _, _, i in dims])
+    if (which, dims) in BIJECTIVE:
+        assert bool(F.prove_bijective())
     for name in ("prove_injective", "prove_bijective"):
         try:
             proof = getattr(F, name)()
@@ -183,6 +192,12 @@ def test_proof_verdicts_agree_with_enumeration_of_several_bindings(which, dims):
             for a in (1, 2, 4):
                 for b in (1, 3):
                     assert check(F.bind({"A": a, "B": b}))
+            if name == "prove_bijective":  # the inverse finds every slot's element
+                values = {"A": 3, "B": 2}
+                thread, index = F.tables(values)
+                for r, *x in zip(*(axis.ravel()[::5] for axis in np.indices(thread.shape))):
+                    slot = (int(thread[(r, *x)]), int(index[tuple(x)]))
+                    assert F.inverse(*slot, values) == (tuple(int(v) for v in x), int(r))
         elif "values" in proof.witness:
             assert not check(F.bind(proof.witness["values"]))
 

@@ -165,5 +165,10 @@ def test_proof_verdicts_agree_with_the_concrete_proofs_of_several_bindings(modes
 
         if proof:
             assert all(holds(values) for values in BINDINGS)
+            if name == "prove_bijective":  # the inverse of every offset is its logical coordinate
+                values = {"M": 3, "N": 2}
+                table = T.table(values)
+                for coord in np.ndindex(table.shape):
+                    assert T.inverse(int(table[coord]), values) == coord
         else:
             assert not holds(proof.witness["values"])
