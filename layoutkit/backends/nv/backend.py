@@ -65,9 +65,14 @@ class NvBackend(Backend):
 
     # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
     def check_target(self, program) -> None:
-        from . import lower
+        """The ``mma.sync`` lowering's operand / arch check, or for the sm_90a kernel its own (fp8 is wgmma
+        only)."""
+        from . import hopper, lower
 
-        lower.check_target(program)  # before the layouts: inference may leave some out for such a target
+        if hopper.uses_hopper(program):
+            hopper.check_operands(program)
+        else:
+            lower.check_target(program)  # before the layouts: inference may leave some out for such a target
 
     def lower(self, program, result):
         """The IR kernel, or for an sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`."""

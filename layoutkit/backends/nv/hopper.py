@@ -43,7 +43,8 @@ SPANS = (128, 64, 32)
 """Swizzle spans (bytes) of TMA and wgmma, widest first."""
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 """Span -> the wgmma descriptor's swizzle field (bits 62-63; 0 is no swizzle)."""
-HOPPER_DTYPES = ("float16", "bfloat16")
+HOPPER_DTYPES = ("float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+"""wgmma operand types lowered (the 8-bit ones are PTX ``.e4m3`` / ``.e5m2``: e4m3 without infinities)."""
 WG = 128
 """Threads of a warp group."""
 
@@ -248,6 +249,11 @@ class HopperGemm:
         """Bytes one stage's TMA loads deliver (whole boxes, out-of-bounds fill included)."""
         return self.a.stage_bytes + self.b.stage_bytes
 
+    @property
+    def k_step(self) -> int:
+        """K of one wgmma: 32 bytes of each operand row (k16 for 16-bit types, k32 for fp8)."""
+        return 256 // self.a.bits
+
 
 def uses_hopper(program) -> bool:
     """Whether ``program`` lowers to the sm_90a kernel: target ``sm_90a`` (wgmma and setmaxnreg are
@@ -268,12 +274,20 @@ def uses_hopper(program) -> bool:
     return bool(staged) and all(tma_capable(program, op) for op in staged)
 
 
-def plan(program, result) -> HopperGemm:
-    """The :class:`HopperGemm` of a solved sm_90a GEMM program (see the module doc for what is checked)."""
-    from . import lower
+def check_operands(program) -> None:
+    """Raise :class:`~layoutkit.errors.UnsupportedError` unless the GEMM of ``program`` has wgmma operands this
+    lowering takes: :data:`HOPPER_DTYPES` alike for A and B, a float32 accumulator, whole consumer warp groups,
+    no ``transpose_A``, and for fp8 a K-major B (the PTX ISA has no transpose for ``.e4m3`` / ``.e5m2``).
+    Needs no layouts (the codegen facade checks it first).
 
-    ops = lower._gemm_ops(program)
-    g = ops["gemm"].args
+    >>> from layoutkit.infer import programs
+    >>> try:
+    ...     check_operands(programs.gemm(dtype="float8_e4m3", out_dtype="float32", target="sm_90a"))
+    ... except UnsupportedError as e:
+    ...     print(str(e)[:56])
+    sm_90a lowering: float8_e4m3 B stored [K, N] is MN-major
+    """
+    g = next(op for op in program.ops if op.kind == "gemm").args
     if g["transpose_A"]:
         raise UnsupportedError("sm_90a lowering: transpose_A is not lowered")
     bufs = program.buffers
@@ -283,6 +297,21 @@ def plan(program, result) -> HopperGemm:
                                f"{dtype} x {bufs[g['B']].dtype} -> {bufs[g['C']].dtype}")
     if program.threads % WG:
         raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are not whole warp groups")
+    if element_bits(dtype) == 8 and not g["transpose_B"]:
+        raise UnsupportedError(f"sm_90a lowering: {dtype} B stored [K, N] is MN-major; wgmma with .e4m3 / .e5m2 "
+                               "operands takes no transpose (imm-trans-a / imm-trans-b exist for .f16 / .bf16 "
+                               "only), so both shared tiles must be K-major: store B as [N, K] (transpose_B=True)")
+
+
+def plan(program, result) -> HopperGemm:
+    """The :class:`HopperGemm` of a solved sm_90a GEMM program (see the module doc for what is checked)."""
+    from . import lower
+
+    ops = lower._gemm_ops(program)
+    g = ops["gemm"].args
+    check_operands(program)
+    bufs = program.buffers
+    dtype = bufs[g["A"]].dtype
     tb = bool(g["transpose_B"])
     bits = element_bits(dtype)
     As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
@@ -293,8 +322,9 @@ def plan(program, result) -> HopperGemm:
     stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
     bM, bK = As.input_shape[-2:]
     bN = b.rows if tb else b.cols
-    if bM % 64 or bK % 16:
-        raise UnsupportedError(f"sm_90a lowering: tile {bM} x {bN} x {bK}; wgmma needs bM a multiple of 64, bK of 16")
+    if bM % 64 or bK % (256 // bits):
+        raise UnsupportedError(f"sm_90a lowering: tile {bM} x {bN} x {bK}; wgmma needs bM a multiple of 64, bK of "
+                               f"{256 // bits} (its k for {bits}-bit operands)")
     if Cl.thread_range not in (None, (PRODUCER_THREADS, program.threads)):
         raise UnsupportedError(f"sm_90a lowering: the accumulator is bound to threads {Cl.thread_range} (first, "
                                f"count); the kernel's consumers are ({PRODUCER_THREADS}, {program.threads})")
