@@ -64,21 +64,25 @@ class NvBackend(Backend):
         return (0, t)
 
     # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
-    def check_target(self, program) -> None:
-        """The ``mma.sync`` lowering's operand / arch check, or for the sm_90a kernel its own (fp8 is wgmma
+    lowering_options = frozenset({"gemm_instruction"})
+
+    def check_target(self, program, *, gemm_instruction: str | None = None) -> None:
+        """The ``mma.sync`` lowering's operand / arch check, or for the wgmma kernel its own (fp8 is wgmma
         only)."""
         from . import hopper, lower
 
-        if hopper.uses_hopper(program):
+        if hopper.uses_hopper(program, gemm_instruction):
             hopper.check_operands(program)
         else:
             lower.check_target(program)  # before the layouts: inference may leave some out for such a target
 
-    def lower(self, program, result):
-        """The IR kernel, or for an sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`."""
+    def lower(self, program, result, *, gemm_instruction: str | None = None):
+        """The IR kernel, or for an sm_90 / sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`
+        (:func:`.hopper.uses_hopper`: the kernel the copy selection and thread range imply;
+        ``gemm_instruction="mma"`` gives the ``mma.sync`` kernel instead)."""
         from . import hopper, lower
 
-        if hopper.uses_hopper(program):
+        if hopper.uses_hopper(program, gemm_instruction):
             return hopper.plan(program, result)
         return lower.lower(program, result)
 

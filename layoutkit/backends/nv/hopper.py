@@ -32,7 +32,6 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED
 from ...targets.nv.dtype import element_bits
-from ...targets.nv.mma import arch_number
 from . import ir
 from .backend import PRODUCER_THREADS
 from .guards import prove_guards
@@ -255,23 +254,46 @@ class HopperGemm:
         return 256 // self.a.bits
 
 
-def uses_hopper(program) -> bool:
-    """Whether ``program`` lowers to the sm_90a kernel: target ``sm_90a`` (wgmma and setmaxnreg are
-    arch-specific: plain ``sm_90`` keeps ``mma.sync``), a GEMM, and every pipelined global -> shared copy a
-    TMA load (the copy selection that gave the inference its thread range ``(128, threads)``).
+GEMM_INSTRUCTIONS = (None, "wgmma", "mma")
+"""Values of the ``gemm_instruction`` lowering option: follow the selection, the wgmma kernel, ``mma.sync``."""
+
+
+def uses_hopper(program, gemm_instruction: str | None = None) -> bool:
+    """Whether ``program`` lowers to the warp-specialised wgmma kernel: an sm_90 target (``sm_90a``, or plain
+    ``sm_90`` as TileLang takes it: the kernel compiles with ``-arch=sm_90a``), a GEMM, and every pipelined
+    global -> shared copy a TMA load (the copy selection that gave the inference its thread range
+    ``(128, threads)``, :meth:`.NvBackend.thread_range`).  ``gemm_instruction="mma"`` asks for the ``mma.sync``
+    kernel instead (its ``threads`` threads run the consumers' fragment, no producer warp group);
+    ``"wgmma"`` insists, raising :class:`~layoutkit.errors.UnsupportedError` with the reason when the
+    program has no such kernel.
 
     >>> from layoutkit.infer import programs
     >>> uses_hopper(programs.gemm(target="sm_90a")), uses_hopper(programs.gemm(target="sm_90"))
-    (True, False)
+    (True, True)
+    >>> uses_hopper(programs.gemm(target="sm_90"), "mma"), uses_hopper(programs.gemm(target="sm_80"))
+    (False, False)
     """
     from .backend import tma_capable
 
-    target = str(program.target)
-    if not target.endswith("a") or arch_number(target) != 90 or not any(op.kind == "gemm" for op in program.ops):
+    if gemm_instruction not in GEMM_INSTRUCTIONS:
+        raise UnsupportedError(f"gemm_instruction must be one of {GEMM_INSTRUCTIONS}; found {gemm_instruction!r}")
+    if gemm_instruction == "mma":
         return False
-    staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
-              and program.buffers[op.args["src"]].scope == GLOBAL]
-    return bool(staged) and all(tma_capable(program, op) for op in staged)
+    target = str(program.target)
+    why = ""
+    if target not in ("sm_90", "sm_90a"):
+        why = f"the target is {target!r}, not sm_90 / sm_90a"
+    elif not any(op.kind == "gemm" for op in program.ops):
+        why = "the program has no gemm"
+    else:
+        staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
+                  and program.buffers[op.args["src"]].scope == GLOBAL]
+        simt = [op.name for op in staged if not tma_capable(program, op)]
+        if not staged or simt:
+            why = f"pipelined copies {simt or 'none'} are no TMA loads (16-byte rows and strides)"
+    if why and gemm_instruction == "wgmma":
+        raise UnsupportedError(f"gemm_instruction='wgmma': no warp-specialised wgmma kernel: {why}")
+    return not why
 
 
 def check_operands(program) -> None:
