@@ -97,3 +97,28 @@ def test_the_emitted_sm90_kernel_compiles_with_sm90a(tmp_path):
                           str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert re.search(r"0 bytes spill stores", res.stderr) and (tmp_path / "k.cubin").stat().st_size > 0
+
+
+def test_a_refused_wgmma_lowering_names_the_mma_sync_option():
+    q = programs.gemm_rowmax_bias(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, target="sm_90")
+    r = infer_layouts(q)
+    with pytest.raises(UnsupportedError, match=r"synchronises the block.*gemm_instruction='mma' gives the mma"):
+        codegen.emit_cuda(q, r)
+    assert "mma.sync.aligned.m16n8k16" in codegen.emit_cuda(q, r, gemm_instruction="mma")
+
+
+def test_a_gemm_on_a_shared_sub_region_is_refused_before_the_layouts():
+    from layoutkit.infer.program import Program
+
+    p = Program(threads=128, target="sm_90")
+    A, B, C = (p.tensor(n, (256, 256), "float16") for n in "ABC")
+    A_s, B_s = p.alloc_shared("A_shared", (128, 64), "float16"), p.alloc_shared("B_shared", (32, 128), "float16")
+    C_l = p.alloc_fragment("C_local", (128, 128), "float32")
+    p.clear(C_l)
+    with p.pipelined(num_stages=2):
+        p.copy(A[0, 0], A_s)
+        p.copy(B[0, 0], B_s)
+        p.gemm(A_s[0:128, 0:32], B_s, C_l)
+    p.copy(C_l, C[0, 0])
+    with pytest.raises(UnsupportedError, match=r"gemm#3 reads the sub-region \(\(0, 0\), \(128, 32\)\) of A_shared"):
+        codegen.emit_cuda(p, infer_layouts(p))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedError
 from ...scopes import GLOBAL
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
@@ -82,9 +83,15 @@ class NvBackend(Backend):
         ``gemm_instruction="mma"`` gives the ``mma.sync`` kernel instead)."""
         from . import hopper, lower
 
-        if hopper.uses_hopper(program, gemm_instruction):
+        if not hopper.uses_hopper(program, gemm_instruction):
+            return lower.lower(program, result)
+        try:
             return hopper.plan(program, result)
-        return lower.lower(program, result)
+        except UnsupportedError as e:
+            if gemm_instruction is not None:
+                raise
+            raise UnsupportedError(f"{e} (the lowering option gemm_instruction='mma' gives the mma.sync kernel, "
+                                   "without the producer warp group the inference placed)") from e
 
     def print_source(self, kernel) -> str:
         from . import cuda, hopper

@@ -309,7 +309,12 @@ def check_operands(program) -> None:
     ...     print(str(e)[:56])
     sm_90a lowering: float8_e4m3 B stored [K, N] is MN-major
     """
-    g = next(op for op in program.ops if op.kind == "gemm").args
+    op = next(op for op in program.ops if op.kind == "gemm")
+    g = op.args
+    for key in ("A_region", "B_region"):
+        if g.get(key) is not None:
+            raise UnsupportedError(f"sm_90a lowering: {op.name} reads the sub-region {g[key]} of {g[key[0]]}; "
+                                   "lowered GEMMs take whole operands")
     if g["transpose_A"]:
         raise UnsupportedError("sm_90a lowering: transpose_A is not lowered")
     bufs = program.buffers
