@@ -33,6 +33,8 @@ E4M3, E5M2 = "float8_e4m3", "float8_e5m2"
 MAIN = (256, 256, 256, 128, 128, 64, 256, 3, E4M3)
 TAIL = (200, 136, 112, 128, 128, 64, 256, 3, E5M2)  # M, N and K tails: TMA zero fill (K rows of 16 bytes)
 WIDE = (130, 264, 160, 64, 256, 128, 128, 2, E4M3)  # bK 128: 128-byte rows; one consumer group, n256 (tail)
+NARROW = (128, 64, 96, 64, 64, 32, 128, 3, E4M3)  # bK 32: 32-byte rows (32-byte swizzle), one k32 step a tile
+DEEP = (192, 128, 256, 128, 128, 256, 256, 2, E5M2)  # bK 256: two 128-byte chunks of K per row
 
 
 def decode_fp8(codes: np.ndarray, dtype: str) -> np.ndarray:
@@ -108,6 +110,8 @@ def _equal_numpy(cfg, source, seed=5) -> bool:
 # ---- the plan and the printed form -------------------------------------------------------------------------
 
 def test_the_fp8_plan_steps_k32_over_byte_tiles_and_prints_the_isa_form():
+    spans = [hopper.plan(q, infer_layouts(q)).a.span for q in map(_program, (NARROW, WIDE, DEEP))]
+    assert spans == [32, 128, 128]
     p = _program(MAIN)
     h = hopper.plan(p, infer_layouts(p))
     assert (h.k_step, h.a.bits, h.a.span, h.a.chunk, h.b.major, h.tx_bytes) == (32, 8, 64, 64, "K", 2 * 128 * 64)
@@ -159,7 +163,7 @@ def test_the_harness_decodes_every_fp8_code(dtype):
 
 
 @needs_cxx
-@pytest.mark.parametrize("cfg", [MAIN, TAIL], ids=["e4m3_main", "e5m2_tail"])
+@pytest.mark.parametrize("cfg", [MAIN, TAIL, NARROW], ids=["e4m3_main", "e5m2_tail", "e4m3_bk32"])
 def test_emitted_fp8_kernel_equals_numpy_on_the_cpu_harness(cfg):
     p = _program(cfg)
     assert _equal_numpy(cfg, codegen.emit_cuda(p, infer_layouts(p)))
@@ -167,7 +171,7 @@ def test_emitted_fp8_kernel_equals_numpy_on_the_cpu_harness(cfg):
 
 @needs_cxx
 @pytest.mark.skipif(not SWEEP, reason="the full sweep runs with `make test-cuda-cpu` (LAYOUTKIT_CUDA_CPU_SWEEP=1)")
-@pytest.mark.parametrize("cfg", [WIDE, MAIN[:8] + (E5M2,), TAIL[:8] + (E4M3,)], ids=str)
+@pytest.mark.parametrize("cfg", [WIDE, DEEP, MAIN[:8] + (E5M2,), TAIL[:8] + (E4M3,)], ids=str)
 def test_every_fp8_configuration_equals_numpy(cfg):
     p = _program(cfg)
     assert _equal_numpy(cfg, codegen.emit_cuda(p, infer_layouts(p)))
