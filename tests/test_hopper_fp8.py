@@ -170,6 +170,20 @@ def test_emitted_fp8_kernel_equals_numpy_on_the_cpu_harness(cfg):
 
 
 @needs_cxx
+def test_an_fp8_kernel_with_a_float16_c_equals_numpy_up_to_its_rounding():
+    cfg = (72, 72, 80, 64, 64, 64, 128, 2, E5M2)  # tails in M, N and K
+    M, N, K, *_ = cfg
+    rng = np.random.default_rng(11)
+    a, b = _finite_codes(rng, (M, K), E5M2, 4.0), _finite_codes(rng, (N, K), E5M2, 4.0)
+    ref = decode_fp8(a, E5M2) @ decode_fp8(b, E5M2).T
+    p = _program(cfg, out="float16")
+    got = run_cuda(codegen.emit_cuda(p, infer_layouts(p)), {"A": a, "B": b, "C": np.zeros((M, N), np.float16)})
+    c = got.arrays["C"].astype(np.float64)
+    assert np.all(np.abs(c - ref) <= 2.0**-11 * np.abs(ref) + 2.0**-20 * (np.abs(decode_fp8(a, E5M2)) @
+                                                                          np.abs(decode_fp8(b, E5M2)).T) + 1e-7)
+
+
+@needs_cxx
 @pytest.mark.skipif(not SWEEP, reason="the full sweep runs with `make test-cuda-cpu` (LAYOUTKIT_CUDA_CPU_SWEEP=1)")
 @pytest.mark.parametrize("cfg", [WIDE, DEEP, MAIN[:8] + (E5M2,), TAIL[:8] + (E4M3,)], ids=str)
 def test_every_fp8_configuration_equals_numpy(cfg):
