@@ -3,7 +3,8 @@
 wgmma's N is a multiple of 8 up to 256, so each tile's consumer warp groups take m64 blocks of it whole (one
 group) or split it in halves (two groups: n32 .. n128).  One single-block kernel per shape runs with
 ``make test``; every shape with tails in M, N and K, both B layouts, both types and both consumer counts runs
-with LAYOUTKIT_CUDA_CPU_SWEEP=1.
+with LAYOUTKIT_CUDA_CPU_SWEEP=1.  128 x 256 on one consumer group is refused: its accumulator alone takes 256
+registers a thread, more than setmaxnreg gives (ptxas would spill and serialise the wgmma).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest
 
 from layoutkit import codegen
 from layoutkit.backends.nv import hopper, hopper_cuda
+from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts
 
 from .test_hopper import SWEEP, _equal_numpy, _program, needs_cxx
@@ -26,7 +28,7 @@ CHEAP = [(64, 64, 128, False, F16), (64, 128, 128, True, BF16), (64, 192, 128, F
          (128, 192, 256, True, F16), (128, 256, 256, False, BF16)]
 EVERY = [(bM, bN, t, tb, dt) for bM, bN, tb, dt in itertools.product((64, 128), (64, 128, 192, 256), (False, True),
                                                                        (F16, BF16))
-         for t in ((128, 256) if bM == 128 else (128,))]
+         for t in ((128, 256) if bM == 128 else (128,)) if bM * bN // t < hopper.MAX_CONSUMER_REGS]
 
 
 def _cfg(tile, tail: bool):
@@ -65,3 +67,11 @@ def test_every_tile_shape_with_tails_equals_numpy(tile):
     cfg = _cfg(tile, True)
     p = _program(cfg)
     assert _equal_numpy(cfg, codegen.emit_cuda(p, infer_layouts(p)))
+
+
+def test_a_tile_whose_accumulator_exceeds_the_consumer_register_budget_is_refused():
+    p = _program(_cfg((128, 256, 128, False, F16), False))  # 256 accumulator registers a consumer thread
+    with pytest.raises(UnsupportedError, match=r"holds 256 registers a thread; setmaxnreg gives a consumer thread "
+                                               r"at most 240"):
+        codegen.emit_cuda(p, infer_layouts(p))
+    assert len(EVERY) == 44  # of 48: 128 x 256 on one group (either B layout and type) left out

@@ -48,6 +48,8 @@ HOPPER_DTYPES = ("float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_
 """wgmma operand types lowered (the 8-bit ones are PTX ``.e4m3`` / ``.e5m2``: e4m3 without infinities)."""
 WG = 128
 """Threads of a warp group."""
+MAX_CONSUMER_REGS = 240
+"""The most registers ``setmaxnreg`` gives a consumer thread (of a block with one or two consumer groups)."""
 
 
 def swizzle(addr, span: int):
@@ -357,6 +359,11 @@ def plan(program, result) -> HopperGemm:
     if Cl.thread_range not in (None, (PRODUCER_THREADS, program.threads)):
         raise UnsupportedError(f"sm_90a lowering: the accumulator is bound to threads {Cl.thread_range} (first, "
                                f"count); the kernel's consumers are ({PRODUCER_THREADS}, {program.threads})")
+    if Cl.local_size >= MAX_CONSUMER_REGS:
+        raise UnsupportedError(f"sm_90a lowering: the {bM} x {bN} accumulator on {program.threads} consumer threads "
+                               f"holds {Cl.local_size} registers a thread; setmaxnreg gives a consumer thread at most "
+                               f"{MAX_CONSUMER_REGS} (ptxas would spill and serialise the wgmma): use more consumer "
+                               "threads or a smaller tile")
     tiles = consumer_tiles(Cl, program.threads // WG)
     if not tb and any(t.n0 % b.chunk for ts in tiles for t in ts):
         raise UnsupportedError(f"sm_90a lowering: a warp group's columns start inside a {b.chunk}-column B chunk")
