@@ -35,7 +35,7 @@ test-ascend-cpu: $(VENV)/.installed-test
 
 .PHONY: test-cuda-cpu
 test-cuda-cpu: $(VENV)/.installed-test
-	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py
+	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py tests/test_hopper*.py
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools

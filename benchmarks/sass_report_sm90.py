@@ -2,9 +2,11 @@
 """SASS of layoutkit's sm_90a GEMM kernels (TMA + mbarrier + wgmma, warp specialised) beside TileLang's.
 
 Both kernels are compiled with ``nvcc -O3 -arch=sm_90a -cubin -Xptxas -v`` and read with ``cuobjdump -sass``:
-registers (the kernel's count at entry; ``setmaxnreg`` moves it per warp group), spills, shared memory, the
-HGMMA / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR counts, and the consumer k loop (the backward branch
-whose body holds the HGMMA): its instructions and integer instructions per k tile.
+registers (the kernel's count at entry, and per warp group the producer's / consumers' ``setmaxnreg`` counts),
+spills, shared memory, the HGMMA (fp16 / bf16) / QGMMA (fp8) / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR
+counts, and the consumer k loop (the backward branch whose body holds the warp-group MMAs): its instructions
+and integer instructions per k tile.  The fp8 rows (e4m3 / e5m2, float32 C) store B as [N, K] in both
+kernels: wgmma takes 8-bit operands K-major only.
 
     python benchmarks/sass_report_sm90.py [--tilelang-python PYTHON] [--keep DIR] [config ...]
 
@@ -32,8 +34,24 @@ CONFIGS = {  # name -> (M, N, K, bM, bN, bK, stages, consumer threads, dtype)
     "f16_128x128x64_s3_t128": (1024, 1024, 1024, 128, 128, 64, 3, 128, "float16"),
     "f16_128x256x64_s3_t256": (1024, 1024, 1024, 128, 256, 64, 3, 256, "float16"),
     "bf16_128x128x64_s4_t256": (1024, 1024, 1024, 128, 128, 64, 4, 256, "bfloat16"),
+    "e4m3_128x128x128_s3_t256": (1024, 1024, 1024, 128, 128, 128, 3, 256, "float8_e4m3"),
+    "e4m3_128x256x128_s3_t256": (1024, 1024, 1024, 128, 256, 128, 3, 256, "float8_e4m3"),
+    "e5m2_128x128x128_s4_t128": (1024, 1024, 1024, 128, 128, 128, 4, 128, "float8_e5m2"),
 }
-COUNTED = ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "WARPGROUP", "BAR")
+COUNTED = ("HGMMA", "QGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "WARPGROUP", "BAR")
+GMMA = ("HGMMA", "QGMMA")
+
+
+def _fp8(dtype: str) -> bool:
+    return dtype.startswith("float8")
+
+
+def _gemm_kwargs(cfg) -> dict:
+    """``programs.gemm`` arguments of ``cfg`` on sm_90a (fp8: B [N, K], float32 C)."""
+    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
+    fp8 = _fp8(dtype)
+    return dict(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
+                target="sm_90a", transpose_B=fp8, out_dtype="float32" if fp8 else None)
 
 
 def _sass_report():
@@ -45,8 +63,11 @@ def _sass_report():
 
 
 def tilelang_source(cfg) -> str:
-    """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the sm_80 report's docs kernel: A [M, K] x B [K, N])."""
-    source, _host = _sass_report().tilelang_source(cfg, arch="sm_90a")
+    """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the sm_80 report's docs kernel: A [M, K] x B [K, N];
+    fp8: B [N, K] and a float32 C, as layoutkit's)."""
+    fp8 = _fp8(cfg[-1])
+    source, _host = _sass_report().tilelang_source(cfg, arch="sm_90a", transpose_B=fp8,
+                                                   out_dtype="float32" if fp8 else None)
     return source
 
 
@@ -66,6 +87,8 @@ class Sass:
     loop: int
     loop_int: int
     loop_tiles: float
+    wg_regs: tuple = ()
+    """``setmaxnreg`` counts: (producer's DEALLOC, consumers' TRY_ALLOC); empty when none."""
 
     @property
     def per_tile(self) -> float:
@@ -84,14 +107,17 @@ def parse(text: str, ptxas: str, hgmma_per_tile: int, sr) -> Sass:
         m = re.search(r"BRA\s+(?:`\()?0x([0-9a-f]+)", t)
         if m and int(m.group(1), 16) <= a:
             seg = [sr._opcode(u) for b, u in ins if int(m.group(1), 16) <= b <= a]
-            segs.append((sum(o.startswith("HGMMA") for o in seg), seg))
+            segs.append((sum(o.startswith(GMMA) for o in seg), seg))
     most = max((n for n, _ in segs), default=0)
     best = min((seg for n, seg in segs if n == most and n), key=len, default=[])
     n_int = sum(o.split(".")[0] in sr.INTEGER for o in best)
-    tiles = sum(o.startswith("HGMMA") for o in best) / hgmma_per_tile if best else 1.0
+    tiles = sum(o.startswith(GMMA) for o in best) / hgmma_per_tile if best else 1.0
+    wg = [re.search(rf"USETMAXREG\.{kind}\S*\s+(?:\w+,\s*)?(0x[0-9a-f]+|\d+)", text)
+          for kind in ("DEALLOC", "TRY_ALLOC")]
     regs = re.search(r"Used (\d+) registers", ptxas)
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)]
-    return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0)
+    return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0,
+                tuple(int(m.group(1), 0) for m in wg) if all(wg) else ())
 
 
 def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per_tile: int, sr, includes=()) -> Sass:
@@ -110,15 +136,15 @@ def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per
 
 
 def _hgmma_per_tile(cfg) -> int:
-    """HGMMA one consumer warp group of layoutkit's kernel issues per k tile (its wgmma tiles x k16 steps)."""
+    """Warp-group MMAs one consumer warp group of layoutkit's kernel issues per k tile (its wgmma tiles x k
+    steps: k16, fp8 k32)."""
     sys.path.insert(0, str(ROOT))
     from layoutkit.backends.nv import hopper
     from layoutkit.infer import infer_layouts, programs
 
-    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
-    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
-                      target="sm_90a")
-    return len(hopper.plan(p, infer_layouts(p)).tiles[0]) * (bK // 16)
+    p = programs.gemm(**_gemm_kwargs(cfg))
+    h = hopper.plan(p, infer_layouts(p))
+    return len(h.tiles[0]) * (h.bK // h.k_step)
 
 
 def layoutkit_source(cfg) -> str:
@@ -126,15 +152,14 @@ def layoutkit_source(cfg) -> str:
     from layoutkit import codegen
     from layoutkit.infer import infer_layouts, programs
 
-    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
-    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
-                      target="sm_90a")
+    p = programs.gemm(**_gemm_kwargs(cfg))
     return codegen.emit_cuda(p, infer_layouts(p))
 
 
 def _row(who: str, s: Sass) -> str:
     c = " ".join(f"{k}={s.counts[k]}" for k in COUNTED)
-    return (f"  {who:9} regs={s.regs:3} spill={s.spill}B {c} | k loop: {s.loop} ({s.loop_tiles:g} tiles) = "
+    wg = f" regs/WG producer {s.wg_regs[0]} consumers {s.wg_regs[1]}" if s.wg_regs else " regs/WG -"
+    return (f"  {who:9} regs={s.regs:3}{wg} spill={s.spill}B {c} | k loop: {s.loop} ({s.loop_tiles:g} tiles) = "
             f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile")
 
 
