@@ -87,6 +87,8 @@ def canonical_dtype(dtype: object) -> str:
 
     >>> canonical_dtype("fp16")
     'float16'
+    >>> canonical_dtype("custom[tfloat32]")  # TVM's name of a registered custom type
+    'tfloat32'
     >>> canonical_dtype(None)
     Traceback (most recent call last):
         ...
@@ -108,6 +110,8 @@ def canonical_dtype(dtype: object) -> str:
         except TypeError:
             raise DtypeError(f"dtype must be a string such as 'float16'; found {dtype!r}") from None
     key = name.lower()
+    if key.startswith("custom[") and key.endswith("]") and key[7:-1] in _BITS:
+        return key[7:-1]
     if key in _BITS:
         return key
     if key in _ALIASES:

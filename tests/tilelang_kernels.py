@@ -996,6 +996,8 @@ KERNELS: dict[str, Callable] = {
     "gemm_64_transpose_b": lambda: gemm(1024, 1024, 1024, 64, 64, 32, trans_B=True),
     "gemm_64x128_3stage_256t": lambda: gemm(1024, 1024, 1024, 64, 128, 32, threads=256, num_stages=3),
     "gemm_64_int8": lambda: gemm(1024, 1024, 1024, 64, 64, 64, dtype="int8", accum_dtype="int32", trans_B=True),
+    # T.tfloat32 is TVM's custom type `custom[tfloat32]`
+    "gemm_64_tf32": lambda: gemm(1024, 1024, 1024, 64, 64, 32, dtype=T.tfloat32, trans_B=True),
     "gemm_128x64_bf16_fullcol": lambda: gemm(1024, 1024, 1024, 128, 64, 32, dtype="bfloat16",
                                              policy=_policy("FullCol")),
     "elementwise_add_128": lambda: elementwise_add(1024, 1024, 128, 128),
