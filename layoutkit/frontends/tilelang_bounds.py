@@ -43,11 +43,11 @@ class ThreadBounds:
         if s.attr_key == "thread_extent" and str(s.node.thread_tag) == "threadIdx.x" \
                 and int_value(s.value, "threadIdx.x extent") == self.p.threads:
             self._tx = s.node.var
-            self._analyzer.bind(s.node.var, tvm.ir.Range.from_min_extent(0, s.value))
+            self._analyzer.bind(s.node.var, tvm.ir.Range.from_min_extent(0, s.value), allow_override=True)
 
     def _bind(self, s) -> None:
         """A ``Bind`` (``tx = T.get_thread_binding()`` and other lets): the analyzer sees through it."""
-        self._analyzer.bind(s.var, s.value)
+        self._analyzer.bind(s.var, s.value, allow_override=True)  # a variable bound twice keeps the last
 
     def _bounds(self) -> tuple[int, int]:
         """``(min, extent)`` of the threads reaching the statement being walked (the whole block without
