@@ -17,6 +17,7 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
   construct);
 - ``solver``: the adapter reads it, layoutkit's inference refuses it;
 - ``tilelang-fails`` / ``both-fail``: TileLang's pass fails (and layoutkit solves / does not);
+  ``tilelang-fails`` also when TileLang's lowering fails before reaching its pass (nothing to compare);
 - ``crash``: an untyped exception from layoutkit (a bug by definition);
 - and, with no kernel, ``no-kernel`` (the run ended or failed before building one: the reason).
 
@@ -101,6 +102,8 @@ def _compare(func) -> dict:
     try:
         run = tilelang_inference(func, "sm_80")
     except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
+        if str(err).startswith("TileLang's lowering"):  # TileLang's own passes before LayoutInference fail
+            return {"status": "tilelang-fails", "why": str(err)[:400]}
         return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
