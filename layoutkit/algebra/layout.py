@@ -14,11 +14,15 @@ Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 >>> print(lk.Layout([8, 8], lambda i, j: i * 8 + j).reshape([64]))
 Layout((64,) -> (64,), transform: (_i,) -> (_i,))
+
+This module holds the type, its evaluation and its identity; the methods call the modules that hold
+the rest: derived layouts (:mod:`.transforms`), the bijection proof driver (:mod:`.layout_proof`), the
+F2 view (:mod:`.layout_f2`), the constructor tag (:mod:`.tagging`) and the checks of shapes and
+coordinate arrays (:mod:`.shapes`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,18 +36,16 @@ from ..errors import (
     LayoutError,
     LimitError,
     NotLinearError,
-    ProofBudgetError,
-    ProofError,
     ShapeError,
 )
 from .attained import attained_ranges
-from .bitlinear import BitLinear, bijection_by_f2, bit_linear
-from .budget import check_budget, run_with_budget
+from .bitlinear import BitLinear, bit_linear
 from .compat import TileLangAccessors, check_not_shape_stride
 from .evaluate import compile_numpy, evaluate_columns, grid
+from .layout_proof import prove_layout
 from .nodes import Expr, Var, as_expr, free_vars
 from .printing import text_prefix, tuple_text
-from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method
+from .proof import Proof
 from .shapes import (
     TABLE_LIMIT,
     call_index_fn,
@@ -51,6 +53,7 @@ from .shapes import (
     check_shape,
     coordinate_tuple,
     enumerable_grid,
+    flat_coords,
     normalize_outputs,
     placeholder,
     positional_arity,
@@ -61,6 +64,7 @@ from .shapes import (
     unflatten_mapping,
 )
 from .simplify import substitute
+from .tagging import Tagged
 
 if TYPE_CHECKING:
     from .linear import F2Linear
@@ -82,7 +86,7 @@ __all__ = [  # the helpers moved to .shapes stay importable from here
 ]
 
 
-class Layout(TileLangAccessors):
+class Layout(Tagged, TileLangAccessors):
     """Logical coordinate -> physical coordinate, as TileLang's ``T.Layout``.
 
     ``forward_fn`` is a function of one placeholder variable per input dim returning an expression
@@ -152,50 +156,6 @@ class Layout(TileLangAccessors):
     def forward_vars(self) -> tuple[Var, ...]:
         """The placeholder variables ``_i, _j, ...`` the expressions are written in."""
         return self._vars
-
-    @property
-    def tag(self) -> Hashable | None:
-        """Which constructor built this layout (an NV swizzle or Ascend fractal description), or None.
-
-        The tag is metadata, not identity: it takes no part in ``==`` or ``hash``, so two constructors
-        that build the same map build equal layouts, and inference, which merges and compares buffers'
-        layouts by their maps, never sees two different layouts for one map.  :meth:`expand` keeps a
-        tag that has an ``expanded(shape)`` method (returning the tag of the expanded layout or None);
-        every other derived layout is untagged.
-
-        >>> import layoutkit as lk
-        >>> L = lk.Layout([4], lambda i: i)
-        >>> T = L.with_tag("built-by-me")
-        >>> T.tag, L.tag, T == L, hash(T) == hash(L)
-        ('built-by-me', None, True, True)
-        """
-        return self._tag
-
-    def with_tag(self, tag: Hashable | None) -> Layout:
-        """The same layout carrying ``tag`` (shares the cached tables: the map is unchanged)."""
-        out = object.__new__(type(self))
-        for klass in type(self).__mro__:
-            for slot in getattr(klass, "__slots__", ()):
-                if hasattr(self, slot):
-                    object.__setattr__(out, slot, getattr(self, slot))
-        object.__setattr__(out, "_tag", tag)
-        return out
-
-    def tag_as(self, role: str) -> Any:
-        """The tag when its ``role`` attribute is ``role`` (``"swizzle"``, ``"fractal"``), else None."""
-        return self._tag if getattr(self._tag, "role", None) == role else None
-
-    @property
-    def swizzle(self) -> Any:
-        """The NV shared-memory swizzle description (``nv.SwizzleInfo``) of a layout an nv constructor
-        built, else None."""
-        return self.tag_as("swizzle")
-
-    @property
-    def fractal(self) -> Any:
-        """The Ascend fractal description (``ascend.FractalTag``) of a layout an ascend constructor
-        built, else None."""
-        return self.tag_as("fractal")
 
     @property
     def size(self) -> int:
@@ -271,49 +231,9 @@ class Layout(TileLangAccessors):
     def __call__(self, *coord: int | Expr) -> tuple[Any, ...]:
         return self.map_forward_index(coord)
 
-    def _check_coords(self, flat: NDArray[np.int64]) -> None:
-        """Raise CoordinateError naming the first coordinate outside the input shape.
-
-        ``flat`` is ``[N, n]`` int64.  Viewed as unsigned, a negative coordinate is huge, so one max
-        per column checks both bounds; a contiguous ``flat`` is first checked in a single pass against
-        the smallest extent (exact for square shapes), columns only when that is inconclusive."""
-        if not flat.size:
-            return
-        shape = self._input_shape
-        unsigned = flat.view(np.uint64)
-        if flat.flags.c_contiguous and int(unsigned.reshape(-1).max()) < min(shape):
-            return
-        if all(int(unsigned[:, d].max()) < e for d, e in enumerate(shape)):
-            return
-        bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(shape)), axis=1))[0]
-        first = tuple(int(v) for v in flat[bad])
-        raise CoordinateError(f"coordinate {first} is outside the input shape {shape} of {self.describe()}")
-
     def _flat_coords(self, coords: ArrayLike) -> tuple[NDArray[np.int64], tuple[int, ...]]:
-        """Checked ``[N, n]`` int64 view (no copy for int64 input) of a coordinate array, and its
-        leading shape."""
-        try:
-            arr = np.asarray(coords)
-        except (ValueError, TypeError, OverflowError) as err:  # ragged nesting, unconvertible objects
-            raise CoordinateError(f"coordinates must be a rectangular integer array; found {type(coords).__name__} "
-                                  f"({' '.join(str(err).split())[:80]})") from None
-        if arr.dtype.kind not in "iuf":
-            kind = "mixed, huge or non-numeric values" if arr.dtype.kind == "O" else "not integers"
-            raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} ({kind})")
-        if arr.dtype.kind == "f":
-            if arr.size and not (np.all(np.isfinite(arr)) and np.all(np.equal(np.mod(arr, 1), 0))):
-                raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} with fractional or "
-                                      f"non-finite values")
-            if arr.size and float(np.abs(arr).max()) >= 2.0**62:  # would not survive the int64 cast
-                raise CoordinateError(f"coordinate value {float(np.abs(arr).max())} is outside the input shape "
-                                      f"{self._input_shape} of {self.describe()}")
-            arr = arr.astype(np.int64)
-        n = len(self._input_shape)
-        if arr.ndim == 0 or arr.shape[-1] != n:
-            raise ShapeError(f"{self.describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
-        flat = arr.reshape(-1, n).astype(np.int64, copy=False)
-        self._check_coords(flat)
-        return flat, arr.shape[:-1]
+        """Checked ``[N, n]`` int64 view of a coordinate array and its leading shape (:func:`.shapes.flat_coords`)."""
+        return flat_coords(coords, self._input_shape, self.describe)
 
     def apply(self, coords: ArrayLike) -> NDArray[np.int64]:
         """Images of an int array of coordinates ``[..., n]`` as ``[..., m]`` (vectorised).
@@ -472,46 +392,13 @@ class Layout(TileLangAccessors):
             ...
         layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout(1024,) ...: still running after ...
         """
-        budget = check_budget(budget_s, "prove_bijective")
-        if not isinstance(method, str) or method not in ("auto", "enumerate", "isl", "f2"):
-            raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
-        if method == "auto":
-            method = choose_method(self._forward, self.size, self._bit_linear() is not None, ENUMERATION_LIMIT)
-            if method == "isl" and budget is None:
-                budget = AUTO_BUDGET_S
-        if method == "isl" and self._bit_linear() is not None:
-            f2 = self.prove_bijective("f2")
-            return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
-        key = ("proof", method)
-        hit: Proof | None = self._cache.get(key)
-        if hit is None:
-            methods: dict[str, Callable[[], Proof]] = {
-                "enumerate": lambda: bijection_by_enumeration(self.table(), self.output_shape),
-                "isl": lambda: bijection_by_isl(self._forward, self._vars, self._input_shape, self.output_shape),
-                "f2": self._f2_proof}
-            spent: ProofBudgetError | None = self._cache.get(("proof budget", method))
-            if spent is not None and budget is not None and budget <= float(spent.limit or 0):
-                raise spent  # this method already ran out of a budget at least as large
-            try:
-                hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
-            except ProofBudgetError as err:
-                self._cache[("proof budget", method)] = err
-                raise
-            self._cache[key] = hit
-        return hit
+        return prove_layout(self, method, budget_s, ENUMERATION_LIMIT, AUTO_BUDGET_S)
 
     def _bit_linear(self) -> BitLinear | None:
         hit = self._cache.get("bit_linear", False)
         if hit is False:
             hit = self._cache["bit_linear"] = bit_linear(self._forward, self._vars, self._input_shape)
         return hit  # type: ignore[no-any-return]
-
-    def _f2_proof(self) -> Proof:
-        bl = self._bit_linear()
-        if bl is None:
-            raise ProofError(f"{self.describe()}: not affine over F2 (an extent is not a power of two, or an "
-                             "output is not built from bit shifts, masks, xors and carry-free sums)")
-        return bijection_by_f2(bl)
 
     def is_bijective(self, *, budget_s: float | None = None) -> bool:
         """``prove_bijective("auto", budget_s=budget_s).verdict``."""
@@ -551,41 +438,18 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
 
     def _linear_view(self) -> tuple[F2Linear | None, tuple[str, tuple[int, ...] | None]]:
         """``(view, ("", None))``, or ``(None, (reason, witness))`` (callers that only ask)."""
-        from .f2_reasons import not_linear_reason
-        from .linear import F2Linear
+        from .layout_f2 import linear_view
 
-        names = [v.name for v in self._vars]
-        if any(e & (e - 1) for e in self._input_shape):  # before building a table that cannot be linear
-            # a broadcast view: the reason reads only the shape, so no table of the whole domain is built
-            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int64), self._input_shape + (1,))
-            return None, not_linear_reason(shape_only, names)
-        table = self.table()
-        try:
-            view = F2Linear.from_table(table, names, [f"dim{k}" for k in range(len(self._forward))])
-        except ShapeError:
-            self.output_shape  # noqa: B018 - negative images: raise the error that names a witness
-            raise
-        return (view, ("", None)) if view is not None else (None, not_linear_reason(table, names))
+        return linear_view(self)
 
     @classmethod
     def from_linear(cls, view: F2Linear | Mapping[str, Sequence[Sequence[int]]] | Sequence[Sequence[Sequence[int]]],
                     input_shape: Sequence[int] | None = None) -> Layout:
         """Build a layout from F2 bases: an :class:`F2Linear`, or ``{in_dim: [[out...], ...]}`` /
         a list of per-dim basis lists (input extents are ``2**len(bases[d])``)."""
-        from .linear import F2Linear, bases_from_mapping, expressions_from_bases
+        from .layout_f2 import exprs_from_linear
 
-        bases = bases_from_mapping(view)
-        n_out = {len(img) for per in bases for img in per}
-        if isinstance(view, F2Linear):
-            # the view names its outputs even when no input bit has a basis image (every extent 1)
-            n_out.add(len(view.out_dims))
-        if len(n_out) > 1:
-            raise ShapeError(f"F2 bases must all have the same number of outputs; found {sorted(n_out)}")
-        shape = tuple(2 ** len(per) for per in bases) if input_shape is None else check_shape(input_shape)
-        if input_shape is not None and any(2 ** len(per) != e for per, e in zip(bases, shape)):
-            raise ShapeError(f"input shape {shape} does not match {[len(p) for p in bases]} basis bits per dim")
-        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
-        return cls.from_exprs(shape, expressions_from_bases(bases, variables, n_out.pop() if n_out else 1))
+        return cls.from_exprs(*exprs_from_linear(view, input_shape))
 
     # ---- identity, printing -------------------------------------------------------------------
     def _dim(self, dim: int) -> int:

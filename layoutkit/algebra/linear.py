@@ -19,6 +19,11 @@ Traceback (most recent call last):
 layoutkit.errors.NotLinearError: ... is not F2-linear: _i = 1, _j = 1 maps to (4,), but the XOR ...
 >>> view.invert().compose(view) == F2Linear.identity_of(view.out_dims)   # L^-1, then L
 True
+
+The type and its small operations are here; the larger algorithms live beside it, one per module,
+and the methods call them: reading a table (:mod:`.linear_table`), names and sizes
+(:mod:`.linear_names`), products, quotients and restructuring (:mod:`.linear_ops`), solving and
+inverting (:mod:`.linear_solve`), expressions from bases (:mod:`.linear_exprs`).
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import NotBijectiveError, ShapeError
+from ..errors import ShapeError
 from .bits import XorBasis, bit_width, gf2_inverse, log2_exact, unpack_bits
 from .linear_exprs import expressions_from_bases
 from .linear_names import from_bases
 from .linear_ops import concat_ins, concat_outs, divide_left, divide_right, product, sublayout, transpose
-from .linear_solve import invert_and_compose
+from .linear_solve import invert, invert_and_compose
+from .linear_table import from_table
 
 Dims = tuple[tuple[str, int], ...]
 Image = tuple[int, ...]
@@ -160,33 +166,7 @@ class F2Linear:
         >>> F2Linear.from_table(np.arange(3)[:, None]) is None
         True
         """
-        arr = np.asarray(table)
-        shape, m = arr.shape[:-1], arr.shape[-1]
-        bits = [log2_exact(int(e)) for e in shape]
-        if any(b is None for b in bits):
-            return None
-        flat = arr.reshape(-1, m)
-        if np.any(flat[0] != 0):
-            return None
-        widths = [int(b) for b in bits if b is not None]
-        images = [flat[1 << k] for k in range(sum(widths))]  # bit k of the row-major flat index
-        pred = np.zeros((1, m), dtype=flat.dtype)
-        for image in images:
-            pred = np.concatenate([pred, pred ^ image])
-        if not np.array_equal(pred, flat):
-            return None
-        if flat.size and int(flat.min()) < 0:
-            raise ShapeError(f"F2 images must be non-negative; found {int(flat.min())}")
-        bases: list[tuple[Image, ...]] = []
-        low = sum(widths)
-        for b in widths:  # the first dim holds the highest flat bits
-            low -= b
-            bases.append(tuple(tuple(int(v) for v in img) for img in images[low:low + b]))
-        ins = [f"in{d}" for d in range(len(shape))] if in_names is None else list(in_names)
-        outs = [f"out{k}" for k in range(m)] if out_names is None else list(out_names)
-        tops = flat.max(axis=0) if flat.size else np.zeros(m, dtype=np.int64)
-        return cls(tuple(zip(ins, (int(e) for e in shape))),
-                   tuple(zip(outs, (1 << bit_width(int(t) + 1) for t in tops))), tuple(bases))
+        return from_table(cls, table, in_names, out_names)
 
     # ---- shape ------------------------------------------------------------------------------------
     @property
@@ -383,41 +363,7 @@ class F2Linear:
         >>> F2Linear.from_images([1, 3]).invert().bases
         (((1,), (3,)),)
         """
-        masks = self.free_variable_masks()
-        free = next(((d, m) for d, (_, m) in enumerate(masks.items()) if m), None)
-        if free is not None:
-            d, mask = free
-            b = (mask & -mask).bit_length() - 1
-            x = [0] * len(self.in_dims)
-            x[d] = 1 << b
-            kernel = self._kernel_vector(d, b)
-            raise NotBijectiveError(
-                f"F2 map is not injective: {tuple(kernel)} and {tuple(x)} collide",
-                {"collision": (tuple(kernel), tuple(x), self.apply(x))},
-            )
-        if not self.is_surjective():
-            raise NotBijectiveError(
-                f"F2 map is not surjective: rank {self.rank()} < {sum(self.out_bits)} out bits",
-                {"unreachable": self._unreached()},
-            )
-        return self.pseudo_inverse()
-
-    def _kernel_vector(self, d: int, b: int) -> list[int]:
-        """Earlier input bits whose images xor to the image of bit ``b`` of dim ``d`` (a colliding input)."""
-        basis = XorBasis()
-        for image in [im for per in self.bases[:d] for im in per] + list(self.bases[d][:b]):
-            basis.insert(self._pack(image))
-        return list(self._unpack_in(int(basis.solve(self._pack(self.bases[d][b])) or 0)))
-
-    def _unreached(self) -> Image:
-        """An output the map does not reach: the first unit vector outside its span."""
-        basis = XorBasis()
-        for c in self.columns():
-            basis.insert(c)
-        for k in range(sum(self.out_bits)):
-            if basis.solve(1 << k) is None:
-                return unpack_bits(1 << k, self.out_bits)
-        return tuple(0 for _ in self.out_dims)
+        return invert(self)
 
     # ---- products and their quotients ---------------------------------------------------------------
     def __mul__(self, outer: F2Linear) -> F2Linear:

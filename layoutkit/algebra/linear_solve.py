@@ -1,5 +1,6 @@
 """Triton's ``invertAndCompose`` on :class:`~layoutkit.algebra.linear.F2Linear` maps: the least-squares
-(minimum-norm) solution ``C`` of ``outer(C(x)) == self(x)``, with Triton's broadcasting heuristic.
+(minimum-norm) solution ``C`` of ``outer(C(x)) == self(x)``, with Triton's broadcasting heuristic; and
+``invert`` with the witnesses of a map that has no inverse (two colliding inputs, an unreached output).
 
 Law: for every input ``x`` of ``self``, ``outer.apply(C.apply(x)) == self.apply(x)``.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import NotBijectiveError, ShapeError
-from .bits import XorBasis
+from .bits import XorBasis, unpack_bits
 
 if TYPE_CHECKING:
     from .linear import F2Linear
@@ -112,4 +113,46 @@ def _solve(this: F2Linear, A: F2Linear, same: set[str]) -> F2Linear:
     return type(this)(this.in_dims, A.in_dims, tuple(bases))
 
 
-__all__ = ["invert_and_compose", "identity_dims"]
+def invert(this: F2Linear) -> F2Linear:
+    """The inverse of an invertible map (:meth:`F2Linear.invert <layoutkit.algebra.linear.F2Linear.invert>`):
+    :class:`~layoutkit.NotBijectiveError` with two colliding inputs or an unreachable output otherwise."""
+    masks = this.free_variable_masks()
+    free = next(((d, m) for d, (_, m) in enumerate(masks.items()) if m), None)
+    if free is not None:
+        d, mask = free
+        b = (mask & -mask).bit_length() - 1
+        x = [0] * len(this.in_dims)
+        x[d] = 1 << b
+        kernel = kernel_vector(this, d, b)
+        raise NotBijectiveError(
+            f"F2 map is not injective: {tuple(kernel)} and {tuple(x)} collide",
+            {"collision": (tuple(kernel), tuple(x), this.apply(x))},
+        )
+    if not this.is_surjective():
+        raise NotBijectiveError(
+            f"F2 map is not surjective: rank {this.rank()} < {sum(this.out_bits)} out bits",
+            {"unreachable": unreached_output(this)},
+        )
+    return this.pseudo_inverse()
+
+
+def kernel_vector(this: F2Linear, d: int, b: int) -> list[int]:
+    """Earlier input bits whose images xor to the image of bit ``b`` of dim ``d`` (a colliding input)."""
+    basis = XorBasis()
+    for image in [im for per in this.bases[:d] for im in per] + list(this.bases[d][:b]):
+        basis.insert(this._pack(image))
+    return list(this._unpack_in(int(basis.solve(this._pack(this.bases[d][b])) or 0)))
+
+
+def unreached_output(this: F2Linear) -> tuple[int, ...]:
+    """An output the map does not reach: the first unit vector outside its span."""
+    basis = XorBasis()
+    for c in this.columns():
+        basis.insert(c)
+    for k in range(sum(this.out_bits)):
+        if basis.solve(1 << k) is None:
+            return unpack_bits(1 << k, this.out_bits)
+    return tuple(0 for _ in this.out_dims)
+
+
+__all__ = ["invert_and_compose", "identity_dims", "invert", "kernel_vector", "unreached_output"]

@@ -13,7 +13,9 @@ _j // 8 * 4 + _i % 8
 >>> print((i % 8) // 8)
 0
 
-``//`` and ``%`` are floor division and floor modulo, as in Python.
+``//`` and ``%`` are floor division and floor modulo, as in Python.  The operator methods are the
+mixin :class:`~layoutkit.algebra.operators.ExprOperators`; this module holds the nodes themselves (keys,
+intervals, interning) and the traversals :func:`walk` and :func:`free_vars`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from ..errors import ExprError, LimitError, UnsupportedError
-from .refused import RefusedOperators
+from ..errors import ExprError, LimitError
+from .operators import ExprOperators
 
 INF = math.inf
 _N = TypeVar("_N", bound="Expr")
@@ -42,7 +44,7 @@ BOUND_CAP = 2**126
 bounds of ``x * x * x ...`` from growing into huge integers)."""
 
 
-def _as_int(value: object) -> int:
+def as_int(value: object) -> int:
     """Accept Python and numpy integers (not bools, not floats) as constants."""
     if type(value) is int:
         return value
@@ -66,7 +68,7 @@ def as_expr(value: object) -> Expr:
     """
     if isinstance(value, Expr):
         return value
-    return Const(_as_int(value))
+    return Const(as_int(value))
 
 
 _INTERNED: weakref.WeakValueDictionary[tuple[Any, ...], Expr] = weakref.WeakValueDictionary()
@@ -89,7 +91,7 @@ def _interned(cls: type[_N], key: tuple[Any, ...], lo: float, hi: float) -> _N:
     return cast(_N, _INTERNED.setdefault(key, node))
 
 
-class Expr(RefusedOperators):
+class Expr(ExprOperators):
     """Base class of all index expressions (immutable and hashable; equal nodes are one object)."""
 
     __slots__ = ("_key", "_hash", "lo", "hi", "depth", "__weakref__")
@@ -135,109 +137,6 @@ class Expr(RefusedOperators):
     def children(self) -> tuple[Expr, ...]:
         return ()
 
-    # ---- operators build simplified expressions -------------------------------------------
-    def __add__(self, other: object) -> Expr:
-        from .simplify import add
-
-        return add(self, as_expr(other))
-
-    def __radd__(self, other: object) -> Expr:
-        from .simplify import add
-
-        return add(as_expr(other), self)
-
-    def __sub__(self, other: object) -> Expr:
-        from .simplify import add, mul
-
-        return add(self, mul(as_expr(other), Const(-1)))
-
-    def __rsub__(self, other: object) -> Expr:
-        from .simplify import add, mul
-
-        return add(as_expr(other), mul(self, Const(-1)))
-
-    def __neg__(self) -> Expr:
-        from .simplify import mul
-
-        return mul(self, Const(-1))
-
-    def __pos__(self) -> Expr:
-        return self
-
-    def __mul__(self, other: object) -> Expr:
-        from .simplify import mul
-
-        return mul(self, as_expr(other))
-
-    def __rmul__(self, other: object) -> Expr:
-        from .simplify import mul
-
-        return mul(as_expr(other), self)
-
-    def __floordiv__(self, other: object) -> Expr:
-        from .simplify import floordiv
-
-        return floordiv(self, as_expr(other))
-
-    def __rfloordiv__(self, other: object) -> Expr:
-        from .simplify import floordiv
-
-        return floordiv(as_expr(other), self)
-
-    def __mod__(self, other: object) -> Expr:
-        from .simplify import floormod
-
-        return floormod(self, as_expr(other))
-
-    def __rmod__(self, other: object) -> Expr:
-        from .simplify import floormod
-
-        return floormod(as_expr(other), self)
-
-    def __xor__(self, other: object) -> Expr:
-        from .simplify import bitxor
-
-        return bitxor(self, as_expr(other))
-
-    def __rxor__(self, other: object) -> Expr:
-        from .simplify import bitxor
-
-        return bitxor(as_expr(other), self)
-
-    def __and__(self, other: object) -> Expr:
-        from .simplify import bitand
-
-        return bitand(self, as_expr(other))
-
-    def __rand__(self, other: object) -> Expr:
-        from .simplify import bitand
-
-        return bitand(as_expr(other), self)
-
-    def __or__(self, other: object) -> Expr:
-        from .simplify import bitor
-
-        return bitor(self, as_expr(other))
-
-    def __ror__(self, other: object) -> Expr:
-        from .simplify import bitor
-
-        return bitor(as_expr(other), self)
-
-    def __lshift__(self, other: object) -> Expr:
-        factor: int = 2 ** _shift_amount(other)
-        return self * factor
-
-    def __rshift__(self, other: object) -> Expr:
-        factor: int = 2 ** _shift_amount(other)
-        return self // factor
-
-    def __rlshift__(self, other: object) -> Expr:
-        return as_expr(other) << self
-
-    def __rrshift__(self, other: object) -> Expr:
-        return as_expr(other) >> self
-
     def __truediv__(self, other: object) -> Expr:
         raise ExprError(f"true division {self} / {other} is not an integer expression; use //")
 
@@ -263,20 +162,6 @@ class Expr(RefusedOperators):
         return f"{type(self).__name__}({self})"
 
 
-def _shift_amount(value: object) -> int:
-    if isinstance(value, Expr):
-        if not isinstance(value, Const):
-            raise UnsupportedError(f"shift by the non-constant expression {value}")
-        amount = value.value
-    else:
-        amount = _as_int(value)
-    if amount < 0:
-        raise ExprError(f"shift amounts must be >= 0, found {amount}")
-    if amount > MAX_SHIFT:
-        raise LimitError(f"shift amounts must be at most {MAX_SHIFT}; found {amount}", MAX_SHIFT, amount)
-    return amount
-
-
 class Const(Expr):
     """An integer constant."""
 
@@ -287,7 +172,7 @@ class Const(Expr):
             pinned = _PINNED.get(value)
             if pinned is not None:
                 return pinned
-        value = _as_int(value)
+        value = as_int(value)
         key = ("const", value)
         hit = _INTERNED.get(key)
         if hit is not None:
@@ -342,7 +227,7 @@ class Var(Expr):
         if not isinstance(name, str) or not name:
             raise ExprError(f"a variable needs a non-empty name, found {name!r}")
         if extent is not None:
-            extent = _as_int(extent)
+            extent = as_int(extent)
             if extent <= 0:
                 raise ExprError(f"variable {name} needs a positive extent, found {extent}")
             if extent > MAX_EXTENT:

@@ -1,4 +1,5 @@
-"""Placeholders, shape and arity checks, and row-major index helpers shared by layouts and fragments.
+"""Placeholders, shape, arity and coordinate checks, and row-major index helpers shared by layouts and
+fragments.
 
 >>> placeholder(0, 4), check_shape(8), positive_int(3, "factor")
 (Var('_i', 4), (8,), 3)
@@ -14,9 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ExprError, LayoutError, LimitError, ShapeError, UserFunctionError
+from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ShapeError, UserFunctionError
 from .evaluate import grid
 from .nodes import MAX_EXTENT, Const, Expr, Var, as_expr
 from .simplify import add, floordiv, floormod, scale
@@ -223,3 +224,50 @@ def region_ranges(region: object, shape: tuple[int, ...], what: str) -> list[tup
             raise ShapeError(f"region dim {d} must be (lo, hi_exclusive) with integer bounds; found {r!r}")
         out.append((int(pair[0]), int(pair[1])))  # type: ignore[call-overload]
     return out
+
+
+def check_coords(flat: NDArray[np.int64], shape: tuple[int, ...], describe: Callable[[], str]) -> None:
+    """Raise CoordinateError naming the first coordinate outside the input ``shape`` (of the map
+    ``describe()`` names).
+
+    ``flat`` is ``[N, n]`` int64.  Viewed as unsigned, a negative coordinate is huge, so one max
+    per column checks both bounds; a contiguous ``flat`` is first checked in a single pass against
+    the smallest extent (exact for square shapes), columns only when that is inconclusive."""
+    if not flat.size:
+        return
+    unsigned = flat.view(np.uint64)
+    if flat.flags.c_contiguous and int(unsigned.reshape(-1).max()) < min(shape):
+        return
+    if all(int(unsigned[:, d].max()) < e for d, e in enumerate(shape)):
+        return
+    bad = np.flatnonzero(np.any((flat < 0) | (flat >= np.asarray(shape)), axis=1))[0]
+    first = tuple(int(v) for v in flat[bad])
+    raise CoordinateError(f"coordinate {first} is outside the input shape {shape} of {describe()}")
+
+def flat_coords(
+    coords: ArrayLike, shape: tuple[int, ...], describe: Callable[[], str]
+) -> tuple[NDArray[np.int64], tuple[int, ...]]:
+    """Checked ``[N, n]`` int64 view (no copy for int64 input) of a coordinate array for a map over
+    ``shape``, and its leading shape; ``describe()`` names the map in errors (only called for one)."""
+    try:
+        arr = np.asarray(coords)
+    except (ValueError, TypeError, OverflowError) as err:  # ragged nesting, unconvertible objects
+        raise CoordinateError(f"coordinates must be a rectangular integer array; found {type(coords).__name__} "
+                              f"({' '.join(str(err).split())[:80]})") from None
+    if arr.dtype.kind not in "iuf":
+        kind = "mixed, huge or non-numeric values" if arr.dtype.kind == "O" else "not integers"
+        raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} ({kind})")
+    if arr.dtype.kind == "f":
+        if arr.size and not (np.all(np.isfinite(arr)) and np.all(np.equal(np.mod(arr, 1), 0))):
+            raise CoordinateError(f"coordinates must be integers; found dtype {arr.dtype} with fractional or "
+                                  f"non-finite values")
+        if arr.size and float(np.abs(arr).max()) >= 2.0**62:  # would not survive the int64 cast
+            raise CoordinateError(f"coordinate value {float(np.abs(arr).max())} is outside the input shape "
+                                  f"{shape} of {describe()}")
+        arr = arr.astype(np.int64)
+    n = len(shape)
+    if arr.ndim == 0 or arr.shape[-1] != n:
+        raise ShapeError(f"{describe()} needs coordinates of shape [..., {n}]; found {arr.shape}")
+    flat = arr.reshape(-1, n).astype(np.int64, copy=False)
+    check_coords(flat, shape, describe)
+    return flat, arr.shape[:-1]
