@@ -54,9 +54,10 @@ _ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32, "float32": 8}
 
 # ---- TileLang's kernel (runs in TileLang's interpreter: imports tilelang only) -------------------------------
 
-def tilelang_source(cfg, arch: str = "sm_80"):
-    """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel) and its
-    host module's text (which holds the launch's dynamic shared memory size)."""
+def tilelang_source(cfg, arch: str = "sm_80", staged: bool = False):
+    """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel; ``staged``:
+    C stored through a shared tile, ``C_local -> C_shared -> C``) and its host module's text (which holds the
+    launch's dynamic shared memory size)."""
     import tilelang
     import tilelang.language as T
     from tilelang import tvm
@@ -75,7 +76,12 @@ def tilelang_source(cfg, arch: str = "sm_80"):
                 T.copy(A[by * bM, ko * bK], A_s)
                 T.copy(B[ko * bK, bx * bN], B_s)
                 T.gemm(A_s, B_s, C_l)
-            T.copy(C_l, C[by * bM, bx * bN])
+            if staged:
+                C_s = T.alloc_shared((bM, bN), dtype)
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[by * bM, bx * bN])
+            else:
+                T.copy(C_l, C[by * bM, bx * bN])
 
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with target:

@@ -3,8 +3,13 @@
 
 Both kernels are compiled with ``nvcc -O3 -arch=sm_90a -cubin -Xptxas -v`` and read with ``cuobjdump -sass``:
 registers (the kernel's count at entry; ``setmaxnreg`` moves it per warp group), spills, shared memory, the
-HGMMA / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR counts, and the consumer k loop (the backward branch
-whose body holds the HGMMA): its instructions and integer instructions per k tile.
+HGMMA / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR counts, the consumer k loop (the backward branch
+whose body holds the HGMMA): its instructions and integer instructions per k tile, and the epilogue's store
+mix (STSM / STS / FENCE / UTMASTG / STG and the instructions from the last HGMMA to the consumers' EXIT).
+Configurations ending ``_cshared`` stage C through a shared tile in both kernels (``C_local -> C_shared -> C``:
+stmatrix and a TMA store in both); the others are TileLang's docs kernel (``C_local -> C``), which TileLang
+stores from registers and layoutkit through its staging tile and TMA (``lk direct``: layoutkit with
+``tma_store=False``).
 
     python benchmarks/sass_report_sm90.py [--tilelang-python PYTHON] [--keep DIR] [config ...]
 
@@ -32,8 +37,17 @@ CONFIGS = {  # name -> (M, N, K, bM, bN, bK, stages, consumer threads, dtype)
     "f16_128x128x64_s3_t128": (1024, 1024, 1024, 128, 128, 64, 3, 128, "float16"),
     "f16_128x256x64_s3_t256": (1024, 1024, 1024, 128, 256, 64, 3, 256, "float16"),
     "bf16_128x128x64_s4_t256": (1024, 1024, 1024, 128, 128, 64, 4, 256, "bfloat16"),
+    "f16_128x128x64_s3_t256_cshared": (1024, 1024, 1024, 128, 128, 64, 3, 256, "float16"),
+    "bf16_128x128x64_s4_t256_cshared": (1024, 1024, 1024, 128, 128, 64, 4, 256, "bfloat16"),
 }
 COUNTED = ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "WARPGROUP", "BAR")
+STORES = ("STSM", "STS", "FENCE", "UTMASTG", "STG")
+"""The epilogue's store mix: stmatrix, st.shared, proxy fences, TMA stores, global stores."""
+
+
+def staged(name: str) -> bool:
+    """Whether configuration ``name`` stages C through a shared tile in both kernels."""
+    return name.endswith("_cshared")
 
 
 def _sass_report():
@@ -44,16 +58,18 @@ def _sass_report():
     return mod
 
 
-def tilelang_source(cfg) -> str:
-    """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the sm_80 report's docs kernel: A [M, K] x B [K, N])."""
-    source, _host = _sass_report().tilelang_source(cfg, arch="sm_90a")
+def tilelang_source(cfg, staged: bool = False) -> str:
+    """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the sm_80 report's docs kernel: A [M, K] x B [K, N];
+    ``staged``: C through a shared tile)."""
+    source, _host = _sass_report().tilelang_source(cfg, arch="sm_90a", staged=staged)
     return source
 
 
 def _tilelang_main(cfg_json: str, out: str) -> int:
     import tilelang
 
-    Path(out).write_text(tilelang_source(tuple(json.loads(cfg_json))))
+    cfg = json.loads(cfg_json)
+    Path(out).write_text(tilelang_source(tuple(cfg[:9]), staged=bool(cfg[9:] and cfg[9])))
     print(Path(tilelang.__file__).resolve().parent)
     return 0
 
@@ -66,6 +82,8 @@ class Sass:
     loop: int
     loop_int: int
     loop_tiles: float
+    stores: dict
+    tail: int
 
     @property
     def per_tile(self) -> float:
@@ -88,10 +106,14 @@ def parse(text: str, ptxas: str, hgmma_per_tile: int, sr) -> Sass:
     most = max((n for n, _ in segs), default=0)
     best = min((seg for n, seg in segs if n == most and n), key=len, default=[])
     n_int = sum(o.split(".")[0] in sr.INTEGER for o in best)
+    stores = {c: sum(o.split(".")[0] == c for o in ops) for c in STORES}
+    last = max((k for k, o in enumerate(ops) if o.startswith("HGMMA")), default=len(ops))
+    end = next((k for k in range(last + 1, len(ops)) if ops[k].startswith("EXIT")), len(ops))
+    tail = sum(o != "NOP" for o in ops[last + 1:end])
     tiles = sum(o.startswith("HGMMA") for o in best) / hgmma_per_tile if best else 1.0
     regs = re.search(r"Used (\d+) registers", ptxas)
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)]
-    return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0)
+    return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0, stores, tail)
 
 
 def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per_tile: int, sr, includes=()) -> Sass:
@@ -109,6 +131,18 @@ def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per
     return parse(sass, res.stderr + res.stdout, per_tile, sr)
 
 
+def _program(cfg, staged_c: bool):
+    sys.path.insert(0, str(ROOT))
+    from layoutkit.infer import programs
+
+    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
+    if staged_c:
+        return programs.gemm_shared_epilogue(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads,
+                                             dtype=dtype, target="sm_90a")
+    return programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
+                         target="sm_90a")
+
+
 def _hgmma_per_tile(cfg) -> int:
     """HGMMA one consumer warp group of layoutkit's kernel issues per k tile (its wgmma tiles x k16 steps)."""
     sys.path.insert(0, str(ROOT))
@@ -121,21 +155,23 @@ def _hgmma_per_tile(cfg) -> int:
     return len(hopper.plan(p, infer_layouts(p)).tiles[0]) * (bK // 16)
 
 
-def layoutkit_source(cfg) -> str:
+def layoutkit_source(cfg, staged_c: bool = False, tma_store: bool | None = None) -> str:
+    """layoutkit's kernel of ``cfg`` (``staged_c``: the program stages C in shared memory; ``tma_store``: as
+    :func:`layoutkit.backends.nv.hopper.plan` takes it)."""
     sys.path.insert(0, str(ROOT))
-    from layoutkit import codegen
-    from layoutkit.infer import infer_layouts, programs
+    from layoutkit.backends.nv import hopper, hopper_cuda
+    from layoutkit.infer import infer_layouts
 
-    M, N, K, bM, bN, bK, stages, threads, dtype = cfg
-    p = programs.gemm(M=M, N=N, K=K, bM=bM, bN=bN, bK=bK, num_stages=stages, threads=threads, dtype=dtype,
-                      target="sm_90a")
-    return codegen.emit_cuda(p, infer_layouts(p))
+    p = _program(cfg, staged_c)
+    return hopper_cuda.print_module(hopper.plan(p, infer_layouts(p), tma_store=tma_store))
 
 
 def _row(who: str, s: Sass) -> str:
     c = " ".join(f"{k}={s.counts[k]}" for k in COUNTED)
+    st = " ".join(f"{k}={s.stores[k]}" for k in STORES)
     return (f"  {who:9} regs={s.regs:3} spill={s.spill}B {c} | k loop: {s.loop} ({s.loop_tiles:g} tiles) = "
-            f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile")
+            f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile | epilogue {st}, {s.tail} from the "
+            "last HGMMA to EXIT")
 
 
 def report(names, tl_python, keep) -> int:
@@ -150,15 +186,19 @@ def report(names, tl_python, keep) -> int:
         for name in names:
             cfg = CONFIGS[name]
             per = _hgmma_per_tile(cfg)
-            ours = compile_sass(layoutkit_source(cfg), d, f"lk_{name}", nvcc, cuobjdump, per, sr)
+            ours = compile_sass(layoutkit_source(cfg, staged(name)), d, f"lk_{name}", nvcc, cuobjdump, per, sr)
             print(f"{name}:")
             print(_row("layoutkit", ours))
+            if not staged(name):
+                direct = compile_sass(layoutkit_source(cfg, tma_store=False), d, f"lkd_{name}", nvcc, cuobjdump, per,
+                                      sr)
+                print(_row("lk direct", direct))
             if not tl_python:
                 continue
             out = d / f"tl_{name}.cu"
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
             env.setdefault("TILELANG_CACHE_DIR", str(d / "tl_cache"))
-            res = subprocess.run([tl_python, __file__, "--tilelang-source", json.dumps(list(cfg)), str(out)],
+            res = subprocess.run([tl_python, __file__, "--tilelang-source", json.dumps([*cfg, staged(name)]), str(out)],
                                  capture_output=True, text=True, env=env)
             if res.returncode:
                 print(f"  TileLang  failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -123,8 +123,16 @@ def test_fp32_outputs_store_pairs_with_st_shared_and_need_the_staging_to_be_aske
     plain = gemm_program(130, 72, 64, 64, 64, 64, 128, out="float32")
     r = infer_layouts(plain)
     assert not hopper_epilogue.stores(hopper.plan(plain, r))  # pairs of fp32 go straight to global memory
-    with pytest.raises(UnsupportedError, match="takes 16-bit outputs"):
-        hopper.plan(plain, r, tma_store=True)
+    (st,) = hopper_epilogue.stores(hopper.plan(plain, r, tma_store=True))  # unless asked
+    assert (st.tile.buffer, st.stmatrix, st.tile.span) == ("C_stage", False, 128)
+
+
+def test_output_rows_tma_cannot_store_keep_the_direct_stores():
+    p = gemm_program(130, 68, 64, 64, 64, 64, 128, tb=True)  # C rows of 136 bytes (TMA: multiples of 16)
+    r = infer_layouts(p)
+    assert not hopper_epilogue.stores(hopper.plan(p, r))
+    with pytest.raises(UnsupportedError, match="16-byte global rows; found 16-bit elements, rows of 136 bytes"):
+        hopper.plan(p, r, tma_store=True)
 
 
 def test_a_shared_staging_the_lowering_cannot_follow_is_refused_naming_the_op():
@@ -146,6 +154,7 @@ CASES = {  # name -> program: every form of the store, tails in M, N and K
     "staged_bf16": lambda: programs.gemm_shared_epilogue(M=192, N=200, K=96, bM=128, bN=128, bK=32, threads=256,
                                                          dtype="bfloat16", target="sm_90a"),
     "staged_f32_st_shared": lambda: gemm_program(130, 72, 64, 64, 64, 64, 128, out="float32", staged=True),
+    "plain_f32_asked": lambda: gemm_program(130, 72, 64, 64, 64, 64, 128, out="float32"),
     "x2_tail_32B_swizzle": lambda: gemm_program(136, 104, 96, 128, 48, 64, 256, tb=True),
 }
 
@@ -154,7 +163,7 @@ CASES = {  # name -> program: every form of the store, tails in M, N and K
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tma_store_epilogue_equals_numpy_on_the_cpu_harness(name):
     p = CASES[name]()
-    src = codegen.emit_cuda(p, infer_layouts(p))
+    src = hopper_cuda.print_module(hopper.plan(p, infer_layouts(p), tma_store=True))
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in src
     assert _run(p, src)
 
@@ -330,3 +339,22 @@ def test_sass_holds_stsm_and_utmastg(name, tmp_path):
     else:
         assert count["STSM"] == 8, count  # two m64n64 tiles per warp, four x4 each
     assert count["STG"] == (4 if name == "bias_rowmax" else 0), count  # only the row max (4 registers) from registers
+
+
+def test_the_sm90_sass_report_counts_the_epilogue_stores():
+    import importlib.util
+
+    root = Path(__file__).resolve().parent.parent / "benchmarks"
+    sys.path.insert(0, str(root))
+    spec = importlib.util.spec_from_file_location("sass_report_sm90_t", root / "sass_report_sm90.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sass_report_sm90_t"] = mod  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    import sass_report
+
+    listing = "\n".join(f"        /*{16 * k:04x}*/  {ins} ;" for k, ins in enumerate([
+        "MOV R1, c[0x0][0x28]", "HGMMA.64x64x16.F32 R24, gdesc[UR4], R24", "BRA 0x10", "STSM.16.M88.4 [R3], R24",
+        "FENCE.VIEW.ASYNC.S", "@P0 EXIT", "UTMASTG.2D [UR4], [UR6]", "EXIT"]))
+    s = mod.parse(listing, "Used 168 registers", 4, sass_report)
+    assert s.stores == {"STSM": 1, "STS": 0, "FENCE": 1, "UTMASTG": 1, "STG": 0}
+    assert s.tail == 3 and s.loop == 2  # BRA, STSM, FENCE before the consumers' EXIT; the loop: HGMMA, BRA

@@ -13,7 +13,9 @@ reads off the solution, and checks:
   and the wgmma descriptors' swizzle mode, leading and stride byte offsets (:func:`descriptor`);
 * the accumulator must hold, per consumer warp group, whole ``m64 x n`` wgmma D fragments (the PTX ISA's
   layout: lane ``l`` of warp ``w``, register ``r`` at row ``16 w + l / 4 + 8 (r / 2 % 2)``, column
-  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`).
+  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`);
+* the epilogue (:mod:`.hopper_epilogue`): the accumulator's store through a shared tile in the inferred TMA
+  swizzle and a TMA store, the other epilogue ops on the consumer warp groups alone (their barriers named).
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")

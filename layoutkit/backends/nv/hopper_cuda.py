@@ -10,11 +10,13 @@ The kernel (launch ``128 + consumers`` threads, ``grid``, the dynamic shared mem
   stage's bytes and issue the TMA tile loads (``cp.async.bulk.tensor.2d``, one box per swizzle chunk);
 * the consumer warp groups raise theirs (``setmaxnreg.inc``), wait for stage ``s`` to be full (parity
   ``(ko / stages) & 1``), run ``wgmma.mma_async`` over its k16 steps with descriptors of the canonical tiles,
-  commit, wait for the group, and release the stage; then the epilogue stores from the accumulator registers.
+  commit, wait for the group, and release the stage; then the epilogue (:mod:`.hopper_epilogue_cuda`): by
+  default ``stmatrix`` into the swizzled output tile and a TMA store, else stores from the registers.
 
 The tensor maps are ``__grid_constant__`` parameters; ``<kernel>_tensor_maps`` (host code, after the kernel)
 encodes them with ``cuTensorMapEncodeTiled`` from the global tensors: dims inner first, the tile's box, the
-swizzle mode of its span, out-of-bounds elements filled with zeros (the tails).
+swizzle mode of its span, out-of-bounds elements filled with zeros (the tails); an output's map has the
+staging tile's box and swizzle, and TMA writes no element outside the tensor.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> from layoutkit.backends.nv import hopper

@@ -18,9 +18,15 @@ Where it applies:
   swizzle), which must be canonical; 16- and 32-bit outputs.  These programs have no direct-store lowering
   (a fragment -> shared copy is not lowered otherwise), so anything else is refused naming the op;
 * the plain GEMM (``C_local -> C``) with a 16-bit output, by default (``tma_store=False`` keeps the direct
-  stores): the staging tile :data:`STAGE` takes the layout the inference gives a TMA store's source of the
-  tile's shape (:func:`~layoutkit.targets.nv.copy.tma_shared_layout`).  It needs 16-byte global rows, a
-  swizzled (canonical) layout and room beside the operand stages (:data:`SMEM_LIMIT`); else direct stores.
+  stores; ``tma_store=True`` takes 32-bit outputs too, whose register pairs are already 8-byte stores): the
+  staging tile :data:`STAGE` takes the layout the inference gives a TMA store's source of the tile's shape
+  (:func:`~layoutkit.targets.nv.copy.tma_shared_layout`).  It needs 16-byte global rows, a swizzled
+  (canonical) layout and room beside the operand stages (:data:`SMEM_LIMIT`); else direct stores.
+
+Refused, with :class:`~layoutkit.errors.UnsupportedError` naming the op: a fragment -> shared copy that is not
+the accumulator staged for the next op's copy of the whole tile to the output (no other shared staging is
+lowered on sm_90a), such a tile not in a canonical swizzle, 8-bit outputs through shared memory, output rows
+that are no multiple of 16 bytes (TMA) and a staging tile that does not fit beside the operand stages.
 
 **Reductions through shared memory.**  Epilogue ops lowered with barriers and shared buffers (the warps'
 partials of a row reduce, a shared-memory reduce, layout conversions) run on the consumer warp groups alone:
@@ -157,10 +163,10 @@ def _direct(program, result, ops, Cl, shape, want: bool | None) -> tuple[int, Tm
     out = program.buffers[ops[k].args["dst"]].dtype
     bits = element_bits(out)
     why = f"sm_90a lowering: a TMA store of {ops[k].name} ({out})"
-    if bits != 16 or N * bits // 8 % 16:
+    if bits not in ((16, 32) if want else (16,)) or N * bits // 8 % 16:
         if want:
-            raise UnsupportedError(f"{why}: the store through shared memory takes 16-bit outputs with 16-byte global "
-                                   f"rows; found {bits}-bit elements, rows of {N * bits // 8} bytes")
+            raise UnsupportedError(f"{why}: the store through shared memory takes 16- or 32-bit outputs with 16-byte "
+                                   f"global rows; found {bits}-bit elements, rows of {N * bits // 8} bytes")
         return None
     try:
         tile = _canonical(tma_shared_layout((bM, bN), out), STAGE, bits, why)

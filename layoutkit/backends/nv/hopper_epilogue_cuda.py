@@ -60,13 +60,19 @@ def _asm(text: str, operands: str = "") -> str:
 
 
 def _per_group(values: list[int]) -> str:
-    """A value that depends on the consumer warp group ``wg`` (a constant when every group has the same)."""
+    """A value (unsigned) that depends on the consumer warp group ``lk_wg``: a constant when every group has
+    the same, linear in the group when the values step evenly, else a choice.
+
+    >>> _per_group([0, 0]), _per_group([0, 64, 128]), _per_group([0, 64, 0])
+    ('0u', '(0u + 64u * lk_wg)', '(lk_wg == 0u ? 0u : lk_wg == 1u ? 64u : 0u)')
+    """
     if len(set(values)) == 1:
-        return str(values[0])
-    expr = str(values[-1])
-    for g in range(len(values) - 2, -1, -1):
-        expr = f"(wg == {g} ? {values[g]} : {expr})"
-    return expr
+        return f"{values[0]}u"
+    steps = {b - a for a, b in zip(values, values[1:])}
+    if len(steps) == 1 and min(steps) > 0:
+        return f"({values[0]}u + {steps.pop()}u * lk_wg)"
+    choice = " : ".join(f"lk_wg == {g}u ? {v}u" for g, v in enumerate(values[:-1]))
+    return f"({choice} : {values[-1]}u)"
 
 
 def _tile_exprs(tiles) -> list[tuple[str, str, int, int]]:
@@ -94,11 +100,15 @@ class EpiloguePrinter(cuda._Printer):
     def Barrier(self, st) -> None:
         self.emit(_asm(f"bar.sync {BARRIER_ID}, {self.consumers}"))
 
-    def _address(self, st: TmaStore, row: str, col: str) -> str:
+    def _address(self, st: TmaStore, rows8: str, row: str, col: str) -> str:
+        """``lk_a``: the shared byte of element ``(rows8 + row, col)`` of the tile, ``rows8`` a multiple of 8 and
+        ``row < 8``: whole 8-row groups (``8 span`` bytes) and chunks step past the swizzle's bits, so only the
+        byte within 8 rows of a chunk is swizzled (the compiler folds the rest into immediates)."""
         t = st.tile
         mask = t.span // 16 - 1
-        return (f"const unsigned lk_p = ({col}) / {t.chunk} * {t.chunk_bytes} + ({row}) * {t.span} + ({col}) % "
-                f"{t.chunk} * {t.bits // 8};\nconst unsigned lk_a = lk_cs + (lk_p ^ (((lk_p >> 7) & {mask}u) << 4));")
+        return (f"const unsigned lk_p = ({row}) * {t.span}u + ({col}) % {t.chunk}u * {t.bits // 8}u;\n"
+                f"const unsigned lk_a = lk_cs + ({rows8}) * {t.span}u + ({col}) / {t.chunk}u * {t.chunk_bytes}u + "
+                f"(lk_p ^ (((lk_p >> 7) & {mask}u) << 4));")
 
     def _stmatrix(self, st: TmaStore, m0: str, n0: str, n: int, reg: int) -> None:
         """The tile's ``m64 x n`` D fragment, a warp's m16 x n16 block per ``stmatrix.x4`` (x2 for a last n8)."""
@@ -108,16 +118,16 @@ class EpiloguePrinter(cuda._Printer):
             if not count:
                 continue
             self.emit("#pragma unroll")
-            self.emit(f"for (int j = 0; j < {count}; ++j) {{")
-            col = f"{n0} + {8 * first} + 16 * j" + (" + 8 * (lk_lane / 16)" if num == 4 else "")
-            row = f"{m0} + 16 * lk_warp + 8 * (lk_lane / 8 % 2) + lk_lane % 8"
+            self.emit(f"for (unsigned j = 0; j < {count}u; ++j) {{")
+            col = f"{n0} + {8 * first}u + 16u * j" + (" + 8u * (lk_lane / 16u)" if num == 4 else "")
+            rows8 = f"{m0} + 16u * lk_warp + 8u * (lk_lane / 8u % 2u)"
             regs = []
             for i in range(num):  # matrix i: n8 block first + 2 j + i / 2, rows 8 (i % 2) ..
                 r = f"{reg} + {4 * first} + 8 * j + {4 * (i // 2) + 2 * (i % 2)}"
                 regs.append(f'"r"({pack}({st.src}[{r}], {st.src}[{r} + 1]))')
             vec = ", ".join(f"%{k + 1}" for k in range(num))
             self.depth += 1
-            self.emit(self._address(st, row, col))
+            self.emit(self._address(st, rows8, "lk_lane % 8u", col))
             self.emit(_asm(f"stmatrix.sync.aligned.m8n8.x{num}{trans}.shared.b16 [%0], {{{vec}}}",
                            ", ".join(['"r"(lk_a)', *regs])))
             self.depth -= 1
@@ -126,10 +136,10 @@ class EpiloguePrinter(cuda._Printer):
     def _st_shared(self, st: TmaStore, m0: str, n0: str, n: int, reg: int) -> None:
         """The tile's D fragment as pairs of adjacent columns, one ``st.shared.v2`` each (32-bit outputs)."""
         self.emit("#pragma unroll")
-        self.emit(f"for (int q = 0; q < {n // 4}; ++q) {{")
+        self.emit(f"for (unsigned q = 0; q < {n // 4}u; ++q) {{")
         self.depth += 1
-        self.emit(self._address(st, f"{m0} + 16 * lk_warp + lk_lane / 4 + 8 * (q % 2)",
-                                f"{n0} + 8 * (q / 2) + 2 * (lk_lane % 4)"))
+        self.emit(self._address(st, f"{m0} + 16u * lk_warp + 8u * (q % 2u)", "lk_lane / 4u",
+                                f"{n0} + 8u * (q / 2u) + 2u * (lk_lane % 4u)"))
         self.emit(_asm("st.shared.v2.f32 [%0], {%1, %2}",
                        f'"r"(lk_a), "f"({st.src}[{reg} + 2 * q]), "f"({st.src}[{reg} + 2 * q + 1])'))
         self.depth -= 1
@@ -141,7 +151,9 @@ class EpiloguePrinter(cuda._Printer):
         self.emit(f"{{  // {st.src} -> {t.buffer} ({t.span}-byte swizzle) -> TMA store to {st.dst}")
         self.depth += 1
         self.emit(f"const unsigned lk_cs = (unsigned)__cvta_generic_to_shared(&{t.buffer}[0]);")
-        self.emit("const int lk_lane = tid % 32;\nconst int lk_warp = tid % 128 / 32;")
+        self.emit("const unsigned lk_lane = (unsigned)tid % 32u;\n"
+                  "const unsigned lk_warp = (unsigned)tid % 128u / 32u;\n"
+                  "const unsigned lk_wg = (unsigned)tid / 128u;")
         for m0, n0, n, reg in _tile_exprs(self.tiles):
             (self._stmatrix if st.stmatrix else self._st_shared)(st, m0, n0, n, reg)
         if k.fence and not k.fence_by_issuer:  # every writer: its stores before the barrier reach the async proxy
