@@ -358,3 +358,51 @@ def test_the_sm90_sass_report_counts_the_epilogue_stores():
     s = mod.parse(listing, "Used 168 registers", 4, sass_report)
     assert s.stores == {"STSM": 1, "STS": 0, "FENCE": 1, "UTMASTG": 1, "STG": 0}
     assert s.tail == 3 and s.loop == 2  # BRA, STSM, FENCE before the consumers' EXIT; the loop: HGMMA, BRA
+
+
+STMATRIX = """// launch st: grid (1, 1), block 32, dynamic shared memory 512 bytes
+extern "C" __global__ void __launch_bounds__(32) st(float* __restrict__ Y) {
+  extern __shared__ __align__(1024) unsigned char lk_smem[];
+  half* S = reinterpret_cast<half*>(lk_smem + 0);
+  __align__(16) unsigned r[4];
+  for (int m = 0; m < 4; ++m) {
+    const int row = threadIdx.x / 4, col = 2 * (threadIdx.x % 4);
+    r[m] = lk_pack_f16x2((float)(64 * m + 8 * row + col), (float)(64 * m + 8 * row + col + 1));
+  }
+  asm volatile("stmatrix.sync.aligned.m8n8.xNUM.shared.b16 [%0], {REGS};\\n"
+               :: "r"((unsigned)__cvta_generic_to_shared(&S[threadIdx.x * 8])), ARGS : "memory");
+  __syncthreads();
+  for (int i = 0; i < 8; ++i) { Y[threadIdx.x * 8 + i] = __half2float(S[threadIdx.x * 8 + i]); }
+}
+"""
+
+
+@needs_cxx
+@pytest.mark.parametrize("num, trans", [(1, ""), (4, ""), (2, ".trans"), (4, ".trans")])
+def test_stmatrix_stores_the_fragment_rows_the_ptx_isa_gives(num, trans):
+    from layoutkit.backends.nv.hopper_epilogue_cuda import PRELUDE
+
+    regs = ", ".join(f"%{i + 1}" for i in range(num))
+    args = ", ".join(f'"r"(r[{i}])' for i in range(num))
+    src = STMATRIX.replace("xNUM", f"x{num}{trans}").replace("REGS", regs).replace("ARGS", args)
+    src = "#include <cuda_fp16.h>\n" + PRELUDE + src
+    out = run_cuda(src, {"Y": np.zeros(256, np.float32)}).arrays["Y"].reshape(4, 8, 8)  # unstored rows: garbage
+    frag = np.arange(256, dtype=np.float32).reshape(4, 8, 8)  # matrix m, row, column: lane 4 row + column / 2
+    want = frag.transpose(0, 2, 1) if trans else frag  # .trans: row address j receives column j
+    assert np.array_equal(out[:num], want[:num])
+
+
+@needs_cxx
+@pytest.mark.parametrize("name, per_request", [("plain_f16_tail", 1), ("x2_tail_32B_swizzle", 1),
+                                               ("staged_f32_st_shared", 4)])
+def test_bank_wavefronts_of_the_staging_writes(name, per_request):
+    """stmatrix writes 8 rows of 16 bytes per matrix: the inferred swizzle puts them in distinct banks (one
+    wavefront).  fp32 pairs (8 bytes a lane, two half-warp phases: at least 2) take 4: a half warp writes 32
+    bytes of 4 rows, and the 128-byte swizzle maps rows 2 k and 2 k + 1 onto the same two 16-byte columns."""
+    p = CASES[name]()
+    src = hopper_cuda.print_module(hopper.plan(p, infer_layouts(p)))
+    arrays, _ = _inputs(p)
+    banks = run_cuda(src, arrays, count_banks=True).banks
+    lines = [k + 1 for k, t in enumerate(src.splitlines()) if "stmatrix.sync" in t or "st.shared.v2" in t]
+    assert lines and all(banks[n][0] > 0 and banks[n][1] == per_request * banks[n][0] for n in lines), \
+        {n: banks[n] for n in lines}

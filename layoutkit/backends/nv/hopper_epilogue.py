@@ -9,7 +9,9 @@ instruction: matrices ``(n8 block j, rows 0-7)``, ``(j, rows 8-15)``, ``(j + 1, 
 ``st.shared.v2`` pairs for 32-bit ones (``stmatrix`` is b16 only) --, fence the async proxy, meet at a named
 barrier of the consumers, and one thread issues a ``cp.async.bulk.tensor`` store per chunk (box: one chunk of N
 by ``bM`` rows; TMA leaves elements outside the tensor unwritten, so tails need no guards), commits the bulk
-group and waits for its reads before the kernel ends.
+group and waits for its reads before the kernel ends.  In the inferred swizzle each ``stmatrix`` matrix (8 rows of
+16 bytes) hits distinct banks; the fp32 pairs of a half warp (4 rows of 32 bytes) meet 2-way conflicts (4
+wavefronts per warp store, 2 the least), as TileLang's tile for a TMA store's source is.
 
 Where it applies:
 
