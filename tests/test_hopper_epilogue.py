@@ -135,6 +135,16 @@ def test_output_rows_tma_cannot_store_keep_the_direct_stores():
         hopper.plan(p, r, tma_store=True)
 
 
+def test_a_staging_tile_that_does_not_fit_beside_the_stages_keeps_the_direct_stores():
+    p = programs.gemm(M=512, N=512, K=512, bM=128, bN=256, bK=64, threads=256, num_stages=4, target="sm_90a")
+    r = infer_layouts(p)  # 4 x (16 + 32) KiB of operand stages leave 35776 bytes: the tile needs 65536
+    assert not hopper_epilogue.stores(hopper.plan(p, r))
+    with pytest.raises(UnsupportedError, match="the staging tile needs 65536 bytes of shared memory; 35776 are left"):
+        hopper.plan(p, r, tma_store=True)
+    three = programs.gemm(M=512, N=512, K=512, bM=128, bN=256, bK=64, threads=256, num_stages=3, target="sm_90a")
+    assert hopper_epilogue.stores(hopper.plan(three, infer_layouts(three)))
+
+
 def test_a_shared_staging_the_lowering_cannot_follow_is_refused_naming_the_op():
     def read_back(p, C_l):
         S = p.alloc_shared("S", (64, 64), "float16")

@@ -220,6 +220,13 @@ def lower_epilogue(program, result, ops, Cl, shape, tile, room: int, want: bool 
         extra += e
     if st is None:
         return body[0], extra
+    scratch = sum(-(-b.size * element_bits(b.dtype) // 8 // 128) * 128 for b in extra if b.scope == SHARED)
+    if -(-st.tile.stage_bytes // 1024) * 1024 + scratch > room:
+        if want is None and end == first + 1:  # the default staging: the register stores fit where it does not
+            return lower_epilogue(program, result, ops, Cl, shape, tile, room, False)
+        raise UnsupportedError(f"sm_90a lowering: {st.tile.buffer} ({st.tile.stage_bytes} bytes) and the epilogue's "
+                               f"shared scratch ({scratch} bytes) do not fit the {room} bytes beside the operand "
+                               "stages")
     stage = ir.Buffer(st.tile.buffer, st.dtype, st.bM * st.bN, SHARED)
     return [*body[0], st, *body[1]], [stage, *extra]
 
