@@ -1,5 +1,7 @@
 """sm_90a lowering of a solved GEMM: TMA tile loads, an mbarrier pipeline and ``wgmma.mma_async``, warp
-specialised (one producer warp group, then the consumer warp groups), read off the inferred layouts.
+specialised (one producer warp group, then the consumer warp groups), read off the inferred layouts; the
+epilogue (the store through a swizzled shared tile and TMA, barriers of the consumers alone) is
+:mod:`.hopper_epilogue`'s.
 
 The inference's thread range for such a program is ``(128, threads)`` (:meth:`.NvBackend.thread_range`: every
 pipelined global -> shared copy is a TMA load), so the kernel launches ``128 + threads`` threads: warp group 0
@@ -13,9 +15,7 @@ reads off the solution, and checks:
   and the wgmma descriptors' swizzle mode, leading and stride byte offsets (:func:`descriptor`);
 * the accumulator must hold, per consumer warp group, whole ``m64 x n`` wgmma D fragments (the PTX ISA's
   layout: lane ``l`` of warp ``w``, register ``r`` at row ``16 w + l / 4 + 8 (r / 2 % 2)``, column
-  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`);
-* the epilogue (:mod:`.hopper_epilogue`): the accumulator's store through a shared tile in the inferred TMA
-  swizzle and a TMA store, the other epilogue ops on the consumer warp groups alone (their barriers named).
+  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`).
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")
@@ -38,7 +38,7 @@ from ...targets.nv.mma import arch_number
 from . import ir
 from .backend import PRODUCER_THREADS
 from .guards import prove_guards
-from .hopper_epilogue import SMEM_LIMIT
+from .hopper_epilogue import SMEM_LIMIT, operand_bytes
 from .ir import REG
 from .lower_frag import Tile, fragment_axes
 
@@ -250,11 +250,6 @@ class HopperGemm:
     def tx_bytes(self) -> int:
         """Bytes one stage's TMA loads deliver (whole boxes, out-of-bounds fill included)."""
         return self.a.stage_bytes + self.b.stage_bytes
-
-
-def operand_bytes(stages: int, a: OperandTile, b: OperandTile) -> int:
-    """Shared bytes of the operand stages and their mbarriers (each operand's stages 1024-aligned)."""
-    return sum(-(-stages * t.stage_bytes // 1024) * 1024 for t in (a, b)) + 16 * stages
 
 
 def uses_hopper(program) -> bool:

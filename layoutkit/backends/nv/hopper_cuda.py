@@ -60,10 +60,10 @@ class Knobs:
     b_lbo: int | None = None
     b_sbo: int | None = None
     trans_b: int | None = None
+    store: StoreKnobs = StoreKnobs()
     tx_bytes: int | None = None
     full_parity_flip: bool = False
     early_release: bool = False
-    store: StoreKnobs = StoreKnobs()
 
 
 def _smem(buf: str, index: str) -> str:

@@ -94,6 +94,11 @@ class TmaStore:
         return self.bN // self.tile.chunk
 
 
+def operand_bytes(stages: int, a: OperandTile, b: OperandTile) -> int:
+    """Shared bytes of the operand stages and their mbarriers (each operand's stages 1024-aligned)."""
+    return sum(-(-stages * t.stage_bytes // 1024) * 1024 for t in (a, b)) + 16 * stages
+
+
 def stores(h) -> list[TmaStore]:
     """The :class:`TmaStore` statements of a :class:`~.hopper.HopperGemm`'s epilogue."""
     return [st for st in h.epilogue if isinstance(st, TmaStore)]
@@ -236,4 +241,5 @@ def shared_buffers(h) -> list:
     return [b for b in h.buffers if b.scope == SHARED]
 
 
-__all__ = ["BARRIER_ID", "SMEM_LIMIT", "STAGE", "TmaStore", "lower_epilogue", "plan_store", "shared_buffers", "stores"]
+__all__ = ["BARRIER_ID", "SMEM_LIMIT", "STAGE", "TmaStore", "lower_epilogue", "operand_bytes", "plan_store",
+           "shared_buffers", "stores"]
