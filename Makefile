@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test fuzz lint lint-imports typecheck check bench clean docs
+.PHONY: demo test fuzz lint lint-imports typecheck check bench clean docs test-oracles
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,7 @@ test-ascend-cpu: $(VENV)/.installed-test
 
 .PHONY: test-cuda-cpu
 test-cuda-cpu: $(VENV)/.installed-test
-	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py
+	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py tests/test_hopper*.py
 
 lint: $(VENV)/.installed-lint
 	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
@@ -67,6 +67,15 @@ bench: $(VENV)/.installed-plot
 	@$(BENCH_VENV)/bin/python -m pip install -q tilelang==0.1.15 torch==2.13.0 || echo "tilelang not installable: skipped"
 	$(BENCH_VENV)/bin/python benchmarks/run.py --markdown benchmarks/RESULTS.md $(BENCH_ARGS)
 
+# The differential tests against pycute (nvidia-cutlass) and Triton's LinearLayout bindings, in their own
+# environment (the default test environment never depends on them; there these tests skip).
+ORACLE_VENV := .venv-oracles
+.PHONY: test-oracles
+test-oracles:
+	@test -x $(ORACLE_VENV)/bin/python || $(PYTHON) -m venv $(ORACLE_VENV)
+	$(ORACLE_VENV)/bin/python -m pip install -q -e '.[test]' nvidia-cutlass==4.2.0.0 triton==3.9.0
+	$(ORACLE_VENV)/bin/python -m pytest -p no:cacheprovider -n auto -m oracle tests
+
 # The TileLang adapter's tests against TileLang itself, in their own environment (TileLang and torch
 # are GB-sized downloads the default test environment never needs). TILELANG_SRC=<a checkout of
 # TileLang's repository> adds its own examples/ and testing/python/ kernels (tools/tilelang_suite.py;
@@ -79,7 +88,8 @@ test-tilelang:
 	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
 	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
 		tests/test_frontend_tilelang_pass.py tests/test_tilelang_suite.py \
-		tests/test_frontend_tilelang_errors.py tests/test_frontend_tilelang_reads.py tests/test_fragment_oracle.py
+		tests/test_frontend_tilelang_errors.py tests/test_frontend_tilelang_reads.py tests/test_fragment_oracle.py \
+		tests/test_frontend_tilelang_bounds.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
 # wheel, installed into the bench environment only; TileLang from the bench environment when it installed)
@@ -93,4 +103,4 @@ sass-report:
 	$(BENCH_VENV)/bin/python benchmarks/sass_report_sm90.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) build *.egg-info out
+	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) $(ORACLE_VENV) build *.egg-info out

@@ -54,9 +54,11 @@ _ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32, "float32": 8}
 
 # ---- TileLang's kernel (runs in TileLang's interpreter: imports tilelang only) -------------------------------
 
-def tilelang_source(cfg, arch: str = "sm_80", staged: bool = False):
-    """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel; ``staged``:
-    C stored through a shared tile, ``C_local -> C_shared -> C``) and its host module's text (which holds the
+def tilelang_source(cfg, arch: str = "sm_80", transpose_B: bool = False, out_dtype: str | None = None,
+                    staged: bool = False):
+    """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel; B [N, K]
+    with ``transpose_B``; C of ``out_dtype``, default the operands'; ``staged``: C stored through a shared tile,
+    ``C_local -> C_shared -> C``) and its host module's text (which holds the
     launch's dynamic shared memory size)."""
     import tilelang
     import tilelang.language as T
@@ -64,20 +66,26 @@ def tilelang_source(cfg, arch: str = "sm_80", staged: bool = False):
 
     M, N, K, bM, bN, bK, stages, threads, dtype = cfg
     accum = "int32" if dtype.startswith("int") else "float32"
+    # the annotations see the closure: ``io`` is read in the body too
+    io = {"B": (N, K) if transpose_B else (K, N), "B_s": (bN, bK) if transpose_B else (bK, bN),
+          "C": out_dtype or dtype}
 
     @T.prim_func
-    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor(io["B"], dtype), C: T.Tensor((M, N), io["C"])):
         with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
             A_s = T.alloc_shared((bM, bK), dtype)
-            B_s = T.alloc_shared((bK, bN), dtype)
+            B_s = T.alloc_shared(io["B_s"], dtype)
             C_l = T.alloc_fragment((bM, bN), accum)
             T.clear(C_l)
             for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
                 T.copy(A[by * bM, ko * bK], A_s)
-                T.copy(B[ko * bK, bx * bN], B_s)
-                T.gemm(A_s, B_s, C_l)
+                if transpose_B:
+                    T.copy(B[bx * bN, ko * bK], B_s)
+                else:
+                    T.copy(B[ko * bK, bx * bN], B_s)
+                T.gemm(A_s, B_s, C_l, transpose_B=transpose_B)
             if staged:
-                C_s = T.alloc_shared((bM, bN), dtype)
+                C_s = T.alloc_shared((bM, bN), io["C"])
                 T.copy(C_l, C_s)
                 T.copy(C_s, C[by * bM, bx * bN])
             else:

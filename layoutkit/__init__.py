@@ -31,7 +31,9 @@ from .errors import (
 
 if TYPE_CHECKING:  # pragma: no cover - the names below are imported on first use
     from .algebra import Const, Expr, F2Linear, Layout, Proof, Var, parse_expr, parse_index_fn
+    from .algebra.parametric import ParametricLayout, Symbol
     from .fragment import Fragment, PartialFragment, make_fully_replicated_fragment
+    from .fragment.parametric import ParametricFragment
 
 # The built-in targets, imported by the first lookup of a matching target string (or of a cost model,
 # builder or backend by name), so that importing the package costs only what is used.
@@ -43,6 +45,8 @@ __version__ = "0.1.0"
 _LAZY = {name: ".algebra" for name in ("Const", "Expr", "F2Linear", "Layout", "Proof", "Var", "parse_expr",
                                        "parse_index_fn")}
 _LAZY.update({name: ".fragment" for name in ("Fragment", "PartialFragment", "make_fully_replicated_fragment")})
+_LAZY.update({"Symbol": ".algebra.parametric", "ParametricLayout": ".algebra.parametric",
+              "ParametricFragment": ".fragment.parametric"})
 __getattr__ = _deferred.lazy_attributes(__name__, _LAZY)
 """``lk.Layout``, ``lk.Fragment``, ``lk.tla``, ``lk.infer``, ... imported on first use."""
 
@@ -60,6 +64,9 @@ __all__ = [
     "Var",
     "parse_expr",
     "parse_index_fn",
+    "Symbol",
+    "ParametricLayout",
+    "ParametricFragment",
     "CoordinateError",
     "ExprError",
     "IntegerOverflowError",

@@ -218,7 +218,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.emit:
         from .codegen import emit
 
-        for path in emit(prog, result, args.emit):
+        options = {"gemm_instruction": args.gemm_instruction} if args.gemm_instruction else {}
+        for path in emit(prog, result, args.emit, **options):
             print(f"wrote {path}", file=sys.stderr)
     if args.plot:
         from .plot import plot_layout
@@ -359,6 +360,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default: register-count)")
     infer.add_argument("--plot", metavar="DIR", help="write one PNG figure per buffer to DIR")
     infer.add_argument("--emit", metavar="DIR", help="write the generated kernel (CUDA or Ascend C) to DIR")
+    infer.add_argument("--gemm-instruction", choices=["mma", "wgmma"], metavar="INSTR",
+                       help="NVIDIA GEMMs: emit mma (mma.sync) or wgmma (the warp-specialised sm_90 kernel, "
+                            "compiled with -arch=sm_90a); default: the one the copy selection implies")
     infer.add_argument("--json", action="store_true",
                        help="print the layouts as JSON (repr, shapes, index and thread expressions) instead of text")
     infer.set_defaults(run=cmd_infer)

@@ -85,8 +85,8 @@ def canonical_dtype(dtype: object) -> str:
     """The TVM spelling of ``dtype`` (a string alias or a numpy dtype).  ``None`` is refused: numpy would
     read it as float64, a default no caller means.
 
-    >>> canonical_dtype("fp16")
-    'float16'
+    >>> canonical_dtype("fp16"), canonical_dtype("custom[tfloat32]")
+    ('float16', 'tfloat32')
     >>> canonical_dtype(None)
     Traceback (most recent call last):
         ...
@@ -107,7 +107,7 @@ def canonical_dtype(dtype: object) -> str:
             name = np.dtype(dtype).name  # type: ignore[call-overload]
         except TypeError:
             raise DtypeError(f"dtype must be a string such as 'float16'; found {dtype!r}") from None
-    key = name.lower()
+    key = _uncustom(name.lower())
     if key in _BITS:
         return key
     if key in _ALIASES:
@@ -118,6 +118,23 @@ def canonical_dtype(dtype: object) -> str:
     raise DtypeError(
         f"unknown dtype {dtype!r}: expected one of {', '.join(sorted(_BITS))} (or an alias such as fp16, bf16, fp8e4m3)"
     )
+
+
+def _uncustom(name: str) -> str:
+    """A TVM custom dtype's own name: TVM prints types it registers at run time as ``custom[NAME]``
+    (TileLang's ``T.tfloat32`` is ``custom[tfloat32]``), optionally followed by the bits or lanes
+    (``custom[tfloat32]32``, ``custom[tfloat32]32x4``); anything else is returned as given.
+
+    >>> _uncustom("custom[tfloat32]"), _uncustom("custom[tfloat32]32x4"), _uncustom("float16")
+    ('tfloat32', 'tfloat32x4', 'float16')
+    """
+    if not name.startswith("custom[") or "]" not in name:
+        return name
+    inner, _, rest = name[len("custom["):].partition("]")
+    bits, sep, lanes = rest.partition("x")
+    if inner not in _BITS or (bits and (not bits.isascii() or not bits.isdigit() or int(bits) != _BITS[inner])):
+        return name
+    return f"{inner}x{lanes}" if sep else inner
 
 
 def _vector(name: str) -> tuple[str, int]:

@@ -171,6 +171,20 @@ def test_infer_emits_cuda(tmp_path, capsys):
     assert capsys.readouterr().err.count(f"wrote {cu}") == 1
 
 
+def test_infer_emits_the_sm90_kernel_the_copies_imply_or_the_gemm_instruction_asked(tmp_path, capsys):
+    gemm = str(EXAMPLES / "gemm.py")
+    assert main(["infer", gemm, "--target", "sm_90", "--emit", str(tmp_path / "ws")]) == 0
+    (ws,) = (tmp_path / "ws").glob("*.cu")
+    assert "wgmma.mma_async" in ws.read_text() and "__launch_bounds__(256, 1)" in ws.read_text()
+    assert main(["infer", gemm, "--target", "sm_90", "--gemm-instruction", "mma", "--emit", str(tmp_path / "m")]) == 0
+    (mma,) = (tmp_path / "m").glob("*.cu")
+    assert "mma.sync" in mma.read_text() and "wgmma" not in mma.read_text()
+    capsys.readouterr()
+    assert main(["infer", gemm, "--gemm-instruction", "wgmma", "--emit", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "gemm_instruction='wgmma': no warp-specialised wgmma kernel: the target is 'sm_80'" in err
+
+
 def test_infer_emits_ascend_c(tmp_path, capsys):
     assert main(["infer", str(EXAMPLES / "ascend_gemm.py"), "--emit", str(tmp_path)]) == 0
     (cpp,) = tmp_path.glob("*.cpp")

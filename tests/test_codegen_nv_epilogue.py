@@ -262,7 +262,8 @@ def test_sm90_wgmma_shaped_accumulator_runs_on_mma_sync(case):
     a = rng.standard_normal((M, K)).astype(np.float16)
     bm = rng.standard_normal((N, K) if tb else (K, N)).astype(np.float16)
     ref = a.astype(np.float64) @ (bm.T if tb else bm).astype(np.float64)
-    acc = run(_with_c(lower(p, r), "float32"), {"A": a, "B": bm, "C": np.zeros((M, N), np.float32)})["C"]
+    kernel = lower(p, r, gemm_instruction="mma")  # the TMA-fed ones default to the wgmma kernel (test_hopper)
+    acc = run(_with_c(kernel, "float32"), {"A": a, "B": bm, "C": np.zeros((M, N), np.float32)})["C"]
     np.testing.assert_allclose(acc.reshape(M, N), ref, rtol=1e-5, atol=1e-5 * np.sqrt(K))
 
 
@@ -370,7 +371,7 @@ def test_epilogues_and_operand_types_compile(tmp_path, arch):
     progs += [_scaled_rowsum(), programs.gemm_rowmax_bias(M=100, N=64, K=128, bM=64, bN=64, bK=64, dtype="int8",
                                                           accum_dtype="int32")]
     progs += [runpy.run_path(str(EXAMPLES / f))["program"]() for f in ("gemm_bias_rowmax.py", "elementwise.py")]
-    _compile(tmp_path, print_module([lower(p, infer_layouts(p)) for p in progs]), arch)
+    _compile(tmp_path, print_module([lower(p, infer_layouts(p), gemm_instruction="mma") for p in progs]), arch)
 
 
 def test_cli_emits_the_examples(tmp_path):

@@ -46,6 +46,13 @@ def test_readme_says_where_the_demo_writes():
     assert "`out/`" in readme and "make docs" in readme
 
 
+def test_parametric_page_examples_run():
+    import doctest
+
+    result = doctest.testfile(str(ROOT / "docs" / "parametric.md"), module_relative=False)
+    assert result.attempted >= 20 and result.failed == 0
+
+
 def test_conventions_page_examples_run():
     import doctest
 

@@ -107,7 +107,7 @@ def test_inferred_thread_range_and_the_kernel_agree():
 
 def test_selection_follows_the_copy_instructions_and_the_arch():
     assert hopper.uses_hopper(_program(MAIN))
-    assert not hopper.uses_hopper(programs.gemm(target="sm_90"))  # wgmma is sm_90a only: mma.sync stays
+    assert hopper.uses_hopper(programs.gemm(target="sm_90"))  # plain sm_90 too (test_hopper_sm90)
     odd = programs.gemm(M=130, N=72, K=100, bM=64, bN=64, bK=32, target="sm_90a")  # A rows of 200 bytes: no TMA
     assert not hopper.uses_hopper(odd)
     assert "wgmma" not in codegen.emit_cuda(odd, infer_layouts(odd))

@@ -106,6 +106,14 @@ def test_the_plain_16_bit_gemm_stores_through_the_inferred_tma_swizzle_by_defaul
     assert src.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 and "__halves2half2" not in src
 
 
+def test_the_codegen_facade_takes_the_tma_store_option():
+    p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")
+    r = infer_layouts(p)
+    assert "bulk_group" in codegen.emit_cuda(p, r) and "bulk_group" not in codegen.emit_cuda(p, r, tma_store=False)
+    with pytest.raises(UnsupportedError, match="tma_store=True: the TMA-store epilogue is the sm_90 wgmma kernel's"):
+        codegen.emit_cuda(p, r, gemm_instruction="mma", tma_store=True)
+
+
 def test_a_program_staging_c_in_shared_memory_uses_its_inferred_layout():
     p = programs.gemm_shared_epilogue(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, target="sm_90a")
     r = infer_layouts(p)
@@ -143,6 +151,14 @@ def test_a_staging_tile_that_does_not_fit_beside_the_stages_keeps_the_direct_sto
         hopper.plan(p, r, tma_store=True)
     three = programs.gemm(M=512, N=512, K=512, bM=128, bN=256, bK=64, threads=256, num_stages=3, target="sm_90a")
     assert hopper_epilogue.stores(hopper.plan(three, infer_layouts(three)))
+
+
+def test_a_staging_tile_the_inference_left_without_a_layout_is_refused():
+    p = programs.gemm_shared_epilogue(M=256, N=256, K=256, bM=128, bN=256, bK=64, threads=256, target="sm_90a")
+    r = infer_layouts(p)
+    assert "C_shared" not in r.layout_map  # (a 256-wide tile; 128 wide it has the Hopper swizzle)
+    with pytest.raises(UnsupportedError, match="stages C_local in shared C_shared; the inference gave C_shared no"):
+        hopper.plan(p, r)
 
 
 def test_a_shared_staging_the_lowering_cannot_follow_is_refused_naming_the_op():

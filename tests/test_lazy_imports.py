@@ -41,3 +41,14 @@ def test_public_names_still_import_from_their_paths() -> None:
         assert getattr(infer, name) is not None
     assert lk.tla.Layout is not None and infer.convert.LayoutConversion is infer.LayoutConversion
     assert {"nv", "ascend"} <= set(lk.backends.backend_names())
+
+
+def test_parametric_layouts_are_public_and_load_sympy_only_when_read() -> None:
+    assert "sympy" not in _modules_after("import layoutkit, layoutkit.tla")
+    loaded = _modules_after("import layoutkit as lk\nassert lk.ParametricFragment.__name__ == 'ParametricFragment'\n"
+                            "assert lk.tla.ParametricTlaLayout.__module__ == 'layoutkit.tla.parametric'")
+    assert "sympy" in loaded and "layoutkit.fragment.parametric" in loaded
+    import layoutkit as lk
+    from layoutkit.algebra.parametric import ParametricLayout, Symbol
+
+    assert lk.ParametricLayout is ParametricLayout and lk.Symbol is Symbol

@@ -103,3 +103,120 @@ def test_nv_bank_swizzle_over_symbolic_rows_matches_every_concrete_row_count(kin
         assert np.array_equal(L.table({"R": rows}), want)
     with pytest.raises(ShapeError, match="multiples of 8"):
         make_parametric_bank_swizzled_layout(kind, Symbol("R", lo=8), 2 * width, dtype)
+
+
+def test_a_dim_with_several_digits_splits_colexicographically_and_inverts():
+    """Rows ``(8, M)`` at strides ``(1, 8N)``: column-major 8-row panels, each panel ``8N`` long."""
+    L = ParametricLayout((M, N), None, ((8, M), N), ((1, 8 * N.sym), 8))
+    assert bool(L.prove_bijective()) and L.size() == 8 * M.sym * N.sym
+    for values in CONCRETE:
+        m, n = values["M"], values["N"]
+        i, j = np.meshgrid(np.arange(8 * m), np.arange(n), indexing="ij")
+        want = (i % 8) + (i // 8) * 8 * n + j * 8
+        assert np.array_equal(L.table(values), want)
+        assert L.bound(values) == ((8 * m, n), (8 * m, n), ((1, 8 * n), 8))
+        for o in range(0, 8 * m * n, 7):
+            coord = L.inverse(o, values)
+            assert L.apply(coord, values) == o and int(want[coord]) == o
+    overlapping = ParametricLayout((M, N), None, ((8, M), N), ((1, 4 * N.sym), 8))
+    proof = overlapping.prove_injective()
+    assert not proof and proof.witness["values"] == {"M": 2, "N": 1}  # panel pitch 4 < 8 rows
+    flat = overlapping.table(proof.witness["values"]).reshape(-1)
+    assert np.unique(flat).size < flat.size
+    with pytest.raises(ShapeError, match="as many strides"):
+        ParametricLayout((M,), None, ((8, M),), (1,))
+    assert L == ParametricLayout((M, N), None, ((8, M), N), ((1, 8 * N.sym), 8)) and L != overlapping
+    assert len({L, overlapping, L}) == 2
+
+
+def test_conditions_zero_only_on_the_admissible_values_are_proved():
+    one = Symbol("K", lo=1, hi=1)
+    L = ParametricLayout((one, N), None, (one, N), (N.sym * 5, one.sym))  # K = 1: stride 5N never used
+    assert bool(L.prove_bijective())
+    assert is_permutation(L.table({"K": 1, "N": 6}))
+
+
+@pytest.mark.parametrize("kind", ["quarter", "half", "full"])
+def test_nv_bank_swizzle_over_symbolic_rows_and_columns(kind):
+    from layoutkit.targets.nv.parametric import make_parametric_bank_swizzled_layout
+
+    width = {"quarter": 2, "half": 4, "full": 8}[kind] * 8
+    R, C = Symbol("R", lo=8, multiple=8), Symbol("C", lo=width, multiple=width)
+    L = make_parametric_bank_swizzled_layout(kind, R, C, "float16")
+    assert bool(L.prove_bijective()) and L.size() == R.sym * C.sym
+    for rows in (8, 24):
+        for cols in (width, 3 * width):
+            want = nv.make_bank_swizzled_layout((rows, cols), "float16", kind).linearized().table()[..., 0]
+            assert np.array_equal(L.table({"R": rows, "C": cols}), want)
+    with pytest.raises(ShapeError, match="for every value"):
+        make_parametric_bank_swizzled_layout(kind, R, Symbol("C", lo=8), "float16")
+
+
+@pytest.mark.parametrize("bindings", [[(1, 1), (2, 3), (5, 4), (8, 16)]])
+def test_parametric_verdicts_equal_the_concrete_layouts_proofs_for_several_bindings(bindings):
+    """Row-major over (M, N), a padded pitch, and the 128B swizzle over R rows: the for-all verdict is the
+    verdict of ``lk.Layout.prove_bijective`` / ``prove_injective`` on every enumerated binding, and the
+    refuted claim's witness is a binding where the concrete proof fails too."""
+    import layoutkit as lk
+
+    P, R = Symbol("P", lo=0, multiple=8), Symbol("R", lo=8, multiple=8)
+    rm = ParametricLayout.strided((M, N), (N, 1))
+    padded = ParametricLayout((M, N, P), None, (M, N), (N.sym + P.sym, 1))
+    from layoutkit.targets.nv.parametric import make_parametric_bank_swizzled_layout
+
+    swizzle = make_parametric_bank_swizzled_layout("full", R, 64, "float16")
+    assert bool(rm.prove_bijective()) and bool(padded.prove_injective()) and bool(swizzle.prove_bijective())
+    assert bool(swizzle.prove_injective())
+    assert not padded.prove_bijective()
+    for m, n in bindings:
+        assert bool(lk.Layout([m, n], lambda i, j, n=n: i * n + j).prove_bijective())
+        for p in (0, 8):
+            concrete = lk.Layout([m, n], lambda i, j, n=n, p=p: i * (n + p) + j)
+            assert injective(concrete.table()[..., 0])
+            assert bool(concrete.prove_bijective()) == (p == 0 or m == 1)  # padding between rows only
+            assert np.array_equal(padded.table({"M": m, "N": n, "P": p}), concrete.table()[..., 0])
+    for rows in (8, 16, 32, 72):
+        concrete = nv.make_full_bank_swizzled_layout((rows, 64), "float16").linearized()
+        assert bool(concrete.prove_bijective())
+        assert np.array_equal(swizzle.table({"R": rows}), concrete.table()[..., 0])
+    witness = padded.prove_bijective().witness["values"]
+    m, n, p = witness["M"], witness["N"], witness["P"]
+    assert not lk.Layout([m, n], lambda i, j: i * (n + p) + j).prove_bijective()
+    pitch = ParametricLayout.strided((M, N), (16, 1)).prove_injective().witness["values"]
+    concrete = lk.Layout([pitch["M"], pitch["N"]], lambda i, j: i * 16 + j)
+    assert not injective(concrete.table()[..., 0]) and not concrete.prove_bijective()
+
+
+def injective(table) -> bool:
+    flat = np.asarray(table).reshape(-1)
+    return np.unique(flat).size == flat.size
+
+
+def test_a_non_injective_atom_is_refuted_with_its_collision():
+    import layoutkit as lk
+
+    atom = lk.Layout([2, 4], lambda i, j: j // 2 + i * 2)  # (0, 0) and (0, 1) share offset 0
+    L = ParametricLayout.tiled(atom, (M, 1), (8, 0))
+    proof = L.prove_injective()
+    assert not proof and proof.witness["collision"] == ((0, 0), (0, 1), 0)
+    assert not L.prove_bijective()
+
+
+@pytest.mark.parametrize(("cols", "dtype"), [(64, "float16"), (32, "float32"), (24, "float16")])
+def test_nv_padded_layout_over_symbolic_rows(cols, dtype):
+    """Injective for every row count; a bijection for every row count only without padding (24 halves:
+    48 bytes, not a multiple of 256 bits), otherwise refuted at two rows."""
+    from layoutkit.targets.nv.parametric import make_parametric_padded_layout
+
+    R = Symbol("R", lo=1)
+    L = make_parametric_padded_layout(R, cols, dtype)
+    assert bool(L.prove_injective())
+    padded = nv.make_padded_layout((2, cols), dtype).map_forward_index([1, 0])[0] != cols
+    proof = L.prove_bijective()
+    assert bool(proof) == (not padded)
+    if padded:
+        assert proof.witness["values"] == {"R": 2}
+    for rows in (1, 2, 5, 16):
+        concrete = nv.make_padded_layout((rows, cols), dtype)
+        assert np.array_equal(L.table({"R": rows}), concrete.table()[..., 0])
+        assert bool(concrete.prove_bijective()) == (rows == 1 or not padded)

@@ -75,6 +75,17 @@ def test_a_missing_dtype_is_refused_not_float64():
     assert canonical_dtype(np.float64) == "float64"          # an explicit numpy dtype still works
 
 
+def test_tvm_custom_dtype_names_are_read_as_the_type_they_name():
+    """TVM prints run-time registered types as ``custom[NAME]`` (TileLang's ``T.tfloat32``), with the bits
+    or lanes after it; anything but a known name with its own bit width is refused."""
+    assert canonical_dtype("custom[tfloat32]") == "tfloat32"
+    assert canonical_dtype("custom[tfloat32]32") == "tfloat32"
+    assert canonical_dtype("custom[tfloat32]32x4") == "tfloat32x4"
+    for bad in ("custom[tfloat32]16", "custom[float17]", "custom[tfloat32", "custom[]"):
+        with pytest.raises(lk.DtypeError, match="unknown dtype"):
+            canonical_dtype(bad)
+
+
 def test_float_region_bounds_are_refused():
     L = lk.Layout([8, 8], lambda i, j: i * 8 + j)
     with pytest.raises(lk.ShapeError, match=r"region dim 0 must be .*integer bounds; found \(0.5, 4.2\)"):

@@ -261,8 +261,8 @@ def cumsum_view(rows=4, hidden=128, threads=128, dtype="float32"):
 
 
 def atomic_max_tile(n=64, threads=128, dtype="float32"):
-    """A tile op layoutkit has no counterpart for yet (a tile ``T.atomic_max`` from a fragment): the
-    adapter refuses it by name."""
+    """A tile ``T.atomic_max`` from a fragment: TileLang's AtomicMax proposes no layout, so the fragment
+    takes its copy's."""
     @T.prim_func
     def main(A: T.Tensor((n, n), dtype), Out: T.Tensor((n, n), dtype)):
         with T.Kernel(1, threads=threads):
@@ -853,6 +853,135 @@ def tma_atomic_add(shape=(16, 16), dtype="float32"):
     return main
 
 
+def masked(M=128, N=128, threads=256, upper=False, dtype="float16"):
+    """Ops under ``if tx < 128`` (``upper``: ``if tx >= 128``) of a 256-thread block: TileLang lays them out
+    on the 128 threads the condition leaves (its thread bounds), bound to that range."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(1, threads=threads):
+            s = T.alloc_shared((M, N), dtype)
+            x = T.alloc_fragment((M, N), "float32")
+            tx = T.get_thread_binding(0)
+            if (tx >= 128) if upper else (tx < 128):
+                for i, j in T.Parallel(M, N):
+                    s[i, j] = A[i, j]
+                T.copy(s, x)
+                for i, j in T.Parallel(M, N):
+                    x[i, j] = x[i, j] * 2
+                T.copy(x, B)
+    return main
+
+
+def view_past_the_tensor(C=64, F=64, KS=3, bK=32, bN=128, threads=128, dtype="float16"):
+    """A ``T.Tensor(shape, dtype, data)`` view of a parameter (the 4-D kernel tensor of a convolution seen
+    as 2-D) read by a region running past it (``bN`` columns of an ``F``-column view): TileLang guards it."""
+    @T.prim_func
+    def main(W: T.Tensor((KS, KS, C, F), dtype), Out: T.Tensor((KS * KS * C, bN), dtype)):
+        with T.Kernel(T.ceildiv(F, bN), threads=threads) as bx:
+            flat = T.Tensor((KS * KS * C, F), dtype, W.data)
+            s = T.alloc_shared((bK, bN), dtype)
+            x = T.alloc_fragment((bK, bN), "float32")
+            for k in T.Pipelined(T.ceildiv(KS * KS * C, bK), num_stages=2):
+                T.copy(flat[k * bK, bx * bN], s)
+                T.copy(s, x)
+                T.copy(x, Out[k * bK, 0])
+    return main
+
+
+def no_launch(N=128, dtype="float32"):
+    """A kernel written without ``T.Kernel``: TileLang's inference lays it out on its thread bounds
+    ``[0, 1)``, one thread holding every element."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype), B: T.Tensor((N,), dtype)):
+        x = T.alloc_fragment((N,), dtype)
+        T.copy(A, x)
+        for i in T.Parallel(N):
+            B[i] = x[i] + 1.0
+    return main
+
+
+def element_atomics_scalar(M=64, N=64, b=16, threads=32, dtype="float32"):
+    """Element ``T.atomic_max`` / ``atomic_min`` / ``atomic_load`` / ``atomic_store`` and ``T.atomic_add(...,
+    return_prev=True)`` in parallel loops: no vector form, so TileLang plans the loops at width 1."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype),
+             D: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, b), T.ceildiv(M, b), threads=threads) as (bx, by):
+            s = T.alloc_shared((b, b), dtype)
+            T.copy(A[by * b, bx * b], s)
+            for i, j in T.Parallel(b, b):
+                T.atomic_max(B[by * b + i, bx * b + j], s[i, j])
+            for i, j in T.Parallel(b, b):
+                T.atomic_min(C[by * b + i, bx * b + j], s[i, j])
+            for i, j in T.Parallel(b, b):
+                v = T.atomic_load(A[by * b + i, bx * b + j])
+                T.atomic_store(D[by * b + i, bx * b + j], v)
+            for i, j in T.Parallel(b, b):
+                D[by * b + i, bx * b + j] = T.atomic_add(B[by * b + i, bx * b + j], s[i, j], return_prev=True)
+    return main
+
+
+def region_atomics(M=128, N=128, b=32, threads=128, dtype="float32"):
+    """Tile ``T.atomic_max`` / ``atomic_min`` from shared memory and scalars atomically added / maxed onto
+    whole regions (``T.atomic_add(A[0:32, 0:32], 1.0)``), next to a fragment the tile ``T.atomic_max``
+    reads (laid out by its copy: TileLang's AtomicMax proposes nothing)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, b), T.ceildiv(M, b), threads=threads) as (bx, by):
+            s = T.alloc_shared((b, b), dtype)
+            x = T.alloc_fragment((b, b), dtype)
+            T.copy(A[by * b, bx * b], s)
+            T.copy(A[by * b, bx * b], x)
+            T.atomic_max(B[by * b, bx * b], s)
+            T.atomic_min(B[by * b, bx * b], s)
+            T.atomic_max(B[by * b, bx * b], x)
+            T.atomic_add(A[by * b:(by + 1) * b, bx * b:(bx + 1) * b], 1.0)
+            T.atomic_max(A[by * b:(by + 1) * b, bx * b:(bx + 1) * b], 0.5)
+    return main
+
+
+def wgmma_gemm(M=64, N=64, K=64, k_tiles=1, threads=128):
+    """``T.wgmma_gemm``: TileLang's GEMM forced onto WGMMA (sm_90), here over K slices a serial loop
+    selects (``A_s[:, k * bK:(k + 1) * bK]``)."""
+    bK = K // k_tiles
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), D: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=threads):
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((N, K), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            T.copy(A, a)
+            T.copy(B, b)
+            T.clear(c)
+            for k in T.serial(k_tiles):
+                T.wgmma_gemm(a[:, k * bK:(k + 1) * bK], b[:, k * bK:(k + 1) * bK], c, transpose_B=True)
+            T.wait_wgmma(0)
+            T.copy(c, D)
+    return main
+
+
+def sparse_gemm():
+    """``T.gemm_sp`` (a structured-sparse GEMM), a tile op layoutkit has no counterpart for yet: refused by
+    name."""
+    from tilelang.language.experimental.gemm_sp_op import gemm_sp
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 16), "float16"), E: T.Tensor((64, 4), "uint8"), B: T.Tensor((32, 64), "float16"),
+             C: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 16), "float16")
+            e = T.alloc_shared((64, 4), "uint8")
+            b = T.alloc_shared((32, 64), "float16")
+            c = T.alloc_fragment((64, 64), "float32")
+            T.copy(A, a)
+            T.copy(E, e)
+            T.copy(B, b)
+            gemm_sp(a, e, b, c, clear_accum=True)
+            T.copy(c, C)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -867,6 +996,8 @@ KERNELS: dict[str, Callable] = {
     "gemm_64_transpose_b": lambda: gemm(1024, 1024, 1024, 64, 64, 32, trans_B=True),
     "gemm_64x128_3stage_256t": lambda: gemm(1024, 1024, 1024, 64, 128, 32, threads=256, num_stages=3),
     "gemm_64_int8": lambda: gemm(1024, 1024, 1024, 64, 64, 64, dtype="int8", accum_dtype="int32", trans_B=True),
+    # T.tfloat32 is TVM's custom type `custom[tfloat32]`
+    "gemm_64_tf32": lambda: gemm(1024, 1024, 1024, 64, 64, 32, dtype=T.tfloat32, trans_B=True),
     "gemm_128x64_bf16_fullcol": lambda: gemm(1024, 1024, 1024, 128, 64, 32, dtype="bfloat16",
                                              policy=_policy("FullCol")),
     "elementwise_add_128": lambda: elementwise_add(1024, 1024, 128, 128),
@@ -912,6 +1043,13 @@ KERNELS: dict[str, Callable] = {
     "element_atomics_f16": lambda: element_atomics(dtype="float16"),
     # K = 0: an empty A and B (no element is reached); laid out as any GEMM
     "gemm_zero_k": lambda: gemm(512, 1024, 0, 128, 256, 32),
+    # ops under a condition on threadIdx.x: laid out on the threads it leaves
+    "masked_lower": lambda: masked(),
+    "masked_upper": lambda: masked(upper=True),
+    "element_atomics_scalar": lambda: element_atomics_scalar(),
+    "region_atomics": lambda: region_atomics(),
+    "atomic_max_tile": lambda: atomic_max_tile(),
+    "view_past_the_tensor": lambda: view_past_the_tensor(),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
 }
@@ -927,11 +1065,14 @@ BOTH_FAIL: dict[str, Callable] = {
 
 NOT_LOWERED: dict[str, Callable] = {
     "assumed_strides": lambda: assumed_strides(),
+    "no_launch": lambda: no_launch(),
 }
 """Kernels compared table for table with TileLang but not lowered with layoutkit's annotations: TileLang
 0.1.15's lowering proves the annotated loop layout bijective from its expression, and layoutkit spells
-this one's (equal tables) as ``(i * 576 + j) // 1024`` where TileLang's own is ``(i * 72 + j // 8) // 128``,
-which its iterator-map check cannot follow."""
+``assumed_strides``'s (equal tables) as ``(i * 576 + j) // 1024`` where TileLang's own is
+``(i * 72 + j // 8) // 128``, which its iterator-map check cannot follow; ``no_launch`` (no ``T.Kernel``)
+has no thread launch, which TileLang's CUDA lowering itself rejects (its memory verification finds the
+tensors accessed from the host)."""
 
 FUSED: dict[str, Callable] = {
     "shared_loops": lambda: shared_loops(),

@@ -13,13 +13,21 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 - ``equal``: TileLang solves it, layoutkit reads and solves it, every buffer and loop layout has
   the same tables;
 - ``differ``: both solve, some tables differ (listed);
-- ``refused``: the adapter refuses it with a typed error (the message names the construct);
+- ``refused``: the adapter refuses it with a typed error (``layoutkit.errors``; the message names the
+  construct);
 - ``solver``: the adapter reads it, layoutkit's inference refuses it;
 - ``tilelang-fails`` / ``both-fail``: TileLang's pass fails (and layoutkit solves / does not);
+  ``tilelang-fails`` also when TileLang's lowering fails before reaching its pass (nothing to compare);
 - ``crash``: an untyped exception from layoutkit (a bug by definition);
 - and, with no kernel, ``no-kernel`` (the run ended or failed before building one: the reason).
 
-    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--out results.json] [--markdown list.md]
+With ``--compile`` every kernel both solve (``equal`` or ``differ``) is then lowered by TileLang's
+pipeline with layoutkit *as* its layout-inference pass (no fallback to TileLang's own) and the CUDA
+source compiled with nvcc for sm_80: the row gets ``compiled`` (``ok`` or the first error line;
+``tilelang-fails-too`` where ``tilelang.lower`` alone and nvcc fail on the kernel as well).
+
+    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile] [--out results.json]
+                                   [--markdown list.md]
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +46,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MARK = "SUITE-RESULT:"
 CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "randn_like",
                   "zeros_like", "ones_like", "empty_like", "rand_like", "full_like", "eye", "linspace")
+
+
+COMPILE = os.environ.get("LAYOUTKIT_SUITE_COMPILE") == "1"
+"""Set in each child by ``--compile``: lower and nvcc-compile every kernel both solve."""
 
 
 class _Captured(Exception):
@@ -81,15 +94,17 @@ def _cpu_torch() -> None:
 
 def _compare(func) -> dict:
     """The status of one captured kernel (see the module docstring)."""
-    from layoutkit.errors import LayoutError, UnsupportedError
+    from layoutkit.errors import LayoutError
     from layoutkit.frontends.tilelang import check_selections, tilelang_inference
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
     try:
         run = tilelang_inference(func, "sm_80")
-    except UnsupportedError as err:
-        return {"status": "refused", "why": str(err)[:400]}
+    except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
+        if str(err).startswith("TileLang's lowering"):  # TileLang's own passes before LayoutInference fail
+            return {"status": "tilelang-fails", "why": str(err)[:400]}
+        return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     try:
@@ -111,6 +126,73 @@ def _compare(func) -> dict:
     return {"status": "equal", "buffers": len(run.layouts), "loops": len(run.loop_layouts)}
 
 
+
+
+def _include_dirs() -> list[str]:
+    """TileLang's CUDA templates and the CUTLASS headers its kernels include, from the installed package."""
+    import tilelang
+
+    root = Path(tilelang.__file__).resolve().parent
+    return [str(root / "src"), str(root / "3rdparty" / "cutlass" / "include")]
+
+
+SM80 = {"kind": "cuda", "arch": "sm_80"}
+
+
+def _nvcc(source: str) -> str | None:
+    """None when nvcc compiles the CUDA ``source`` for sm_80; else its first error line."""
+    with tempfile.TemporaryDirectory(prefix="layoutkit-suite-nvcc-") as tmp:
+        cu = Path(tmp) / "kernel.cu"
+        cu.write_text(source)
+        cmd = ["nvcc", "-arch=sm_80", "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
+        cmd += [f"-I{d}" for d in _include_dirs()]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return "nvcc timed out after 600 s"
+    if done.returncode == 0:
+        return None
+    errors = [ln for ln in done.stderr.splitlines() if "error" in ln] or done.stderr.splitlines() or ["?"]
+    return f"nvcc failed: {errors[0][:200]}"
+
+
+def _first_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {(str(err).strip().splitlines() or [''])[0][:200]}"
+
+
+def _tilelang_alone_fails(func) -> bool:
+    """Whether ``tilelang.lower`` alone (TileLang's own layout pass) then nvcc fail on ``func`` too: a
+    failure both share is TileLang's (a kernel written for another architecture, a bug of a later
+    pass), not the annotations'."""
+    import tilelang
+    from tilelang import tvm
+
+    try:
+        with tvm.target.Target(SM80):
+            source = tilelang.lower(func, target=SM80).kernel_source
+    except Exception:  # noqa: BLE001 - any failure of TileLang's own pipeline answers the question
+        return True
+    return _nvcc(source) is not None
+
+
+def _lower_and_compile(func) -> str:
+    """``ok`` when TileLang lowers ``func`` with layoutkit as its layout pass and nvcc compiles the CUDA
+    source; else which step failed and its first line, prefixed ``tilelang-fails-too`` where TileLang's
+    own lowering and compile of the kernel fail as well."""
+    from layoutkit.errors import LayoutError
+    from layoutkit.frontends.tilelang_pass import lower
+
+    if shutil.which("nvcc") is None:
+        return "not run: nvcc is not installed"
+    try:
+        failure = _nvcc(lower(func, SM80, fallback=False).kernel_source)
+    except LayoutError as err:
+        return f"lowering refused: {_first_line(err)}"
+    except Exception as err:  # noqa: BLE001 - TileLang's later passes rejecting the annotations is the finding
+        failure = f"lowering failed: {_first_line(err)}"
+    if failure is None:
+        return "ok"
+    return f"tilelang-fails-too: {failure}" if _tilelang_alone_fails(func) else failure
 
 
 def _capture_and_compare(run, label: str) -> dict:
@@ -139,7 +221,10 @@ def _capture_and_compare(run, label: str) -> dict:
     if not seen:
         return {"where": label, "status": "no-kernel", "why": "the run built no kernel"}
     funcs = list(seen[0].functions.values())
-    return {"where": label, **_compare(funcs[0])}
+    result = {"where": label, **_compare(funcs[0])}
+    if COMPILE and result["status"] in ("equal", "differ"):
+        result["compiled"] = _lower_and_compile(funcs[0])
+    return result
 
 
 def child(path: str, max_tests: int) -> None:
@@ -188,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", help="also write the list as a Markdown table")
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
+    parser.add_argument("--compile", action="store_true",
+                        help="lower each solved kernel with layoutkit as the layout pass, compile it with nvcc")
     parser.add_argument("--child")
     args = parser.parse_args(argv)
     if args.child:
@@ -198,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     src = Path(args.src)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-")}
+           "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-"),
+           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0"}
     results = []
     for path in files(src, args.only):
         rel = str(path.relative_to(src))
@@ -215,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             r["where"] = str(r.get("where", rel)).replace(str(src) + os.sep, "")
             results.append(r)
             note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
+            if "compiled" in r:
+                note = f"compiled: {r['compiled']} {note}"
             print(f"{r['status']:15s} {r['where']}  {note[:150]}  ({time.perf_counter() - t0:.0f} s)",
                   flush=True)
     summary(results)
@@ -232,6 +322,8 @@ def markdown(results: list[dict]) -> list[str]:
         note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
         if r["status"] == "equal":
             note = f"{r.get('buffers', 0)} buffers, {r.get('loops', 0)} loops"
+        if "compiled" in r:
+            note = f"{note}; lowered + nvcc: {r['compiled']}"
         note = " ".join(str(note).split()).replace("|", "\\|")[:200]
         rows.append(f"| `{r['where']}` | {r['status']} | {note} |")
     return rows
@@ -243,6 +335,11 @@ def summary(results: list[dict]) -> None:
         counts[r["status"]] = counts.get(r["status"], 0) + 1
     solved_by_tl = counts.get("equal", 0) + counts.get("differ", 0) + counts.get("refused", 0) + counts.get("solver", 0)
     print("\n" + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    compiled = [r["compiled"] for r in results if "compiled" in r]
+    if compiled:
+        theirs = sum(c.startswith("tilelang-fails-too") for c in compiled)
+        print(f"lowered with layoutkit as the pass and compiled with nvcc: {compiled.count('ok')} of "
+              f"{len(compiled) - theirs} ({theirs} more that TileLang alone fails to lower or compile too)")
     if solved_by_tl:
         print(f"equal on {counts.get('equal', 0)} of {solved_by_tl} kernels that constructed and were not refused by "
               f"TileLang's pass ({counts.get('equal', 0) / solved_by_tl:.0%}; refusals count as not equal)")

@@ -25,6 +25,8 @@ class Backend(Target):
     suffix: str = ".txt"
     requires_layouts: bool = True
     """Whether lowering needs the inference result's layouts (False: the program's annotations do)."""
+    lowering_options: frozenset[str] = frozenset()
+    """Keyword options :meth:`lower` and :meth:`check_target` take (the codegen facade refuses others)."""
 
     def check_target(self, program) -> None:
         """Refuse, before the layouts are checked, a program this backend cannot lower."""

@@ -6,12 +6,14 @@ the numbers on a CPU.  The facade dispatches on the program's target through
 :mod:`.execute_ascend` (these names re-export the backends' modules).
 
 Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` per k16 step, synchronous
-copies; for sm_90 the wgmma-shaped accumulator the inference picks is computed with ``mma.sync`` atoms; for
-``target="sm_90a"`` a GEMM whose pipelined copies are TMA loads prints as a warp-specialised kernel: TMA tile
-loads into the inferred swizzled tiles, an mbarrier pipeline, ``wgmma.mma_async`` from shared-memory
-descriptors, ``setmaxnreg``, see :mod:`layoutkit.backends.nv.hopper`; :func:`lower` then gives its
+copies; for ``target="sm_90"`` or ``"sm_90a"`` a GEMM whose pipelined copies are TMA loads - the copy
+selection that gives the inference its producer + consumer thread range - prints as a warp-specialised kernel
+(compiled with ``-arch=sm_90a``, as TileLang compiles sm_90): TMA tile loads into the inferred swizzled tiles,
+an mbarrier pipeline, ``wgmma.mma_async`` from shared-memory descriptors (fp16 / bf16, and fp8 e4m3 / e5m2
+with a K-major B), ``setmaxnreg``, see :mod:`layoutkit.backends.nv.hopper`; :func:`lower` then gives its
 :class:`~layoutkit.backends.nv.hopper.HopperGemm` and :func:`execute` runs the ``mma.sync`` IR of the same
-program):
+program; the lowering option ``gemm_instruction="mma"`` keeps such a GEMM on ``mma.sync`` atoms, computing
+the wgmma-shaped accumulator the inference picks):
 
 * the GEMM of :func:`layoutkit.infer.programs.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
   fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; 32- / 128-bit
@@ -56,26 +58,38 @@ from .execute import np_dtype, run  # noqa: F401  (first, so the function execut
 __all__ = ["CodegenInputError", "emit", "emit_ascend_c", "emit_cuda", "execute", "lower", "ir"]
 
 
-def lower(program, result):
+def lower(program, result, **options):
     """The IR kernel of ``program`` solved by ``result`` (its :func:`~layoutkit.infer.infer_layouts`; Ascend
     programs lower to :mod:`.ascend_ir` and may pass ``None`` to use their annotations).  A result that does not
     solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
-    support, :class:`~layoutkit.errors.UnsupportedError` naming the op.
+    support, :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``options``: the backend's lowering
+    options (NVIDIA: ``gemm_instruction="mma"`` keeps an sm_90 GEMM on ``mma.sync``, ``"wgmma"`` insists on the
+    warp-specialised kernel; the default follows the copy selection; ``tma_store=False`` keeps that kernel's
+    accumulator stores in registers, ``True`` insists on the store through shared memory and TMA); another
+    raises :class:`~layoutkit.errors.CodegenInputError`.
 
     >>> from layoutkit.infer import infer_layouts, programs
     >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
     >>> lower(p, infer_layouts(p)).grid
     (2, 2)
+    >>> q = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, target="sm_90")
+    >>> r = infer_layouts(q)
+    >>> type(lower(q, r)).__name__, type(lower(q, r, gemm_instruction="mma")).__name__
+    ('HopperGemm', 'Kernel')
     """
-    backend = _checked(program, result, "lower")
-    return backend.lower(program, result)
+    backend = _checked(program, result, "lower", options=options)
+    return backend.lower(program, result, **options)
 
 
-def _checked(program, result, where: str, arrays: dict | None = None):
+def _checked(program, result, where: str, arrays: dict | None = None, options: dict | None = None):
     """The program's backend, after the checks every entry point makes (in this order)."""
     checks.check_program(program, where)
     backend = get_backend(program.target)
-    backend.check_target(program)  # before the layouts: inference may leave some out for such a target
+    unknown = sorted(set(options or ()) - backend.lowering_options)
+    if unknown:
+        raise CodegenInputError(f"{where}: lowering options {unknown} are not the {backend.name} backend's; expected "
+                                f"some of {sorted(backend.lowering_options)}")
+    backend.check_target(program, **(options or {}))  # before the layouts: inference may leave some out
     checks.check_result(program, result, where, backend.requires_layouts)
     if arrays is not None:
         checks.check_arrays(program, arrays, backend.storage_dtype)
@@ -89,8 +103,9 @@ def _language(program, language: str, where: str, message: str) -> None:
         raise UnsupportedError(message.format(target=program.target))
 
 
-def emit_cuda(program, result) -> str:
-    """CUDA C++ source (one translation unit, ``extern "C" __global__`` kernel) of a solved NVIDIA program.
+def emit_cuda(program, result, **options) -> str:
+    """CUDA C++ source (one translation unit, ``extern "C" __global__`` kernel) of a solved NVIDIA program
+    (``options``: the lowering options of :func:`lower`).
 
     >>> from layoutkit.infer import infer_layouts, programs
     >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
@@ -99,7 +114,7 @@ def emit_cuda(program, result) -> str:
     """
     _language(program, "cuda", "emit_cuda",
               "emit_cuda: expected an NVIDIA program; found target {target!r} (use emit_ascend_c)")
-    return get_backend(program.target).print_source(lower(program, result))
+    return get_backend(program.target).print_source(lower(program, result, **options))
 
 
 def emit_ascend_c(program, result) -> str:
@@ -138,7 +153,7 @@ def execute(program, result, arrays: dict) -> dict:
     return backend.execute(program, result, arrays)
 
 
-def emit(program, result, directory) -> list[Path]:
+def emit(program, result, directory, **options) -> list[Path]:
     """Write the kernel source into ``directory`` (created): ``<kernel name>.cu`` for NVIDIA,
     ``<kernel name>.cpp`` for Ascend; returns the paths written.
 
@@ -148,7 +163,7 @@ def emit(program, result, directory) -> list[Path]:
     >>> [f.suffix for f in emit(p, infer_layouts(p), tempfile.mkdtemp())]
     ['.cu']
     """
-    kernel = lower(program, result)
+    kernel = lower(program, result, **options)
     backend = get_backend(program.target)
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)

@@ -158,7 +158,7 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
     except _StopLowering:
         pass
     except Exception as err:  # TVM's own error types (a bad target, a kernel its passes reject), made typed
-        first = str(err).strip().splitlines()[-1][:300] if str(err).strip() else type(err).__name__
+        first = _reason(err)
         raise UnsupportedError(f"TileLang's lowering for {target} failed before its LayoutInference pass: "
                                f"{first}") from err
     finally:
@@ -167,6 +167,18 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
     if cap.before is None:
         raise UnsupportedError("TileLang's lowering ended without reaching its LayoutInference pass")
     return cap
+
+
+def _reason(err: Exception) -> str:
+    """The line of a TVM error that says what failed (``Check failed: ...``, ``ValueError: ...``), else its
+    last line: TVM appends the offending source with a caret, which alone says nothing.
+
+    >>> _reason(RuntimeError("InternalError: Check failed: a <= b (1 vs. 0)\\n  --> k.py:4\\n 4 | x = y\\n   | ^"))
+    'InternalError: Check failed: a <= b (1 vs. 0)'
+    """
+    lines = [ln.strip() for ln in str(err).strip().splitlines() if ln.strip()]
+    told = [ln for ln in lines if "Check failed" in ln or "Error:" in ln or "Fatal:" in ln]
+    return (told or lines or [type(err).__name__])[0][:300]
 
 
 def _main(mod):

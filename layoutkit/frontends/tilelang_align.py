@@ -1,5 +1,6 @@
 """What bounds a parallel loop's vector width in TileLang's vectoriser beyond what a Program access shows:
-how aligned a global address is (:class:`Alignment`), and element atomics (:func:`atomic_vector_cap`).
+how aligned a global address is (:class:`Alignment`), and element atomics (:func:`atomic_vector_cap`;
+:func:`scalar_atomic_cap` for the atomics with no vector form).
 
 TileLang's ``VectorizePlanner`` takes a global access's element offset ``sum(index_k * stride_k)`` over the
 buffer's own strides (runtime ones included) and vectorises only as wide as its analyzer proves that
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from contextlib import ExitStack
 
-__all__ = ["Alignment", "atomic_vector_cap"]
+__all__ = ["Alignment", "atomic_vector_cap", "scalar_atomic_cap"]
 
 
 def _low_bit(n: int) -> int:
@@ -42,7 +43,8 @@ class Alignment:
         self.facts += [call.args[0] for call in nodes(func.body, self.tirx.Call)
                        if getattr(call.op, "name", "") == "tirx.assume" and len(call.args) == 1]
 
-    def _strides(self, buf) -> list:
+    def strides(self, buf) -> list:
+        """``buf``'s strides (its own, else row-major over its shape)."""
         if len(buf.strides):
             return list(buf.strides)
         out, acc = [], self.tirx.IntImm("int64", 1)
@@ -68,7 +70,7 @@ class Alignment:
         tirx = self.tirx
         sub = tirx.stmt_functor.substitute
         offset = tirx.IntImm("int64", 0)
-        for x, s in zip(indices, self._strides(buf)):
+        for x, s in zip(indices, self.strides(buf)):
             offset = offset + tirx.Cast("int64", x) * tirx.Cast("int64", s)
         for _ in range(len(lets) + 1):  # a binding may use an earlier one
             offset = sub(offset, lets)
@@ -128,3 +130,50 @@ def atomic_vector_cap(body, target: str) -> int | None:
         caps.append(_atomic_width(dst.buffer.dtype, dst.buffer.scope(), target)
                     if isinstance(dst, t.BufferLoad) else 1)
     return min(caps) if caps else None
+
+
+def _scalar_atomic(name: str) -> bool:
+    """The element atomics TileLang's vectoriser treats as opaque calls (no vector form: ``T.atomic_max`` /
+    ``atomic_min`` / ``atomic_load`` / ``atomic_store`` / ``atomic_or`` ..., and ``T.atomic_add(...,
+    return_prev=True)``); ``atomic_add_elem_op`` has its own width (:func:`atomic_vector_cap`).
+
+    >>> _scalar_atomic("tl.atomic_max_elem_op"), _scalar_atomic("tl.atomic_add_elem_op"), _scalar_atomic("tirx.exp")
+    (True, False, False)
+    """
+    return name.startswith("tl.atomic_") and name.endswith("_elem_op") and name != "tl.atomic_add_elem_op"
+
+
+def scalar_atomic_cap(body, inner, extent, strides) -> int | None:
+    """The widest vector the opaque element atomics of a loop body allow (None when it has none), as
+    TileLang's ``VectorizePlanner`` finds it for a call it cannot vectorise: the largest power of two
+    (from ``gcd(128, extent)`` down) over which every buffer offset the call reads stays the same along
+    the innermost loop variable ``inner``, i.e. 1 unless each atomic's address is invariant in it.
+    ``strides(buffer)`` gives a buffer's strides."""
+    from tilelang import tvm
+
+    from .tilelang_ir import nodes
+
+    t = tvm.tirx
+    calls = [c for c in nodes(body, t.Call) if _scalar_atomic(getattr(c.op, "name", ""))]
+    if not calls:
+        return None
+    ana = tvm.arith.Analyzer()
+    ana.bind(inner, tvm.ir.Range.from_min_extent(0, extent))
+    start = math.gcd(128, int(extent)) if isinstance(extent, int) else 1
+    caps = []
+    for call in calls:
+        offsets = [sum((x * s for x, s in zip(n.indices, strides(n.buffer))), t.IntImm("int32", 0))
+                   for n in nodes(call, t.BufferLoad, t.BufferStore)]
+        size = start
+        while size > 1 and not all(_invariant(ana, o, inner, size) for o in offsets):
+            size //= 2
+        caps.append(size)
+    return min(caps)
+
+
+def _invariant(ana, expr, var, size: int) -> bool:
+    """``expr`` depends on ``var`` only through ``var // size`` (TileLang's ``IsExprInvariantInVectorBoundary``)."""
+    from tilelang import tvm
+
+    aligned = tvm.tirx.stmt_functor.substitute(expr, {var: (var // size) * size})
+    return bool(ana.can_prove_equal(expr, aligned))

@@ -70,7 +70,9 @@ def nodes(stmt, *types) -> list:
 
 def launch_threads(func, default: int | None = None) -> int:
     """The block's thread count: the ``tl.launch_threads`` block attribute (``T.Kernel(..., threads=...)``),
-    else ``default`` (the launch TileLang materialised for a kernel written without ``threads=``).
+    else ``default`` (the launch TileLang materialised for a kernel written without ``threads=``), else,
+    for a kernel with no ``threadIdx`` launch at all (no ``T.Kernel``; ``T.thread_binding`` loops are not
+    launches), 1: TileLang's LayoutInference lays such a kernel out on its thread bounds ``[0, 1)``.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a 64 x 64 x 32-tile ``@T.prim_func`` GEMM on 128 threads:
 
@@ -84,8 +86,11 @@ def launch_threads(func, default: int | None = None) -> int:
             return math.prod(int_value(x, "tl.launch_threads") for x in block.annotations["tl.launch_threads"])
     if default is not None:
         return default
-    raise UnsupportedError("from_prim_func: no tl.launch_threads attribute and no threadIdx launch found; expected "
-                           "a CUDA kernel written with `with T.Kernel(...)`")
+    for node in nodes(func.body, tvm.tirx.AttrStmt):
+        if node.attr_key == "thread_extent" and str(node.node.thread_tag).startswith("threadIdx."):
+            raise UnsupportedError(f"from_prim_func: `{node.node.thread_tag} = T.launch_thread(...)` has the "
+                                   f"runtime extent {node.value}; expected a constant thread count")
+    return 1
 
 
 def thread_extent(func) -> int | None:

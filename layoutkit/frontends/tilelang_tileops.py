@@ -6,8 +6,8 @@ by other ops) or refused by name (:data:`REFUSED`: the construct as a user write
 name in neither (a newer TileLang) is refused as unknown.  The test suite lists the installed
 registry and checks every name is in one of the two tables.
 
->>> refusal("tl.tileop.atomicmax", "T.atomic_max(x, y)")[:80]
-'from_prim_func: `T.atomic_max(x, y)`: T.atomic_max (tl.tileop.atomicmax) has no '
+>>> refusal("tl.tileop.gemm_sp", "T.gemm_sp(a, b, c)")[:80]
+'from_prim_func: `T.gemm_sp(a, b, c)`: T.gemm_sp (tl.tileop.gemm_sp) has no layou'
 >>> refusal("tl.tileop.newop", "stmt")
 'from_prim_func: `stmt`: tile op tl.tileop.newop is not in the TileLang 0.1.15 registry this adapter reads'
 >>> sorted(set(READ) & set(REFUSED))
@@ -26,8 +26,13 @@ READ: dict[str, str] = {
     "tl.tileop.async_copy": "T.async_copy (TileLang's Copy, lowered through cp.async)",
     "tl.tileop.fill": "T.fill / T.clear",
     "tl.tileop.gemm": "T.gemm",
+    "tl.tileop.wgmma_gemm": "T.wgmma_gemm (TileLang's Gemm forced onto WGMMA; refused by the rule where T.gemm "
+                            "would not select WGMMA, where TileLang's inference stops too)",
     "tl.tileop.reduce": "T.reduce_sum / reduce_max / ...",
     "tl.tileop.atomicadd": "T.atomic_add",
+    "tl.tileop.atomicmax": "T.atomic_max (TileLang's AtomicMax proposes no layout: a fragment operand follows "
+                           "its other users)",
+    "tl.tileop.atomicmin": "T.atomic_min (as T.atomic_max)",
     "tl.tileop.transpose": "T.transpose of a whole 2-D shared buffer (proposes no layout, as in TileLang)",
     "tl.tileop.im2col": "T.im2col into shared memory (TileLang's Im2ColOp proposes no layout: not in the Program)",
     "tl.tileop.c2d_im2col": "T.c2d_im2col, the deprecated T.im2col",
@@ -41,14 +46,11 @@ _REDUCER = ("works on a local.reducer buffer, which TileLang 0.1.15 lays out as 
             "that are partial sums awaiting the finalize collective); a layoutkit Fragment cannot express it")
 
 REFUSED: dict[str, tuple[str, str]] = {
-    "tl.tileop.atomicmax": ("T.atomic_max", _NO_COUNTERPART + " (the Program has atomic_add only)"),
-    "tl.tileop.atomicmin": ("T.atomic_min", _NO_COUNTERPART + " (the Program has atomic_add only)"),
     "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
     "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.gemm_sp": ("T.gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM)"),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
-    "tl.tileop.wgmma_gemm": ("T.wgmma_gemm", _NO_COUNTERPART + " (an explicit WGMMA; write T.gemm)"),
     "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse WGMMA)"),
     "tl.tileop.tcgen05_gemm": ("T.tcgen05_gemm", _NO_COUNTERPART + " (Blackwell tensor-memory GEMM)"),
     "tl.tileop.tcgen05_gemm_sp": ("T.tcgen05_gemm_sp", _NO_COUNTERPART + " (Blackwell sparse GEMM)"),
@@ -70,7 +72,7 @@ def refusal(name: str, stmt: str) -> str:
 def refuse(name: str, stmt: str) -> UnsupportedError:
     """:class:`UnsupportedError` refusing tile op ``name`` in ``stmt`` (see :func:`refusal`).
 
-    >>> refuse("tl.tileop.atomicmax", "T.atomic_max(a, b)").args[0].split(": ")[2][:28]
-    'T.atomic_max (tl.tileop.atom'
+    >>> refuse("tl.tileop.gemm_sp", "T.gemm_sp(a, b, c)").args[0].split(": ")[2][:26]
+    'T.gemm_sp (tl.tileop.gemm_'
     """
     return UnsupportedError(refusal(name, stmt))

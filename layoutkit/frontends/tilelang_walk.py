@@ -40,7 +40,8 @@ from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
-from .tilelang_align import Alignment, atomic_vector_cap
+from .tilelang_align import Alignment, atomic_vector_cap, scalar_atomic_cap
+from .tilelang_bounds import ThreadBounds
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_ir import (
     allocated_shapes,
@@ -131,7 +132,7 @@ class Walked:
         return next((n for n in names if self.views.get(n) == view_key(buf)), names[0] if names else None)
 
 
-class _Walker(TileOps):
+class _Walker(TileOps, ThreadBounds):
     def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]], threads: int | None = None):
         from tilelang import tvm
 
@@ -142,7 +143,8 @@ class _Walker(TileOps):
         self.walked = Walked(self.p)
         self._data: list[tuple[object, str]] = []
         self._pending: list[tuple[object, object, str]] = []
-        self._floating: list[str] = []
+        self._floating: dict[str, tuple[int, int]] = {}  # fragment -> the threads of its first floating access
+        self._init_bounds()
         self._selected: list[tuple[str, tuple[int, ...]]] = []  # of the op being read
         self._scans: list[tuple[str, str]] = []
         self._reach = global_reach(func)
@@ -175,9 +177,7 @@ class _Walker(TileOps):
                                    f"{SCOPES} (and local.var)")
         if global_ or scope == "global":
             shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
-            reach = next((r for v, r in self._reach if v.same_as(buf.data)), None)
-            if reach is not None and len(reach) == len(shape):  # a region past the tensor: TileLang guards it
-                shape = tuple(max(n, r) for n, r in zip(shape, reach))
+            shape = self._reached(buf, shape)
             # an empty tensor (a 0 dim, e.g. K = 0): no element is ever reached, and global positions never
             # enter layout inference, so TileLang lays the kernel out as usual; the Program needs extents >= 1
             shape = tuple(max(n, 1) for n in shape)
@@ -204,6 +204,12 @@ class _Walker(TileOps):
         self._record(buf, name)
         return name
 
+    def _reached(self, buf, shape: tuple[int, ...]) -> tuple[int, ...]:
+        """``shape`` of global ``buf`` grown to the largest region over its storage at that rank (a tensor or a
+        ``T.Tensor(..., data)`` view of it): a region past the tensor, which TileLang guards."""
+        reach = next((r for v, r in self._reach if v.same_as(buf.data) and len(r) == len(shape)), None)
+        return shape if reach is None else tuple(max(n, r) for n, r in zip(shape, reach))
+
     def _record(self, buf, name: str) -> None:
         self._data.append((buf.data, name))
         self.walked.data_vars[name] = buf.data
@@ -219,7 +225,8 @@ class _Walker(TileOps):
                 return name
         b = self.p.buffers[base]
         if b.scope == "global":  # global positions never enter layout inference
-            shape = tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT for x in buf.shape)
+            shape = self._reached(buf, tuple(x.value if isinstance(x, self.tirx.IntImm) else DYNAMIC_EXTENT
+                                             for x in buf.shape))
             if shape == b.shape:
                 return base
             # a view of another rank (``T.reshape`` of a tensor): regions over it are in its own shape
@@ -254,10 +261,10 @@ class _Walker(TileOps):
         for data, layout, where in self._pending:
             self._annotate(data, layout, where)
         self._pin_scans()
-        for name in dict.fromkeys(self._floating):
-            if name not in self.p.annotations:  # as TileLang: every thread keeps the whole buffer
-                full = make_fully_replicated_fragment(self.p.shape_of(name), self.p.threads)
-                self.p.annotate_layout({self.p.buffers[name]: full.bind_thread_range(0, self.p.threads)})
+        for name, (lo, n) in self._floating.items():
+            if name not in self.p.annotations:  # as TileLang: every thread (of the access) keeps the whole buffer
+                full = make_fully_replicated_fragment(self.p.shape_of(name), n)
+                self.p.annotate_layout({self.p.buffers[name]: full.bind_thread_range(lo, n)})
         return self.walked
 
     def _float(self, *exprs) -> None:
@@ -272,7 +279,7 @@ class _Walker(TileOps):
             for n in found:
                 b = self._buffer(n.buffer)
                 if b is not None and b.is_fragment:
-                    self._floating.append(b.name)
+                    self._floating.setdefault(b.name, self._bounds())
 
     def stmt(self, s) -> None:
         t = self.tirx
@@ -297,18 +304,20 @@ class _Walker(TileOps):
                 self.stmt(s.body)
         elif isinstance(s, t.IfThenElse):
             self._float(s.condition)
-            self.stmt(s.then_case)
+            self._guarded(s.condition, s.then_case)
             if s.else_case is not None:
-                self.stmt(s.else_case)
+                self._guarded(t.Not(s.condition), s.else_case)
         elif isinstance(s, t.While):
             self._float(s.condition)
             self.stmt(s.body)
         elif isinstance(s, t.AttrStmt):
+            self._launch(s)
             self.stmt(s.body)
         elif isinstance(s, (t.AllocBuffer, t.DeclBuffer)):
             self._declare(s.buffer)
         elif isinstance(s, t.Bind):
             self._float(s.value)
+            self._bind(s)
         elif isinstance(s, t.AssertStmt):
             return
         elif isinstance(s, t.Evaluate):
@@ -323,8 +332,10 @@ class _Walker(TileOps):
         if not isinstance(call, self.tirx.Call) or not hasattr(call.op, "name"):
             return
         name = call.op.name
-        handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.reduce": self.reduce,
-                   "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.transpose": self.transpose,
+        handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.wgmma_gemm": self.gemm,
+                   "tl.tileop.reduce": self.reduce,
+                   "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.atomicmax": self.atomic_max,
+                   "tl.tileop.atomicmin": self.atomic_min, "tl.tileop.transpose": self.transpose,
                    **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL},
                    **{c: self.scan for c in _SCANS}}.get(name)
         if handler is not None and name in READ:
@@ -345,8 +356,11 @@ class _Walker(TileOps):
             self._float(s)
 
     # ---- tile ops -------------------------------------------------------------------------------
-    def region(self, arg, what: str) -> Region:
-        """A ``T.region(buf[starts], access, *extents)`` (or BufferRegion / BufferLoad) argument."""
+    def region(self, arg, what: str, any_shared_start: bool = False) -> Region:
+        """A ``T.region(buf[starts], access, *extents)`` (or BufferRegion / BufferLoad) argument.
+        ``any_shared_start``: a shared region's start may use variables from outside the op in any dim
+        (a GEMM operand ``A_shared[:, k * 16:(k + 1) * 16]``, whose layout covers the whole buffer and
+        whose M / N / K come from the extents): read with them at 0."""
         t = self.tirx
         if isinstance(arg, t.Call) and getattr(arg.op, "name", "") == "tl.region":
             load = arg.args[0]
@@ -371,7 +385,7 @@ class _Walker(TileOps):
         if len(extents) != len(b.shape):
             raise UnsupportedError(f"{what}: region of {b.name} has rank {len(extents)}; the buffer has "
                                    f"{len(b.shape)}")
-        lo = tuple(self._start(x, n, e, b, what) for x, n, e in zip(starts, b.shape, extents))
+        lo = tuple(self._start(x, n, e, b, what, any_shared_start) for x, n, e in zip(starts, b.shape, extents))
         self._select(b, [d for d, x in enumerate(starts) if _is_selection(x, b, extents[d])], extents, what)
         return Region(b, lo, tuple(extents))
 
@@ -394,8 +408,8 @@ class _Walker(TileOps):
         self._selected = []
         return op
 
-    def _start(self, x, n: int, extent: int, b: Buffer, what: str) -> int:
-        if b.scope == "global":
+    def _start(self, x, n: int, extent: int, b: Buffer, what: str, any_shared_start: bool = False) -> int:
+        if b.scope == "global" or (any_shared_start and b.scope in _SHARED):
             try:
                 v = from_prim_expr(x, lambda _v: Const(0), what)
                 value = v.value if isinstance(v, Const) else 0
@@ -459,7 +473,9 @@ class _Walker(TileOps):
                 a = self._align.address_alignment(node.buffer, list(node.indices), [x.loop_var for x in loops], lets)
                 if a and a < max(1, 128 // element_bits(b.dtype)):  # only where it narrows the vector
                     align[b.name] = min(a, align.get(b.name, a))
-        cap = atomic_vector_cap(s, self.p.target)
+        caps = [c for c in (atomic_vector_cap(s, self.p.target),
+                            scalar_atomic_cap(s, loops[-1].loop_var, shape[-1], self._align.strides)) if c is not None]
+        cap = min(caps) if caps else None
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
                                  reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic),

@@ -25,7 +25,7 @@ class TileOps:
     tirx: Any
     _scans: list[tuple[str, str]]
 
-    def region(self, arg, what: str):  # pragma: no cover - the walker's
+    def region(self, arg, what: str, any_shared_start: bool = False):  # pragma: no cover - the walker's
         raise NotImplementedError
 
     def _record_selections(self, op, where: str):  # pragma: no cover - the walker's
@@ -124,10 +124,10 @@ class TileOps:
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
         self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
-                    policy=policy, clear_accum=bool(_int(a[9], what)))
+                    policy=policy, clear_accum=bool(_int(a[9], what)), wgmma=call.op.name == "tl.tileop.wgmma_gemm")
 
     def _operand(self, arg, what: str):
-        r = self.region(arg, what)
+        r = self.region(arg, what, any_shared_start=True)
         if not any(r.starts) and r.extents == r.buffer.shape:
             return r.buffer
         if r.buffer.scope not in _SHARED:
@@ -144,14 +144,27 @@ class TileOps:
         self.p.reduce(src, dst, dim=_int(a[3], what), kind=str(a[2].value), clear=bool(_int(a[4], what)))
 
     def atomic_add(self, call) -> None:
-        what = f"T.atomic_add `{call}`"
+        self._atomic(call, "atomic_add")
+
+    def atomic_max(self, call) -> None:
+        self._atomic(call, "atomic_max")
+
+    def atomic_min(self, call) -> None:
+        self._atomic(call, "atomic_min")
+
+    def _atomic(self, call, kind: str) -> None:
+        """``T.atomic_add`` / ``atomic_max`` / ``atomic_min`` of a region or a constant into a region."""
+        what = f"T.{kind} `{call}`"
         value, dst = call.args[0], call.args[1]
+        build = getattr(self.p, kind)
         if isinstance(value, (self.tirx.IntImm, self.tirx.FloatImm)):
-            op = self.p.atomic_add(self.region(dst, what), float(value.value))
-        else:
+            op = build(self.region(dst, what), float(value.value))
+        elif kind == "atomic_add":
             ann = getattr(call, "annotations", None) or {}
             use_tma = "use_tma" in ann and bool(_int(ann["use_tma"], f"{what}: use_tma"))
-            op = self.p.atomic_add(self.region(dst, what), self.region(value, what), use_tma=use_tma)
+            op = build(self.region(dst, what), self.region(value, what), use_tma=use_tma)
+        else:
+            op = build(self.region(dst, what), self.region(value, what))
         self._record_selections(op, what)
 
 

@@ -199,7 +199,7 @@ def loop_agrees(loop_layout: Fragment, buf_frag: Fragment, indices, loop, is_rea
 
 # ---- the loop rule ------------------------------------------------------------------------------
 
-SILENT_KINDS = ("fill", "transpose")
+SILENT_KINDS = ("fill", "transpose", "atomic_max", "atomic_min")
 """Ops whose TileLang ``InferLayout`` proposes nothing (they only follow layouts others set)."""
 
 
@@ -434,7 +434,7 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
     return True
 
 
-for _kind in ("parallel", "copy", "fill", "transpose", "atomic_add"):
+for _kind in ("parallel", "copy", "fill", "transpose", "atomic_add", "atomic_max", "atomic_min"):
     register_rule(_kind, "*", loop_rule, local=True)
 
 # the reduction rule registers itself on import; its names stay reachable here

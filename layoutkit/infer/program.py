@@ -34,6 +34,7 @@ from ..errors import ShapeError
 from ..fragment.fragment import Fragment
 from ..scopes import LOCAL, SHARED_DYN
 from . import validate
+from .atomics import build_atomic
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
 from .soundness import fragment_violation
@@ -62,6 +63,7 @@ class Program:
         self._region_stack: list[list[Op]] = []
         self.modes: dict[str, Op] = {}
         """Builder state of the target's extra ops (e.g. the Ascend atomic store mode in force)."""
+        self._bounds: tuple[int, int] | None = None
 
     @property
     def hooks(self):
@@ -142,6 +144,8 @@ class Program:
         names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
                                                                       if k in ("A", "B", "C", "src", "dst")
                                                                       and isinstance(v, str)]))
+        if self._bounds is not None:
+            args = {**args, "thread_range": list(self._bounds)}
         op = Op(kind, self.next_uid, args, loop, tuple(accesses), names)
         self.next_uid += 1
         (self._region_stack[-1] if self._region_stack else self.ops).append(op)
@@ -191,10 +195,13 @@ class Program:
         return new
 
     def gemm(self, A: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
-             transpose_B: bool = False, policy: str = "square", clear_accum: bool = False) -> Op:
+             transpose_B: bool = False, policy: str = "square", clear_accum: bool = False, *,
+             wgmma: bool = False) -> Op:
         """``T.gemm``; A and B may be regions of shared buffers (``A_s[:, 32:64]``, ``B_s[b, :, :]``):
         M / N / K come from the regions' last two extents, the layouts cover the whole buffers (as
-        TileLang's).  Such a GEMM records ``A_region`` / ``B_region`` (starts, extents).
+        TileLang's).  Such a GEMM records ``A_region`` / ``B_region`` (starts, extents).  ``wgmma``:
+        TileLang's ``T.wgmma_gemm``, a GEMM that must be a WGMMA (records ``args["wgmma"]``; the rule
+        refuses it where ``T.gemm`` would not select one).
 
         >>> p = Program(threads=128)
         >>> A = p.alloc_shared("A_s", (64, 64), "float16"); B = p.alloc_shared("B_s", (32, 64), "float16")
@@ -222,6 +229,8 @@ class Program:
                 "transpose_B": validate.flag(transpose_B, "transpose_B", what),
                 "policy": validate.text(policy, "gemm policy", what).lower(),
                 "clear_accum": validate.flag(clear_accum, "clear_accum", what), **regions}
+        if validate.flag(wgmma, "wgmma", what):
+            args["wgmma"] = True
         self.hooks.check_gemm(A, B, C, args, what)
         return self.emit("gemm", args)
 
@@ -306,31 +315,19 @@ class Program:
 
     def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False,
                    use_tma: bool = False) -> Op:
-        """Tile form ``atomic_add(dst_region, src_region)`` or scalar form ``atomic_add(dst[point], value,
-        return_prev=...)``; only the scalar form may return the previous value.  ``use_tma`` (tile form,
-        a shared source): TileLang's TMA reduce-add, which lays out its shared source and runs no loop."""
-        what = f"atomic_add#{self.next_uid}"
-        d = self.own(dst)
-        prev = validate.flag(return_prev, "atomic_add return_prev", what)
-        tma = validate.flag(use_tma, "atomic_add use_tma", what)
-        if not isinstance(src, (Buffer, Region)):
-            value = validate.scalar(src, f"{what} value", what, d.buffer.name)
-            validate.atomic_scalar(d, what)
-            return self.emit("atomic_add", {"dst": d.buffer.name, "starts": list(d.starts), "value": value,
-                                             "return_prev": prev})
-        if prev:
-            raise validate.OpValidationError(f"{what}: the tile-region form of atomic_add cannot return the "
-                                             f"previous value (only the scalar form can)", what, d.buffer.name)
-        s = self.own(src)
-        if tma and not is_shared(s.buffer.scope):
-            raise validate.OpValidationError(f"{what}: a TMA atomic add reads shared memory; found {s.buffer.name} "
-                                             f"in {s.buffer.scope}", what, s.buffer.name)
-        sr, dr, loop = validate.copy_regions(s, d, what)
-        accesses = (region_access(s.buffer, sr, loop, False), region_access(d.buffer, dr, loop, True))
-        args = {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr, "dst_region": dr}
-        if tma:
-            args["use_tma"] = True
-        return self.emit("atomic_add", args, loop, accesses)
+        """Tile form ``atomic_add(dst_region, src_region)``, scalar form ``atomic_add(dst[point], value,
+        return_prev=...)`` (only it may return the previous value) or a scalar into every element of a
+        region.  ``use_tma`` (tile form, a shared source): TileLang's TMA reduce-add, which lays out its
+        shared source and runs no loop (see :mod:`.atomics`)."""
+        return build_atomic(self, "atomic_add", dst, src, return_prev, use_tma)
+
+    def atomic_max(self, dst: Buffer | Region, src: Buffer | Region | float) -> Op:
+        """TileLang's tile ``T.atomic_max(dst, src)`` (``src`` a region or a scalar), which proposes no layout."""
+        return build_atomic(self, "atomic_max", dst, src)
+
+    def atomic_min(self, dst: Buffer | Region, src: Buffer | Region | float) -> Op:
+        """TileLang's tile ``T.atomic_min(dst, src)`` (as :meth:`atomic_max`)."""
+        return build_atomic(self, "atomic_min", dst, src)
 
     def annotate_layout(self, mapping: dict) -> None:
         """``{buffer: Layout}``: strict layouts inference can never override.  Each is checked against its
@@ -425,7 +422,31 @@ both in thread 0, register 0
         self.next_uid += 1
         self.regions[uid] = body
         names = tuple(dict.fromkeys(b for op in body for b in op.buffers))
-        self.ops.append(Op(kind, uid, dict(args), None, (), names))
+        bounds = {} if self._bounds is None else {"thread_range": list(self._bounds)}
+        self.ops.append(Op(kind, uid, {**args, **bounds}, None, (), names))
+
+    @contextmanager
+    def thread_bounds(self, start: int, extent: int) -> Iterator[Program]:
+        """Ops built inside run on threads ``[start, start + extent)`` of the block only (TileLang's ops
+        under ``if tx < 128``): they record ``args["thread_range"]`` and their rules lay out over those
+        threads.  The whole block (``(0, threads)``) records nothing.
+
+        >>> p = Program(threads=256)
+        >>> x = p.alloc_fragment("x", (128, 8), "float32")
+        >>> with p.thread_bounds(128, 128):
+        ...     op = p.fill(x, 0.0)
+        >>> op.args["thread_range"]
+        [128, 128]
+        """
+        ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (start, extent))
+        if not ok or start < 0 or extent <= 0 or start + extent > self.threads:
+            raise ShapeError(f"thread_bounds: expected threads [start, start + extent) inside the block's "
+                             f"{self.threads}; found start {start!r}, extent {extent!r}")
+        old, self._bounds = self._bounds, (None if (start, extent) == (0, self.threads) else (start, extent))
+        try:
+            yield self
+        finally:
+            self._bounds = old
 
     @contextmanager
     def pipelined(self, num_stages: int = 2) -> Iterator[Program]:

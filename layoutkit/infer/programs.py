@@ -19,11 +19,17 @@ from .program import Program
 
 
 def gemm(M=1024, N=1024, K=1024, bM=128, bN=128, bK=32, threads=128, num_stages=2, dtype="float16",
-         accum_dtype="float32", policy="square", transpose_B=False, target="sm_80") -> Program:
+         accum_dtype="float32", policy="square", transpose_B=False, target="sm_80", out_dtype=None) -> Program:
+    """``C = A @ B`` (``B`` stored ``[N, K]`` with ``transpose_B``) in ``bM x bN`` blocks, a pipelined k loop;
+    ``C`` is ``out_dtype`` (default: the operands' ``dtype``; an fp8 GEMM usually stores float32 or float16).
+
+    >>> gemm(dtype="float8_e4m3", out_dtype="float32").buffers["C"].dtype
+    'float32'
+    """
     p = Program(threads=threads, target=target)
     A = p.tensor("A", (M, K), dtype)
     B = p.tensor("B", (N, K) if transpose_B else (K, N), dtype)
-    C = p.tensor("C", (M, N), dtype)
+    C = p.tensor("C", (M, N), dtype if out_dtype is None else out_dtype)
     A_s = p.alloc_shared("A_shared", (bM, bK), dtype)
     B_s = p.alloc_shared("B_shared", (bN, bK) if transpose_B else (bK, bN), dtype)
     C_l = p.alloc_fragment("C_local", (bM, bN), accum_dtype)

@@ -90,6 +90,18 @@ class RuleContext(ProgramView):
         return hit
 
 
+def op_range(op, rng: tuple[int, int]) -> tuple[int, int]:
+    """The ``(min, extent)`` of the threads ``op`` runs on: its ``thread_range`` (recorded inside
+    :meth:`~layoutkit.infer.Program.thread_bounds`), else the program's ``rng``.
+
+    >>> from layoutkit.infer.ops import Op
+    >>> op_range(Op("fill", 0, {"thread_range": [128, 128]}), (0, 256)), op_range(Op("fill", 1), (0, 256))
+    ((128, 128), (0, 256))
+    """
+    bounds = op.args.get("thread_range") if op.args else None
+    return rng if bounds is None else (int(bounds[0]), int(bounds[1]))
+
+
 Rule = Callable[..., RuleResult]
 _RULES: dict[str, dict[str, Rule]] = {}
 _LOCAL: dict[str, dict[str, bool]] = {}

@@ -183,6 +183,8 @@ REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
     "fill": ("dst", "value"),
     "transpose": ("src", "dst"),
     "atomic_add": ("dst",),
+    "atomic_max": ("dst",),
+    "atomic_min": ("dst",),
 }
 """Arguments the rules of each built-in op kind read unconditionally."""
 

@@ -53,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .conversions import MaskedLayouts
-from .rules import FREE, RuleContext, RuleResult, get_rule, rule_is_local
+from .rules import FREE, RuleContext, RuleResult, get_rule, op_range, rule_is_local
 from .state import Context
 
 MAX_ENTRIES = 6
@@ -195,7 +195,7 @@ def _effect(trial: Context, op, entries, private: frozenset, shown: frozenset, p
     layouts = MaskedLayouts(trial.layouts, masked) if masked else trial.layouts
     loop_hidden = _LOOP in private and not private_shown
     loops = MaskedLayouts(trial.loops, {op.name: None}) if loop_hidden else trial.loops
-    view = RuleContext(trial.program, trial.rng, layouts, loops, fallback, trial.memo)
+    view = RuleContext(trial.program, op_range(op, trial.rng), layouts, loops, fallback, trial.memo)
     trial.counts["rule runs"] += 1
     try:
         res = get_rule(op.kind, trial.target)(op, view, FREE)

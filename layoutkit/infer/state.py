@@ -26,7 +26,7 @@ from .conversions import MaskedLayouts
 from .guards import Predicate
 from .loops import RuleConflict
 from .result import Derivation
-from .rules import LEVEL_NAMES, STRICT, ProgramView, RuleContext, RuleResult, get_merge, get_rule
+from .rules import LEVEL_NAMES, STRICT, ProgramView, RuleContext, RuleResult, get_merge, get_rule, op_range
 
 
 class Conflict(LayoutError):
@@ -98,7 +98,7 @@ class Context(ProgramView):
         layouts: Mapping[str, Layout] = self.layouts
         if hidden:
             layouts = MaskedLayouts(self.layouts, {b: self.views.get((op.uid, b)) for b in hidden})
-        return RuleContext(self.program, self.rng, layouts, self.loops, self.fallback, self.memo)
+        return RuleContext(self.program, op_range(op, self.rng), layouts, self.loops, self.fallback, self.memo)
 
     def set_view(self, op, name: str, new: Layout) -> None:
         """Record the layout ``op`` reads the converted ``name`` through."""

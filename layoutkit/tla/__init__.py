@@ -103,14 +103,20 @@ MakeLayoutFromTag = make_layout_from_tag
 _STATIC_NAME = _re.compile(r"_(0|[1-9][0-9]*)")
 
 
-def __getattr__(name: str) -> Int:
-    """``tla._N`` is the static integer ``Int(N)`` (CuTe's ``_N``) for any ``N >= 0``."""
+def __getattr__(name: str) -> object:
+    """``tla._N`` is the static integer ``Int(N)`` (CuTe's ``_N``) for any ``N >= 0``;
+    ``tla.ParametricTlaLayout`` is imported on first use (it needs sympy, which nothing else here does)."""
     if _STATIC_NAME.fullmatch(name):
         return Int(int(name[1:]))
+    if name == "ParametricTlaLayout":
+        from .parametric import ParametricTlaLayout
+
+        return ParametricTlaLayout
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
+    "ParametricTlaLayout",
     "from_layout",
     "from_linear",
     "to_linear",

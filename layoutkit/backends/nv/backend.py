@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import UnsupportedError
 from ...scopes import GLOBAL
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
@@ -64,18 +65,37 @@ class NvBackend(Backend):
         return (0, t)
 
     # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
-    def check_target(self, program) -> None:
-        from . import lower
+    lowering_options = frozenset({"gemm_instruction", "tma_store"})
 
-        lower.check_target(program)  # before the layouts: inference may leave some out for such a target
-
-    def lower(self, program, result):
-        """The IR kernel, or for an sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`."""
+    def check_target(self, program, *, gemm_instruction: str | None = None, tma_store: bool | None = None) -> None:
+        """The ``mma.sync`` lowering's operand / arch check, or for the wgmma kernel its own (fp8 is wgmma
+        only)."""
         from . import hopper, lower
 
-        if hopper.uses_hopper(program):
-            return hopper.plan(program, result)
-        return lower.lower(program, result)
+        if hopper.uses_hopper(program, gemm_instruction):
+            hopper.check_operands(program)
+        else:
+            if tma_store:
+                raise UnsupportedError("tma_store=True: the TMA-store epilogue is the sm_90 wgmma kernel's; this "
+                                       f"program lowers to mma.sync (target {program.target!r})")
+            lower.check_target(program)  # before the layouts: inference may leave some out for such a target
+
+    def lower(self, program, result, *, gemm_instruction: str | None = None, tma_store: bool | None = None):
+        """The IR kernel, or for an sm_90 / sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`
+        (:func:`.hopper.uses_hopper`: the kernel the copy selection and thread range imply;
+        ``gemm_instruction="mma"`` gives the ``mma.sync`` kernel instead; ``tma_store``: its epilogue's store
+        through shared memory and TMA, :func:`.hopper.plan`)."""
+        from . import hopper, lower
+
+        if not hopper.uses_hopper(program, gemm_instruction):
+            return lower.lower(program, result)
+        try:
+            return hopper.plan(program, result, tma_store=tma_store)
+        except UnsupportedError as e:
+            if gemm_instruction is not None:
+                raise
+            raise UnsupportedError(f"{e} (the lowering option gemm_instruction='mma' gives the mma.sync kernel, "
+                                   "without the producer warp group the inference placed)") from e
 
     def print_source(self, kernel) -> str:
         from . import cuda, hopper

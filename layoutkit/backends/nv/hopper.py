@@ -15,7 +15,9 @@ reads off the solution, and checks:
   and the wgmma descriptors' swizzle mode, leading and stride byte offsets (:func:`descriptor`);
 * the accumulator must hold, per consumer warp group, whole ``m64 x n`` wgmma D fragments (the PTX ISA's
   layout: lane ``l`` of warp ``w``, register ``r`` at row ``16 w + l / 4 + 8 (r / 2 % 2)``, column
-  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`).
+  ``8 (r / 4) + 2 (l % 4) + r % 2``) at register offsets the fragment gives (:func:`consumer_tiles`);
+* the operands (:func:`check_operands`): fp16 / bf16, or fp8 (e4m3 / e5m2: k32 per wgmma, both tiles K-major,
+  since the PTX ISA has no transpose for 8-bit operands).  Plain ``sm_90`` lowers here too (:func:`uses_hopper`).
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")
@@ -34,7 +36,6 @@ import numpy as np
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL
 from ...targets.nv.dtype import element_bits
-from ...targets.nv.mma import arch_number
 from . import ir
 from .backend import PRODUCER_THREADS
 from .guards import prove_guards
@@ -46,9 +47,12 @@ SPANS = (128, 64, 32)
 """Swizzle spans (bytes) of TMA and wgmma, widest first."""
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 """Span -> the wgmma descriptor's swizzle field (bits 62-63; 0 is no swizzle)."""
-HOPPER_DTYPES = ("float16", "bfloat16")
+HOPPER_DTYPES = ("float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+"""wgmma operand types lowered (the 8-bit ones are PTX ``.e4m3`` / ``.e5m2``: e4m3 without infinities)."""
 WG = 128
 """Threads of a warp group."""
+MAX_CONSUMER_REGS = 240
+"""The most registers ``setmaxnreg`` gives a consumer thread (of a block with one or two consumer groups)."""
 
 
 def swizzle(addr, span: int):
@@ -251,24 +255,86 @@ class HopperGemm:
         """Bytes one stage's TMA loads deliver (whole boxes, out-of-bounds fill included)."""
         return self.a.stage_bytes + self.b.stage_bytes
 
+    @property
+    def k_step(self) -> int:
+        """K of one wgmma: 32 bytes of each operand row (k16 for 16-bit types, k32 for fp8)."""
+        return 256 // self.a.bits
 
-def uses_hopper(program) -> bool:
-    """Whether ``program`` lowers to the sm_90a kernel: target ``sm_90a`` (wgmma and setmaxnreg are
-    arch-specific: plain ``sm_90`` keeps ``mma.sync``), a GEMM, and every pipelined global -> shared copy a
-    TMA load (the copy selection that gave the inference its thread range ``(128, threads)``).
+
+GEMM_INSTRUCTIONS = (None, "wgmma", "mma")
+"""Values of the ``gemm_instruction`` lowering option: follow the selection, the wgmma kernel, ``mma.sync``."""
+
+
+def uses_hopper(program, gemm_instruction: str | None = None) -> bool:
+    """Whether ``program`` lowers to the warp-specialised wgmma kernel: an sm_90 target (``sm_90a``, or plain
+    ``sm_90`` as TileLang takes it: the kernel compiles with ``-arch=sm_90a``), a GEMM, and every pipelined
+    global -> shared copy a TMA load (the copy selection that gave the inference its thread range
+    ``(128, threads)``, :meth:`.NvBackend.thread_range`).  ``gemm_instruction="mma"`` asks for the ``mma.sync``
+    kernel instead (its ``threads`` threads run the consumers' fragment, no producer warp group);
+    ``"wgmma"`` insists, raising :class:`~layoutkit.errors.UnsupportedError` with the reason when the
+    program has no such kernel.
 
     >>> from layoutkit.infer import programs
     >>> uses_hopper(programs.gemm(target="sm_90a")), uses_hopper(programs.gemm(target="sm_90"))
-    (True, False)
+    (True, True)
+    >>> uses_hopper(programs.gemm(target="sm_90"), "mma"), uses_hopper(programs.gemm(target="sm_80"))
+    (False, False)
     """
     from .backend import tma_capable
 
-    target = str(program.target)
-    if not target.endswith("a") or arch_number(target) != 90 or not any(op.kind == "gemm" for op in program.ops):
+    if gemm_instruction not in GEMM_INSTRUCTIONS:
+        raise UnsupportedError(f"gemm_instruction must be one of {GEMM_INSTRUCTIONS}; found {gemm_instruction!r}")
+    if gemm_instruction == "mma":
         return False
-    staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
-              and program.buffers[op.args["src"]].scope == GLOBAL]
-    return bool(staged) and all(tma_capable(program, op) for op in staged)
+    target = str(program.target)
+    why = ""
+    if target not in ("sm_90", "sm_90a"):
+        why = f"the target is {target!r}, not sm_90 / sm_90a"
+    elif not any(op.kind == "gemm" for op in program.ops):
+        why = "the program has no gemm"
+    else:
+        staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
+                  and program.buffers[op.args["src"]].scope == GLOBAL]
+        simt = [op.name for op in staged if not tma_capable(program, op)]
+        if not staged or simt:
+            why = f"pipelined copies {simt or 'none'} are no TMA loads (16-byte rows and strides)"
+    if why and gemm_instruction == "wgmma":
+        raise UnsupportedError(f"gemm_instruction='wgmma': no warp-specialised wgmma kernel: {why}")
+    return not why
+
+
+def check_operands(program) -> None:
+    """Raise :class:`~layoutkit.errors.UnsupportedError` unless the GEMM of ``program`` has wgmma operands this
+    lowering takes: :data:`HOPPER_DTYPES` alike for A and B, a float32 accumulator, whole consumer warp groups,
+    no ``transpose_A``, and for fp8 a K-major B (the PTX ISA has no transpose for ``.e4m3`` / ``.e5m2``).
+    Needs no layouts (the codegen facade checks it first).
+
+    >>> from layoutkit.infer import programs
+    >>> try:
+    ...     check_operands(programs.gemm(dtype="float8_e4m3", out_dtype="float32", target="sm_90a"))
+    ... except UnsupportedError as e:
+    ...     print(str(e)[:56])
+    sm_90a lowering: float8_e4m3 B stored [K, N] is MN-major
+    """
+    op = next(op for op in program.ops if op.kind == "gemm")
+    g = op.args
+    for key in ("A_region", "B_region"):
+        if g.get(key) is not None:
+            raise UnsupportedError(f"sm_90a lowering: {op.name} reads the sub-region {g[key]} of {g[key[0]]}; "
+                                   "lowered GEMMs take whole operands")
+    if g["transpose_A"]:
+        raise UnsupportedError("sm_90a lowering: transpose_A is not lowered")
+    bufs = program.buffers
+    dtype = bufs[g["A"]].dtype
+    if dtype not in HOPPER_DTYPES or bufs[g["B"]].dtype != dtype or bufs[g["C"]].dtype != "float32":
+        raise UnsupportedError(f"sm_90a lowering: wgmma operands {HOPPER_DTYPES} with a float32 accumulator; found "
+                               f"{dtype} x {bufs[g['B']].dtype} -> {bufs[g['C']].dtype}")
+    if program.threads % WG:
+        raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are not whole warp groups")
+    if element_bits(dtype) == 8 and not g["transpose_B"]:
+        raise UnsupportedError(f"sm_90a lowering: {dtype} B stored [K, N] is MN-major; wgmma with .e4m3 / .e5m2 "
+                               "operands takes no transpose (imm-trans-a / imm-trans-b exist for .f16 / .bf16 "
+                               "only), so both shared tiles must be K-major: store B as [N, K] (transpose_B=True)")
 
 
 def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
@@ -279,15 +345,9 @@ def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
 
     ops = lower._gemm_ops(program)
     g = ops["gemm"].args
-    if g["transpose_A"]:
-        raise UnsupportedError("sm_90a lowering: transpose_A is not lowered")
+    check_operands(program)
     bufs = program.buffers
     dtype = bufs[g["A"]].dtype
-    if dtype not in HOPPER_DTYPES or bufs[g["B"]].dtype != dtype or bufs[g["C"]].dtype != "float32":
-        raise UnsupportedError(f"sm_90a lowering: wgmma operands {HOPPER_DTYPES} with a float32 accumulator; found "
-                               f"{dtype} x {bufs[g['B']].dtype} -> {bufs[g['C']].dtype}")
-    if program.threads % WG:
-        raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are not whole warp groups")
     tb = bool(g["transpose_B"])
     bits = element_bits(dtype)
     As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
@@ -298,11 +358,17 @@ def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
     stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
     bM, bK = As.input_shape[-2:]
     bN = b.rows if tb else b.cols
-    if bM % 64 or bK % 16:
-        raise UnsupportedError(f"sm_90a lowering: tile {bM} x {bN} x {bK}; wgmma needs bM a multiple of 64, bK of 16")
+    if bM % 64 or bK % (256 // bits):
+        raise UnsupportedError(f"sm_90a lowering: tile {bM} x {bN} x {bK}; wgmma needs bM a multiple of 64, bK of "
+                               f"{256 // bits} (its k for {bits}-bit operands)")
     if Cl.thread_range not in (None, (PRODUCER_THREADS, program.threads)):
         raise UnsupportedError(f"sm_90a lowering: the accumulator is bound to threads {Cl.thread_range} (first, "
                                f"count); the kernel's consumers are ({PRODUCER_THREADS}, {program.threads})")
+    if Cl.local_size >= MAX_CONSUMER_REGS:
+        raise UnsupportedError(f"sm_90a lowering: the {bM} x {bN} accumulator on {program.threads} consumer threads "
+                               f"holds {Cl.local_size} registers a thread; setmaxnreg gives a consumer thread at most "
+                               f"{MAX_CONSUMER_REGS} (ptxas would spill and serialise the wgmma): use more consumer "
+                               "threads or a smaller tile")
     tiles = consumer_tiles(Cl, program.threads // WG)
     if not tb and any(t.n0 % b.chunk for ts in tiles for t in ts):
         raise UnsupportedError(f"sm_90a lowering: a warp group's columns start inside a {b.chunk}-column B chunk")

@@ -39,8 +39,16 @@ CONSUMER_REGS = {1: 240, 2: 232}
 """``setmaxnreg`` budgets per consumer group count: 128 x 40 + 256 x 232 registers fit the 64 Ki of an SM
 with two consumer groups; one consumer group takes 240 (the most a thread has at entry of a 256-thread block)."""
 
-_TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16"}
-_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16"}
+_FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
+_TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+              **dict.fromkeys(_FP8, "CU_TENSOR_MAP_DATA_TYPE_UINT8")}  # TMA moves fp8 as bytes
+_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
+               "float8_e5m2": "e5m2"}
+
+
+def _ctype(dtype: str) -> str:
+    """The C element type of an operand: fp8 tensors are bytes (the kernel never reads them as numbers)."""
+    return "unsigned char" if dtype in _FP8 else cuda.ctype(dtype)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class Knobs:
     tx_bytes: int | None = None
     full_parity_flip: bool = False
     early_release: bool = False
+    ab_type: str | None = None
+    """The printed wgmma operand type (``"e5m2"`` over e4m3 data: an fp8 instruction-field bug)."""
 
 
 def _smem(buf: str, index: str) -> str:
@@ -118,7 +128,7 @@ def _producer(h: HopperGemm, k: Knobs) -> list[str]:
 def _offsets(h: HopperGemm, t, kk: int) -> tuple[int, int]:
     """Byte offsets in one stage of the A and B operands of wgmma tile ``t`` at k16 step ``kk``."""
     a, b = h.a, h.b
-    ka = kk * 16
+    ka = kk * h.k_step
     a_off = (ka // a.chunk) * a.chunk_bytes + t.m0 * a.span + (ka % a.chunk) * a.bits // 8
     if b.major == "K":
         return a_off, (ka // b.chunk) * b.chunk_bytes + t.n0 * b.span + (ka % b.chunk) * b.bits // 8
@@ -145,20 +155,21 @@ def _group_step(h: HopperGemm) -> tuple[int, int] | None:
 
 
 def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) -> str:
-    """One ``wgmma.mma_async m64nNk16`` of tile ``t`` at k16 step ``kk`` of stage ``s`` (``step``: the
-    per-group offsets of :func:`_group_step`, in the stage's descriptors ``da`` / ``db``): the descriptors
-    advance by the operand's offset in 16-byte units (the start address field cannot carry: shared addresses
-    stay below 2^18)."""
+    """One ``wgmma.mma_async m64nNk16`` (``k32`` for fp8) of tile ``t`` at k step ``kk`` of stage ``s``
+    (``step``: the per-group offsets of :func:`_group_step`, in the stage's descriptors ``da`` / ``db``): the
+    descriptors advance by the operand's offset in 16-byte units (the start address field cannot carry: shared
+    addresses stay below 2^18).  The fp8 form has no transpose operands (the PTX ISA's K-major-only types)."""
     a_off, b_off = _offsets(h, t, kk)
     n = t.n
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(C_local[{t.reg + i}])' for i in range(n // 2))
-    ty = _WGMMA_TYPE[h.dtype]
-    trans_b = (0 if h.tb else 1) if k.trans_b is None else k.trans_b
+    ty = _WGMMA_TYPE[h.dtype] if k.ab_type is None else k.ab_type
+    trans_b = (None if h.a.bits == 8 else 0 if h.tb else 1) if k.trans_b is None else k.trans_b
+    trans = "" if trans_b is None else f", 0, {trans_b}"
     da, db = f"da + {a_off >> 4}ull", f"db + {b_off >> 4}ull"
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n // 2 + 2}, 0;\\n'
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, 1, 1, 0, "
-            f'{trans_b};\\n}}\\n"\n  : {outs}\n  : "l"({da}), "l"({db}), "r"(1) : "memory");')
+            f"wgmma.mma_async.sync.aligned.m64n{n}k{h.k_step}.f32.{ty}.{ty} {{{regs}}}, %{n // 2}, %{n // 2 + 1}, p, "
+            f'1, 1{trans};\\n}}\\n"\n  : {outs}\n  : "l"({da}), "l"({db}), "r"(1) : "memory");')
 
 
 def _stage_descriptors(h: HopperGemm, k: Knobs, step: tuple[int, int] | None) -> list[str]:
@@ -188,7 +199,7 @@ def _consumer(h: HopperGemm, k: Knobs) -> list[str]:
     for g, tiles in groups:
         if g is not None:
             body.append(("if" if g == 0 else "} else if") + f" (wg == {g}) {{")
-        for kk in range(h.bK // 16):
+        for kk in range(h.bK // h.k_step):
             for t in tiles:
                 body += [("  " if g is not None else "") + line for line in _wgmma(h, t, kk, k, step).splitlines()]
     body += ["}"] if not step else []
@@ -220,10 +231,10 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     globals_ = [b for b in h.buffers if b.scope == "global"]
     params = ", ".join(["const __grid_constant__ CUtensorMap A_map", "const __grid_constant__ CUtensorMap B_map",
                         *hopper_epilogue_cuda.map_params(h)]
-                       + [f"{'const ' if b.name in (h.A, h.B) else ''}{cuda.ctype(b.dtype)}* __restrict__ {b.name}"
+                       + [f"{'const ' if b.name in (h.A, h.B) else ''}{_ctype(b.dtype)}* __restrict__ {b.name}"
                           for b in globals_])
     regs = [f"__align__(16) {cuda.ctype(b.dtype)} {b.name}[{b.size}];" for b in h.buffers if b.scope == "reg"]
-    et = cuda.ctype(h.dtype)
+    et = _ctype(h.dtype)
     lines = [
         "const int bx = blockIdx.x;", "const int by = blockIdx.y;",
         "extern __shared__ __align__(1024) unsigned char lk_smem[];",
@@ -268,7 +279,7 @@ def _pick(knob: int | None, derived: int) -> int:
 
 
 def _encoder(h: HopperGemm, k: Knobs) -> str:
-    et = cuda.ctype(h.dtype)
+    et = _ctype(h.dtype)
     b_inner, b_outer = (h.K, h.N) if h.tb else (h.N, h.K)
     extra, store_lines = hopper_epilogue_cuda.encode_maps(h, k.store)
     params = ", ".join(["CUtensorMap* A_map", "CUtensorMap* B_map", *extra[:len(extra) // 2], f"const {et}* {h.A}",

@@ -148,6 +148,9 @@ def _staged(program, result, ops, Cl, shape) -> tuple[int, TmaStore] | None:
                                    f"{program.buffers[sh].dtype}")
         if N * bits // 8 % 16:
             raise UnsupportedError(f"{why}; a TMA store needs 16-byte global rows, found {N} x {bits // 8} bytes")
+        if sh not in result.layout_map:
+            raise UnsupportedError(f"{why}; the inference gave {sh} no layout, so there is no swizzled tile for a "
+                                   f"TMA store to {nxt.args['dst']}")
         tile = _canonical(result.layout_map[sh], sh, bits, why)
         return k, TmaStore(src, nxt.args["dst"], out, tile, M, N, bM, bN)
     return None

@@ -13,6 +13,7 @@ _j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
 from __future__ import annotations
 
 from ...caches import memoized
+from ...errors import UnsupportedError
 from ...infer.loops import loop_rule
 from ...infer.rules import EMPTY, FREE, RuleResult
 from ...targets import nv
@@ -31,8 +32,25 @@ def _gemm_result(op, ctx) -> RuleResult:
     operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype,
                       None if a.get(f"{k}_region") is None else tuple(a[f"{k}_region"][1][-2:]))
                      for k in ("A", "B", "C"))
+    if a.get("wgmma"):
+        _require_wgmma(op, operands, ctx)
     r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng)
     return RuleResult({a[k]: r[k] for k in ("A", "B", "C") if k in r})
+
+
+def _require_wgmma(op, operands, ctx) -> None:
+    """``T.wgmma_gemm`` is TileLang's GEMM forced onto WGMMA: where ``T.gemm`` would not select one
+    (not sm_90, M < 64, a partial warp group, operand dtypes or majors WGMMA lacks) TileLang's
+    inference stops with "T.wgmma_gemm() requires Hopper WGMMA lowering"; so does this rule."""
+    a = op.args
+    inst = nv.select_gemm_instruction(*operands, transpose_A=a["transpose_A"], transpose_B=a["transpose_B"],
+                                      threads=ctx.rng[1], arch=ctx.target)
+    if inst != "wgmma":
+        shapes = ", ".join(f"{k} {ctx.buffer(a[k]).scope} {list(ctx.shape(a[k]))} {ctx.buffer(a[k]).dtype}"
+                           for k in ("A", "B", "C"))
+        raise UnsupportedError(f"{op.name}: T.wgmma_gemm requires WGMMA lowering (as TileLang's, which stops "
+                               f"there); on {ctx.target} with {ctx.rng[1]} threads and {shapes}, T.gemm selects "
+                               f"{inst}")
 
 
 @memoized(maxsize=1024)

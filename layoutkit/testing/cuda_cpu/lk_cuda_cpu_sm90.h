@@ -13,9 +13,11 @@
 // * an mbarrier has an arrival count, a pending count, a transaction count and a phase; a phase completes
 //   when the pending arrivals and the transaction count both reach zero; try_wait.parity(P) is true once the
 //   phase of parity P completed (the current phase's parity differs from P);
-// * wgmma.mma_async (m64nNk16, .f32 accumulators, f16 / bf16) is a warp-group collective: descriptors are
-//   decoded (start, leading / stride byte offsets, swizzle mode; base offset 0), A and B read from shared
-//   memory in the canonical K-major or MN-major layouts at wait_group time, the D fragment is the PTX ISA's
+// * wgmma.mma_async (m64nNk16 f16 / bf16, m64nNk32 e4m3 / e5m2, .f32 accumulators) is a warp-group
+//   collective: descriptors are decoded (start, leading / stride byte offsets, swizzle mode; base offset 0),
+//   A and B read from shared memory in the canonical K-major or (16-bit types only) MN-major layouts at
+//   wait_group time, fp8 bytes decoded as the PTX ISA's formats (e4m3: bias 7, no infinities, S.1111.111 is
+//   NaN, 448 the largest; e5m2: bias 15, IEEE-like infinities and NaNs), the D fragment is the PTX ISA's
 //   (thread t, register r: row 16 (t / 32) + (t % 32) / 4 + 8 (r / 2 % 2), column 8 (r / 4) + 2 (t % 4) + r % 2).
 //   An operand byte that a TMA load has not landed yet is an error, as is a wgmma without a wgmma.fence since
 //   the thread's last wait_group, or a thread that exits with wgmma groups in flight.
@@ -146,7 +148,7 @@ struct TmaLoad {  // a TMA box read at issue, landing later
   int64_t bytes;
 };
 struct WgOp {
-  int n, dt, scale_d, trans_a, trans_b, line;
+  int n, dt, dtb, scale_d, trans_a, trans_b, line;
   uint64_t da, db;
   std::vector<Acc<float>> d;  // 128 threads x n/2 registers
   uint32_t lo[2] = {0, 0}, hi[2] = {0, 0};  // the shared bytes its A and B span (a TMA load must not overwrite)
@@ -160,7 +162,7 @@ struct WgGroup {
 struct WgThread {
   int kind = 0, line = 0, fenced = 0;
   uint64_t da = 0, db = 0;
-  int n = 0, dt = 0, scale_d = 0, trans_a = 0, trans_b = 0, value = 0;
+  int n = 0, dt = 0, dtb = 0, scale_d = 0, trans_a = 0, trans_b = 0, value = 0;
   Acc<float>* d = nullptr;
 };
 struct Sm90 {
@@ -340,6 +342,26 @@ inline void check_landed(uint32_t addr, int n, int line) {
         fail(line, "wgmma reads shared byte %u that a TMA load (line %d) has not written yet", addr, t.line);
 }
 
+// ---- fp8 (PTX ISA "Alternate floating point data formats") ------------------------------------------------------
+constexpr int E4M3 = 40, E5M2 = 41;  // wgmma operand types beyond lk_cuda_cpu.h's Dt
+inline int dt_bytes(int dt) { return dt == E4M3 || dt == E5M2 ? 1 : 2; }
+inline int dt_k(int dt) { return 32 / dt_bytes(dt); }  // wgmma K: 32 bytes of a row
+// e4m3: sign, 4 exponent bits (bias 7), 3 mantissa bits; exponent 0 is subnormal (m / 8 * 2^-6); no infinity,
+// S.1111.111 is NaN
+inline double decode_e4m3(uint8_t b) {
+  int sign = b >> 7, e = (b >> 3) & 15, m = b & 7;
+  double v = e == 15 && m == 7 ? std::nan("") : e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+  return sign ? -v : v;
+}
+// e5m2: sign, 5 exponent bits (bias 15), 2 mantissa bits; exponent 0 is subnormal (m / 4 * 2^-14); exponent 31 is
+// infinity (m = 0) or NaN
+inline double decode_e5m2(uint8_t b) {
+  int sign = b >> 7, e = (b >> 2) & 31, m = b & 3;
+  double v = e == 31 ? (m ? std::nan("") : HUGE_VAL) : e == 0 ? std::ldexp(m / 4.0, -14)
+                                                             : std::ldexp(1.0 + m / 4.0, e - 15);
+  return sign ? -v : v;
+}
+
 // ---- warp-group collectives -----------------------------------------------------------------------------------
 enum WgKind { WG_MMA = 1, WG_COMMIT, WG_WAIT, WG_SETMAXNREG };
 inline void wg_perform(int kind, int g, int line);
@@ -393,13 +415,17 @@ inline void wgmma_wait(int n, int line) {
   S90().wt[W().cur->tid].value = n;
   wg_collective(WG_WAIT, line);
 }
-inline void wgmma(int n, int dt, Acc<float>* d, uint64_t da, uint64_t db, bool scale_d, int sa, int sb, int ta, int tb,
-                  int line) {
+inline void wgmma(int n, int dt, int dtb, Acc<float>* d, uint64_t da, uint64_t db, bool scale_d, int sa, int sb, int ta,
+                  int tb, int line) {
   if (sa != 1 || sb != 1) fail(line, "wgmma with imm-scale-a/b %d, %d is not modelled", sa, sb);
+  if (dt_bytes(dt) != dt_bytes(dtb)) fail(line, "wgmma with a %d-byte A and a %d-byte B type", dt_bytes(dt), dt_bytes(dtb));
+  if (dt_bytes(dt) == 1 && (ta || tb))
+    fail(line, "wgmma .e4m3 / .e5m2 with imm-trans-a %d, imm-trans-b %d: 8-bit operands are K-major only", ta, tb);
   WgThread& me = S90().wt[W().cur->tid];
   if (!me.fenced) fail(line, "wgmma.mma_async with no wgmma.fence since the thread's last wgmma.wait_group");
   me.n = n;
   me.dt = dt;
+  me.dtb = dtb;
   me.d = d;
   me.da = da;
   me.db = db;
@@ -409,18 +435,21 @@ inline void wgmma(int n, int dt, Acc<float>* d, uint64_t da, uint64_t db, bool s
   wg_collective(WG_MMA, line);
 }
 
-// byte address of element (row, k) of a wgmma operand (row: M of A, N of B; k < 16) in the canonical layouts
-// of the PTX ISA ("Shared Memory Matrix Layout", "Matrix Descriptor Format")
-inline uint32_t operand_byte(uint64_t desc, bool mn_major, int row, int k, int line) {
+// byte address of element (row, k) of a wgmma operand of ``eb``-byte elements (row: M of A, N of B; k below
+// 32 / eb) in the canonical layouts of the PTX ISA ("Shared Memory Matrix Layout", "Matrix Descriptor Format"):
+// K-major core matrices are 8 rows of 16 bytes whatever the type
+inline uint32_t operand_byte(uint64_t desc, bool mn_major, int row, int k, int eb, int line) {
   uint32_t start = (uint32_t)(desc & 0x3FFF) << 4, lbo = (uint32_t)((desc >> 16) & 0x3FFF) << 4;
   uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFF) << 4;
   int base = (int)((desc >> 49) & 7), mode = (int)(desc >> 62);
   if (base) fail(line, "wgmma descriptor base offset %d is not modelled", base);
   int span = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+  int kb = k * eb;  // the element's byte along K
   if (!mn_major) {
-    if (!span) return start + (row / 8) * sbo + (row % 8) * 16 + (k / 8) * lbo + (k % 8) * 2;  // 8x16B cores
-    return swizzled(start + (row / 8) * sbo + (row % 8) * span + k * 2, span);  // leading offset unused
+    if (!span) return start + (row / 8) * sbo + (row % 8) * 16 + (kb / 16) * lbo + kb % 16;  // 8x16B cores
+    return swizzled(start + (row / 8) * sbo + (row % 8) * span + kb, span);  // leading offset unused
   }
+  if (eb != 2) fail(line, "wgmma: an MN-major operand of %d-byte elements (the PTX ISA transposes 16-bit ones only)", eb);
   if (!span) fail(line, "wgmma: an MN-major operand without swizzle is not modelled");
   int e = span / 2;  // 16-bit elements per swizzle row
   return swizzled(start + (row / e) * lbo + (k / 8) * sbo + (k % 8) * span + (row % e) * 2, span);
@@ -428,30 +457,36 @@ inline uint32_t operand_byte(uint64_t desc, bool mn_major, int row, int k, int l
 
 // element (row, k) of an operand whose matrix starts in shared buffer ``home`` (every element lies in it)
 inline double operand(uint64_t desc, bool mn_major, int row, int k, int dt, const BufInfo* home, int line) {
-  uint32_t a = operand_byte(desc, mn_major, row, k, line);
-  if (shared_buffer_at(a, 2, line, "wgmma operand") != home)
+  int eb = dt_bytes(dt);
+  uint32_t a = operand_byte(desc, mn_major, row, k, eb, line);
+  if (shared_buffer_at(a, eb, line, "wgmma operand") != home)
     fail(line, "wgmma operand element (%d, %d) at shared byte %u is outside %s, where its matrix starts", row, k, a,
          home->name);
-  check_landed(a, 2, line);
+  check_landed(a, eb, line);
+  if (eb == 1) {
+    uint8_t b = W().smem[a];
+    return dt == E4M3 ? decode_e4m3(b) : decode_e5m2(b);
+  }
   uint16_t bits;
   std::memcpy(&bits, W().smem.data() + a, 2);
   return dt == BF16 ? (double)__bfloat162float(__nv_bfloat16{bits}) : (double)__half2float(half{bits});
 }
 
 inline void wgmma_run(const WgOp& op) {
-  static double A[64][16], B[16][256];
+  static double A[64][32], B[32][256];
+  const int K = dt_k(op.dt);
   const BufInfo* ha = shared_buffer_at((uint32_t)(op.da & 0x3FFF) << 4, 16, op.line, "wgmma A start");
   const BufInfo* hb = shared_buffer_at((uint32_t)(op.db & 0x3FFF) << 4, 16, op.line, "wgmma B start");
   for (int m = 0; m < 64; ++m)
-    for (int k = 0; k < 16; ++k) A[m][k] = operand(op.da, op.trans_a, m, k, op.dt, ha, op.line);
+    for (int k = 0; k < K; ++k) A[m][k] = operand(op.da, op.trans_a, m, k, op.dt, ha, op.line);
   for (int nn = 0; nn < op.n; ++nn)
-    for (int k = 0; k < 16; ++k) B[k][nn] = operand(op.db, op.trans_b, nn, k, op.dt, hb, op.line);
+    for (int k = 0; k < K; ++k) B[k][nn] = operand(op.db, op.trans_b, nn, k, op.dtb, hb, op.line);
   int per = op.n / 2;
   for (int t = 0; t < 128; ++t) {
     for (int r = 0; r < per; ++r) {
       int row = 16 * (t / 32) + (t % 32) / 4 + 8 * ((r / 2) % 2), col = 8 * (r / 4) + 2 * (t % 4) + r % 2;
       double s = 0;
-      for (int k = 0; k < 16; ++k) s += A[row][k] * B[k][col];
+      for (int k = 0; k < K; ++k) s += A[row][k] * B[k][col];
       Acc<float> d = op.d[(size_t)t * per + r];
       float c = op.scale_d ? static_cast<float>(d) : 0.0f;
       d = (float)(s + (double)c);
@@ -464,7 +499,8 @@ inline void wg_perform(int kind, int g, int line) {
   WgGroup& grp = s.wg[g];
   WgThread* th = &s.wt[(size_t)g * 128];
   for (int t = 1; t < 128; ++t) {
-    bool same = kind == WG_MMA ? (th[t].n == th[0].n && th[t].dt == th[0].dt && th[t].da == th[0].da &&
+    bool same = kind == WG_MMA ? (th[t].n == th[0].n && th[t].dt == th[0].dt && th[t].dtb == th[0].dtb &&
+                                  th[t].da == th[0].da &&
                                   th[t].db == th[0].db && th[t].scale_d == th[0].scale_d &&
                                   th[t].trans_a == th[0].trans_a && th[t].trans_b == th[0].trans_b)
                                : th[t].value == th[0].value;
@@ -472,16 +508,17 @@ inline void wg_perform(int kind, int g, int line) {
                     g * 128 + t);
   }
   if (kind == WG_MMA) {
-    WgOp op{th[0].n, th[0].dt, th[0].scale_d, th[0].trans_a, th[0].trans_b, line, th[0].da, th[0].db, {}};
-    if (op.n < 8 || op.n > 256 || op.n % 8) fail(line, "wgmma m64n%dk16: N is not a multiple of 8 in 8..256", op.n);
+    WgOp op{th[0].n, th[0].dt, th[0].dtb, th[0].scale_d, th[0].trans_a, th[0].trans_b, line, th[0].da, th[0].db, {}};
+    const int K = dt_k(op.dt), eb = dt_bytes(op.dt);
+    if (op.n < 8 || op.n > 256 || op.n % 8) fail(line, "wgmma m64n%dk%d: N is not a multiple of 8 in 8..256", op.n, K);
     for (int o = 0; o < 2; ++o) {
       op.lo[o] = 0xffffffffu;
       int rows = o ? op.n : 64;
       for (int r = 0; r < rows; ++r)
-        for (int k = 0; k < 16; ++k) {
-          uint32_t a = operand_byte(o ? op.db : op.da, o ? op.trans_b : op.trans_a, r, k, line);
+        for (int k = 0; k < K; ++k) {
+          uint32_t a = operand_byte(o ? op.db : op.da, o ? op.trans_b : op.trans_a, r, k, eb, line);
           op.lo[o] = std::min(op.lo[o], a);
-          op.hi[o] = std::max(op.hi[o], a + 2);
+          op.hi[o] = std::max(op.hi[o], a + (uint32_t)eb);
         }
     }
     op.d.reserve((size_t)128 * op.n / 2);

@@ -13,7 +13,9 @@ import re
 
 from .translate import TranslationError
 
-_WGMMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(f16|bf16)\.(f16|bf16)")
+_TYPES = r"(f16|bf16|e4m3|e5m2)"
+_WGMMA = re.compile(rf"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.f32\.{_TYPES}\.{_TYPES}")
+_DT = {"f16": "lkc::F16", "bf16": "lkc::BF16", "e4m3": "lkc::E4M3", "e5m2": "lkc::E5M2"}
 _TMA = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes")
 
 
@@ -30,20 +32,25 @@ def _imm(ins, tok: str) -> int:
 
 
 def _wgmma(ins, m) -> str:
-    n, ta, tb = int(m.group(1)), m.group(2), m.group(3)
+    """The PTX ISA's forms: ``.f16`` / ``.bf16`` (A and B alike) at k16 with the transpose immediates, ``.e4m3``
+    / ``.e5m2`` (either for A and B) at k32 without them (8-bit operands are K-major only)."""
+    n, k, ta, tb = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
     args = ins.args
-    if ta != tb or len(args) != 8:
-        raise TranslationError(f"{ins.where}: {ins.mnemonic} with {len(args)} operands is not translated")
+    fp8 = ta in ("e4m3", "e5m2")
+    legal = (tb in ("e4m3", "e5m2") and k == 32) if fp8 else (ta == tb and k == 16)
+    if not legal or len(args) != (6 if fp8 else 8):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic} with {len(args)} operands is no wgmma form of the PTX "
+                               "ISA (f16 / bf16: k16, A and B alike, 8 operands; e4m3 / e5m2: k32, 6 operands, no "
+                               "transpose)")
     d = ins.vector(args[0])
     if len(d) != n // 2 or any(c != "+f" for c, _ in d):
         raise TranslationError(f"{ins.where}: {ins.mnemonic} takes {n // 2} '+f' accumulators; found {len(d)}")
     da, db = (f"(uint64_t)({ins.ref(t)[1]})" for t in args[1:3])
     scale = _pred(ins, args[3])
-    sa, sb, tra, trb = (_imm(ins, t) for t in args[4:8])
-    dt = "lkc::BF16" if ta == "bf16" else "lkc::F16"
+    sa, sb, tra, trb = (_imm(ins, t) for t in (*args[4:8], "0", "0")[:4])
     regs = ", ".join(e for _, e in d)
-    return (f"{{ lkc::Acc<float> lkc_wd[] = {{{regs}}}; lkc::wgmma({n}, {dt}, lkc_wd, {da}, {db}, {scale}, {sa}, {sb}, "
-            f"{tra}, {trb}, __LINE__); }}")
+    return (f"{{ lkc::Acc<float> lkc_wd[] = {{{regs}}}; lkc::wgmma({n}, {_DT[ta]}, {_DT[tb]}, lkc_wd, {da}, {db}, "
+            f"{scale}, {sa}, {sb}, {tra}, {trb}, __LINE__); }}")
 
 
 def sm90_instruction(ins) -> str | None:

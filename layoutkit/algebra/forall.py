@@ -1,0 +1,314 @@
+"""Claims that hold for every value of some extent symbols: the machinery the parametric layouts
+(:mod:`layoutkit.algebra.parametric`, the parametric fragments and TLA layouts) share.
+
+A :class:`Symbol` is an integer with assumptions (``lo <= value <= hi``, ``value % multiple == 0``).
+A claim about a parametric map is reduced to polynomial conditions on the symbols -- ``e >= 0`` or
+``e == 0`` for every admissible assignment -- which are decided by islpy where linear (a parametric
+integer set: the assumptions with the negated condition, empty or a sample point) and otherwise
+structurally (``s = smallest + multiple*u`` with ``u >= 0``: all coefficients non-negative).  A
+failed condition is only sufficient, so :func:`prove_for_all` then looks for an assignment where the
+bound map really fails (the caller's enumeration) and reports it as the witness.
+
+The conditions for a *mixed-radix number* -- digits ``(extent, stride)`` summed as
+``sum digit_k * stride_k`` -- are :func:`radix_conditions`: injective when every stride is at least
+the span of the smaller digits, bijective onto ``[0, prod extents)`` when every stride equals the
+product of the smaller extents.
+
+>>> M = Symbol("M", lo=1)
+>>> forall_nonneg(M.sym * 4 - 4, [M])[:2]
+(True, 'isl')
+>>> forall_nonneg(16 - M.sym, [M])
+(False, 'isl', {'M': 17})
+>>> injective, exact = radix_conditions([(M.sym, sympy.Integer(1)), (sympy.Integer(3), M.sym)])
+>>> [str(e) for e in injective], [str(e) for e in exact]
+(['0', '0'], ['0', '0'])
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy
+
+from ..errors import ShapeError, UnsupportedError
+from .proof import Proof
+
+SEARCH_VALUES = 12
+"""Admissible values tried per symbol when looking for a counterexample outside islpy's linear class."""
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """An integer extent symbol with its assumptions: ``lo <= value`` (``hi`` if given) and
+    ``value % multiple == 0``.
+
+    >>> Symbol("M", lo=8, multiple=16).values(3), Symbol("M", lo=8, multiple=16).admits(24)
+    ([16, 32, 48], False)
+    """
+
+    name: str
+    lo: int = 1
+    hi: int | None = None
+    multiple: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ShapeError(f"Symbol name must be an identifier; found {self.name!r}")
+        if self.multiple < 1 or (self.hi is not None and self.hi < self.lo):
+            raise ShapeError(f"Symbol {self.name}: expected multiple >= 1 and lo <= hi; found {self}")
+
+    @property
+    def sym(self) -> sympy.Symbol:
+        return sympy.Symbol(self.name, integer=True)
+
+    def smallest(self) -> int:
+        return -(-self.lo // self.multiple) * self.multiple
+
+    def values(self, count: int) -> list[int]:
+        """The first ``count`` admissible values."""
+        v, out = self.smallest(), list[int]()
+        while len(out) < count and (self.hi is None or v <= self.hi):
+            out.append(v)
+            v += self.multiple
+        return out
+
+    def admits(self, value: int) -> bool:
+        return value >= self.lo and (self.hi is None or value <= self.hi) and value % self.multiple == 0
+
+    def isl_constraint(self) -> str:
+        parts = [f"{self.name} >= {self.lo}"]
+        if self.hi is not None:
+            parts.append(f"{self.name} <= {self.hi}")
+        if self.multiple > 1:
+            parts.append(f"exists (e_{self.name} : {self.name} = {self.multiple} e_{self.name})")
+        return " and ".join(parts)
+
+
+Extent = Any  # int, Symbol or a sympy expression in the symbols' ``sym``
+
+
+def extent_expr(x: Extent) -> sympy.Expr:
+    """``x`` (an int, a :class:`Symbol` or a sympy expression) as a sympy expression."""
+    if isinstance(x, Symbol):
+        return x.sym
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return sympy.Integer(int(x))
+    if isinstance(x, sympy.Expr):
+        return x
+    raise ShapeError(f"expected an int, a Symbol or a sympy expression of symbols; found {type(x).__name__} {x!r}")
+
+
+def symbols_of(*groups: Sequence[Extent]) -> tuple[Symbol, ...]:
+    """The :class:`Symbol` objects named in ``groups`` (nested sequences allowed), each once.  A bare
+    sympy expression (``8 * N.sym``) may only use symbols that appear as :class:`Symbol` somewhere in
+    ``groups`` (where their assumptions are stated)."""
+    seen: dict[str, Symbol] = {}
+    bare: list[sympy.Expr] = []
+
+    def visit(x: Any) -> None:
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                visit(y)
+        elif isinstance(x, Symbol):
+            if x.name in seen and seen[x.name] != x:
+                raise ShapeError(f"symbol {x.name} is given two sets of assumptions: {seen[x.name]} and {x}")
+            seen[x.name] = x
+        elif isinstance(x, sympy.Expr) and x.free_symbols:
+            bare.append(x)
+
+    for group in groups:
+        visit(group)
+    for x in bare:
+        unknown = sorted(str(v) for v in x.free_symbols if str(v) not in seen)
+        if unknown:
+            raise ShapeError(f"{x} uses {unknown}, which no Symbol (with its assumptions) names; pass the Symbol "
+                             "objects, or give the symbols explicitly for derived extents")
+    return tuple(seen.values())
+
+
+def check_known(exprs: Sequence[sympy.Expr], symbols: Sequence[Symbol]) -> None:
+    """Raise ``ShapeError`` when an expression uses a symbol without assumptions."""
+    known = {s.sym for s in symbols}
+    for e in exprs:
+        if not e.free_symbols <= known:
+            raise ShapeError(f"{e} uses symbols {sorted(map(str, e.free_symbols - known))} with no assumptions")
+
+
+def bind_symbols(symbols: Sequence[Symbol], values: Mapping[str, int]) -> dict[sympy.Symbol, int]:
+    """The substitution for ``values``; ``ShapeError`` for a missing value or a broken assumption."""
+    out = {}
+    for s in symbols:
+        if s.name not in values:
+            raise ShapeError(f"no value for symbol {s.name}; bind every symbol ({[t.name for t in symbols]})")
+        v = int(values[s.name])
+        if not s.admits(v):
+            raise ShapeError(f"{s.name} = {v} breaks its assumptions {s}")
+        out[s.sym] = v
+    return out
+
+
+def bound_int(e: sympy.Expr, sub: Mapping[sympy.Symbol, int], what: str) -> int:
+    """``e`` evaluated at ``sub``; ``ShapeError`` when it is not an integer there (e.g. ``M/8``, M = 12)."""
+    v = sympy.sympify(e).subs(sub)
+    if not v.is_integer:
+        raise ShapeError(f"{what} {e} is {v} for {dict((str(k), x) for k, x in sub.items())}; expected an integer")
+    return int(v)
+
+
+def generic_assignment(symbols: Sequence[Symbol]) -> dict[sympy.Symbol, int]:
+    """Each symbol at its ``SEARCH_VALUES``-th admissible value (a "large" value to order digits by)."""
+    return {s.sym: s.values(SEARCH_VALUES)[-1] for s in symbols}
+
+
+def sort_digits(digits: Sequence[tuple[sympy.Expr, sympy.Expr]], symbols: Sequence[Symbol]
+                ) -> list[tuple[sympy.Expr, sympy.Expr]]:
+    """``(extent, stride)`` digits sorted by stride at :func:`generic_assignment` (ties by extent),
+    without the digits whose extent is 1 for every admissible value (they never move).
+
+    Any order gives *sound* conditions in :func:`radix_conditions`; this one makes them provable."""
+    generic = generic_assignment(symbols)
+    moving = [d for d in digits if not always_one(d[0], symbols)]
+    return sorted(moving, key=lambda d: (int(d[1].subs(generic)), int(d[0].subs(generic))))
+
+
+def always_one(extent: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
+    """Whether ``extent`` is 1 for every admissible assignment (``M - 7`` with ``M`` in ``[8, 8]``)."""
+    extent = sympy.sympify(extent)
+    return bool(extent == 1 or (extent.free_symbols and _forall_zero(extent - 1, symbols)))
+
+
+def radix_conditions(digits: Sequence[tuple[sympy.Expr, sympy.Expr]]) -> tuple[list[sympy.Expr], list[sympy.Expr]]:
+    """``(injective, exact)`` for sorted ``(extent, stride)`` digits: ``injective`` expressions that
+    must be ``>= 0`` (``stride_k - 1 - sum_{i<k} (extent_i - 1) * stride_i``) and ``exact`` ones that
+    must be ``== 0`` (``stride_k - prod_{i<k} extent_i``) for a bijection onto ``[0, prod extents)``.
+    Digits of extent 1 impose nothing."""
+    span, cover = sympy.Integer(1), sympy.Integer(1)
+    injective, exact = [], []
+    for extent, stride in digits:
+        if extent == 1:
+            continue
+        injective.append(sympy.expand(stride - span))
+        exact.append(sympy.expand(stride - cover))
+        span = span + (extent - 1) * stride
+        cover = cover * extent
+    return injective, exact
+
+
+def forall_nonneg(e: sympy.Expr, symbols: Sequence[Symbol]) -> tuple[bool, str, dict[str, int]]:
+    """Whether ``e >= 0`` for every admissible assignment: (verdict, method, refuting assignment)."""
+    e = sympy.expand(e)
+    syms = [s for s in symbols if s.sym in e.free_symbols]
+    if not syms:
+        return bool(e >= 0), "structural", {s.name: s.smallest() for s in symbols}
+    poly = sympy.Poly(e, *[s.sym for s in syms])
+    if poly.total_degree() <= 1 and all(c.is_integer for c in poly.coeffs()):
+        return _isl_nonneg(e, syms, symbols)
+    u = [sympy.Symbol(f"u_{s.name}", integer=True, nonnegative=True) for s in syms]
+    shifted = sympy.Poly(sympy.expand(e.subs({s.sym: s.smallest() + s.multiple * v for s, v in zip(syms, u)})), *u)
+    if all(c >= 0 for c in shifted.coeffs()):
+        return True, "structural", {}
+    found = search_assignment(symbols, lambda sub: e.subs(sub) < 0)
+    if found is None:
+        raise UnsupportedError(f"cannot prove {e} >= 0 for all values, and the first {SEARCH_VALUES} admissible "
+                               "values per symbol do not break it")
+    return False, "structural", found
+
+
+def _isl_nonneg(e: sympy.Expr, syms: Sequence[Symbol], symbols: Sequence[Symbol]) -> tuple[bool, str, dict[str, int]]:
+    import islpy as isl
+
+    names = ", ".join(s.name for s in syms)
+    text = sympy.sstr(sympy.expand(e)).replace("**", "^")
+    constraints = " and ".join([s.isl_constraint() for s in syms] + [f"{text} <= -1"])
+    bad = isl.Set(f"{{ [{names}] : {constraints} }}")
+    if bad.is_empty():
+        return True, "isl", {}
+    point = bad.sample_point()
+    found = {s.name: int(point.get_coordinate_val(isl.dim_type.set, k).to_python()) for k, s in enumerate(syms)}
+    # symbols the inequality does not mention: the smallest admissible value above 1 (a collision needs two)
+    values = {s.name: found.get(s.name, next((v for v in s.values(SEARCH_VALUES) if v > 1), s.smallest()))
+              for s in symbols}
+    return False, "isl", values
+
+
+def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any]
+                      ) -> dict[str, int] | None:
+    """The first assignment (over the first ``SEARCH_VALUES`` admissible values per symbol) for which
+    ``bad(substitution)`` holds, or None."""
+    grids = [s.values(SEARCH_VALUES) for s in symbols]
+    for combo in itertools.product(*grids):
+        sub = {s.sym: v for s, v in zip(symbols, combo)}
+        if bad(sub):
+            return {s.name: v for s, v in zip(symbols, combo)}
+    return None
+
+
+def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero: Sequence[sympy.Expr], claim: str,
+                  fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof]) -> Proof:
+    """Prove ``claim`` from sufficient conditions (``nonneg`` ``>= 0``, ``zero`` ``== 0`` for every
+    admissible assignment), or refute it: ``fails(values)`` checks the bound map (by enumeration) and
+    ``refuted(values, method)`` builds the refuting proof.  ``UnsupportedError`` when a condition fails
+    but no searched assignment breaks the claim."""
+    methods = set()
+    for e in nonneg:
+        ok, method, values = forall_nonneg(e, symbols)
+        methods.add(method)
+        if not ok:
+            if fails(values):
+                return refuted(values, method)
+            return _search_refutation(symbols, claim, _below_zero(e), fails, refuted, method)
+    for e in zero:
+        e = sympy.expand(e)
+        if e == 0:
+            continue
+        if _forall_zero(e, symbols):  # zero on every admissible value though not as a polynomial (bounded symbols)
+            methods.add("isl")
+            continue
+        return _search_refutation(symbols, claim, _nonzero(e), fails, refuted, "structural")
+    return Proof(claim, True, "+".join(sorted(methods)) or "structural")
+
+
+def _below_zero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
+    return lambda sub: bool(e.subs(sub) < 0)
+
+
+def _nonzero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
+    return lambda sub: bool(e.subs(sub) != 0)
+
+
+def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
+    try:
+        return forall_nonneg(e, symbols)[0] and forall_nonneg(-e, symbols)[0]
+    except UnsupportedError:
+        return False
+
+
+def _search_refutation(symbols: Sequence[Symbol], claim: str, broken: Callable[[dict[sympy.Symbol, int]], Any],
+                       fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof],
+                       method: str) -> Proof:
+    found = search_assignment(symbols, lambda sub: bool(broken(sub))
+                              and fails({str(k): int(v) for k, v in sub.items()}))
+    if found is None:
+        raise UnsupportedError(f"{claim}: not proved (a sufficient condition fails) and not refuted by the first "
+                               f"{SEARCH_VALUES} admissible values per symbol")
+    return refuted(found, method)
+
+
+def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
+    """Two flat positions with the same value, or None."""
+    order = np.argsort(flat, kind="stable")
+    dup = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+    if dup.size == 0:
+        return None
+    return int(order[dup[0]]), int(order[dup[0] + 1])
+
+
+__all__ = [
+    "SEARCH_VALUES", "Symbol", "Extent", "extent_expr", "symbols_of", "check_known", "bind_symbols", "bound_int",
+    "generic_assignment", "always_one", "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment",
+    "prove_for_all", "first_collision",
+]
