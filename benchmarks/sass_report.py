@@ -54,9 +54,11 @@ _ATOM_K = {"float16": 16, "bfloat16": 16, "int8": 32, "float32": 8}
 
 # ---- TileLang's kernel (runs in TileLang's interpreter: imports tilelang only) -------------------------------
 
-def tilelang_source(cfg, arch: str = "sm_80", transpose_B: bool = False, out_dtype: str | None = None):
+def tilelang_source(cfg, arch: str = "sm_80", transpose_B: bool = False, out_dtype: str | None = None,
+                    staged: bool = False):
     """TileLang's CUDA source for ``arch`` of the GEMM ``cfg`` (A [M, K] x B [K, N], the docs kernel; B [N, K]
-    with ``transpose_B``; C of ``out_dtype``, default the operands') and its host module's text (which holds the
+    with ``transpose_B``; C of ``out_dtype``, default the operands'; ``staged``: C stored through a shared tile,
+    ``C_local -> C_shared -> C``) and its host module's text (which holds the
     launch's dynamic shared memory size)."""
     import tilelang
     import tilelang.language as T
@@ -82,7 +84,12 @@ def tilelang_source(cfg, arch: str = "sm_80", transpose_B: bool = False, out_dty
                 else:
                     T.copy(B[ko * bK, bx * bN], B_s)
                 T.gemm(A_s, B_s, C_l, transpose_B=transpose_B)
-            T.copy(C_l, C[by * bM, bx * bN])
+            if staged:
+                C_s = T.alloc_shared((bM, bN), io["C"])
+                T.copy(C_l, C_s)
+                T.copy(C_s, C[by * bM, bx * bN])
+            else:
+                T.copy(C_l, C[by * bM, bx * bN])
 
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with target:

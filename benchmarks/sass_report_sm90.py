@@ -5,8 +5,12 @@ Both kernels are compiled with ``nvcc -O3 -arch=sm_90a -cubin -Xptxas -v`` and r
 registers (the kernel's count at entry, and per warp group the producer's / consumers' ``setmaxnreg`` counts),
 spills, shared memory, the HGMMA (fp16 / bf16) / QGMMA (fp8) / UTMALDG / SYNCS / USETMAXREG / WARPGROUP / BAR
 counts, and the consumer k loop (the backward branch whose body holds the warp-group MMAs): its instructions
-and integer instructions per k tile.  The fp8 rows (e4m3 / e5m2, float32 C) store B as [N, K] in both
-kernels: wgmma takes 8-bit operands K-major only.
+and integer instructions per k tile, and the epilogue's store mix (STSM / STS / FENCE / UTMASTG / STG and the
+instructions from the last warp-group MMA to the consumers' EXIT).  The fp8 rows (e4m3 / e5m2, float32 C)
+store B as [N, K] in both kernels: wgmma takes 8-bit operands K-major only.  Configurations ending
+``_cshared`` stage C through a shared tile in both kernels (``C_local -> C_shared -> C``: stmatrix and a TMA
+store in both); the others are TileLang's docs kernel (``C_local -> C``), which TileLang stores from registers
+and layoutkit (16-bit C) through its staging tile and TMA (``lk direct``: layoutkit with ``tma_store=False``).
 
     python benchmarks/sass_report_sm90.py [--tilelang-python PYTHON] [--keep DIR] [config ...]
 
@@ -37,9 +41,18 @@ CONFIGS = {  # name -> (M, N, K, bM, bN, bK, stages, consumer threads, dtype)
     "e4m3_128x128x128_s3_t256": (1024, 1024, 1024, 128, 128, 128, 3, 256, "float8_e4m3"),
     "e4m3_128x256x128_s3_t256": (1024, 1024, 1024, 128, 256, 128, 3, 256, "float8_e4m3"),
     "e5m2_128x128x128_s4_t128": (1024, 1024, 1024, 128, 128, 128, 4, 128, "float8_e5m2"),
+    "f16_128x128x64_s3_t256_cshared": (1024, 1024, 1024, 128, 128, 64, 3, 256, "float16"),
+    "bf16_128x128x64_s4_t256_cshared": (1024, 1024, 1024, 128, 128, 64, 4, 256, "bfloat16"),
 }
 COUNTED = ("HGMMA", "QGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "WARPGROUP", "BAR")
 GMMA = ("HGMMA", "QGMMA")
+STORES = ("STSM", "STS", "FENCE", "UTMASTG", "STG")
+"""The epilogue's store mix: stmatrix, st.shared, proxy fences, TMA stores, global stores."""
+
+
+def staged(name: str) -> bool:
+    """Whether configuration ``name`` stages C through a shared tile in both kernels."""
+    return name.endswith("_cshared")
 
 
 def _fp8(dtype: str) -> bool:
@@ -62,19 +75,20 @@ def _sass_report():
     return mod
 
 
-def tilelang_source(cfg) -> str:
+def tilelang_source(cfg, staged_c: bool = False) -> str:
     """TileLang's sm_90a CUDA source of the GEMM ``cfg`` (the sm_80 report's docs kernel: A [M, K] x B [K, N];
-    fp8: B [N, K] and a float32 C, as layoutkit's)."""
+    fp8: B [N, K] and a float32 C, as layoutkit's; ``staged_c``: C through a shared tile)."""
     fp8 = _fp8(cfg[-1])
     source, _host = _sass_report().tilelang_source(cfg, arch="sm_90a", transpose_B=fp8,
-                                                   out_dtype="float32" if fp8 else None)
+                                                   out_dtype="float32" if fp8 else None, staged=staged_c)
     return source
 
 
 def _tilelang_main(cfg_json: str, out: str) -> int:
     import tilelang
 
-    Path(out).write_text(tilelang_source(tuple(json.loads(cfg_json))))
+    cfg = json.loads(cfg_json)
+    Path(out).write_text(tilelang_source(tuple(cfg[:9]), staged_c=bool(cfg[9:] and cfg[9])))
     print(Path(tilelang.__file__).resolve().parent)
     return 0
 
@@ -89,6 +103,10 @@ class Sass:
     loop_tiles: float
     wg_regs: tuple = ()
     """``setmaxnreg`` counts: (producer's DEALLOC, consumers' TRY_ALLOC); empty when none."""
+    stores: dict | None = None
+    """The epilogue's :data:`STORES` counts."""
+    tail: int = 0
+    """Instructions from the last warp-group MMA to the next EXIT (what every consumer thread runs after it)."""
 
     @property
     def per_tile(self) -> float:
@@ -116,8 +134,12 @@ def parse(text: str, ptxas: str, hgmma_per_tile: int, sr) -> Sass:
           for kind in ("DEALLOC", "TRY_ALLOC")]
     regs = re.search(r"Used (\d+) registers", ptxas)
     spills = [int(x) for x in re.findall(r"(\d+) bytes spill (?:stores|loads)", ptxas)]
+    stores = {c: sum(o.split(".")[0] == c for o in ops) for c in STORES}
+    last = max((k for k, o in enumerate(ops) if o.startswith(GMMA)), default=len(ops))
+    end = next((k for k in range(last + 1, len(ops)) if ops[k].startswith("EXIT")), len(ops))
     return Sass(int(regs.group(1)) if regs else -1, sum(spills), counts, len(best), n_int, tiles or 1.0,
-                tuple(int(m.group(1), 0) for m in wg) if all(wg) else ())
+                tuple(int(m.group(1), 0) for m in wg) if all(wg) else (), stores,
+                sum(o != "NOP" for o in ops[last + 1:end]))
 
 
 def compile_sass(source: str, d: Path, stem: str, nvcc: str, cuobjdump: str, per_tile: int, sr, includes=()) -> Sass:
@@ -147,20 +169,29 @@ def _hgmma_per_tile(cfg) -> int:
     return len(h.tiles[0]) * (h.bK // h.k_step)
 
 
-def layoutkit_source(cfg) -> str:
+def layoutkit_source(cfg, staged_c: bool = False, tma_store: bool | None = None) -> str:
+    """layoutkit's kernel of ``cfg`` (``staged_c``: the program stages C in shared memory; ``tma_store``: as
+    :func:`layoutkit.backends.nv.hopper.plan` takes it)."""
     sys.path.insert(0, str(ROOT))
-    from layoutkit import codegen
+    from layoutkit.backends.nv import hopper, hopper_cuda
     from layoutkit.infer import infer_layouts, programs
 
-    p = programs.gemm(**_gemm_kwargs(cfg))
-    return codegen.emit_cuda(p, infer_layouts(p))
+    if staged_c:
+        kw = _gemm_kwargs(cfg)
+        kw.pop("transpose_B"), kw.pop("out_dtype")
+        p = programs.gemm_shared_epilogue(**kw)
+    else:
+        p = programs.gemm(**_gemm_kwargs(cfg))
+    return hopper_cuda.print_module(hopper.plan(p, infer_layouts(p), tma_store=tma_store))
 
 
 def _row(who: str, s: Sass) -> str:
     c = " ".join(f"{k}={s.counts[k]}" for k in COUNTED)
     wg = f" regs/WG producer {s.wg_regs[0]} consumers {s.wg_regs[1]}" if s.wg_regs else " regs/WG -"
+    st = " ".join(f"{k}={(s.stores or {}).get(k, 0)}" for k in STORES)
     return (f"  {who:9} regs={s.regs:3}{wg} spill={s.spill}B {c} | k loop: {s.loop} ({s.loop_tiles:g} tiles) = "
-            f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile")
+            f"{s.per_tile:.1f}/tile, int {s.loop_int / s.loop_tiles:.1f}/tile | epilogue {st}, {s.tail} from the "
+            "last MMA to EXIT")
 
 
 def report(names, tl_python, keep) -> int:
@@ -175,15 +206,19 @@ def report(names, tl_python, keep) -> int:
         for name in names:
             cfg = CONFIGS[name]
             per = _hgmma_per_tile(cfg)
-            ours = compile_sass(layoutkit_source(cfg), d, f"lk_{name}", nvcc, cuobjdump, per, sr)
+            ours = compile_sass(layoutkit_source(cfg, staged(name)), d, f"lk_{name}", nvcc, cuobjdump, per, sr)
             print(f"{name}:")
             print(_row("layoutkit", ours))
+            if not staged(name) and ours.stores and ours.stores["UTMASTG"]:
+                direct = compile_sass(layoutkit_source(cfg, tma_store=False), d, f"lkd_{name}", nvcc, cuobjdump,
+                                      per, sr)
+                print(_row("lk direct", direct))
             if not tl_python:
                 continue
             out = d / f"tl_{name}.cu"
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
             env.setdefault("TILELANG_CACHE_DIR", str(d / "tl_cache"))
-            res = subprocess.run([tl_python, __file__, "--tilelang-source", json.dumps(list(cfg)), str(out)],
+            res = subprocess.run([tl_python, __file__, "--tilelang-source", json.dumps([*cfg, staged(name)]), str(out)],
                                  capture_output=True, text=True, env=env)
             if res.returncode:
                 print(f"  TileLang  failed: {(res.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -100,11 +100,26 @@ def test_the_emitted_sm90_kernel_compiles_with_sm90a(tmp_path):
 
 
 def test_a_refused_wgmma_lowering_names_the_mma_sync_option():
+    from layoutkit.infer.program import Program
+
     q = programs.gemm_rowmax_bias(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, target="sm_90")
     r = infer_layouts(q)
-    with pytest.raises(UnsupportedError, match=r"synchronises the block.*gemm_instruction='mma' gives the mma"):
-        codegen.emit_cuda(q, r)
+    assert "wgmma" in codegen.emit_cuda(q, r)  # the row max through shared memory lowers on the consumers
     assert "mma.sync.aligned.m16n8k16" in codegen.emit_cuda(q, r, gemm_instruction="mma")
+    p = Program(threads=128, target="sm_90")  # C staged in shared memory and read back: no TMA store follows
+    A, B = p.tensor("A", (128, 64), "float16"), p.tensor("B", (64, 64), "float16")
+    A_s, B_s = p.alloc_shared("A_shared", (64, 64), "float16"), p.alloc_shared("B_shared", (64, 64), "float16")
+    C_l, S = p.alloc_fragment("C_local", (64, 64), "float32"), p.alloc_shared("S", (64, 64), "float16")
+    D = p.alloc_fragment("D", (64, 64), "float32")
+    p.clear(C_l)
+    with p.pipelined(num_stages=2):
+        p.copy(A[0, 0], A_s)
+        p.copy(B[0, 0], B_s)
+        p.gemm(A_s, B_s, C_l)
+    p.copy(C_l, S)
+    p.copy(S, D)
+    with pytest.raises(UnsupportedError, match=r"stages C_local in shared S.*gemm_instruction='mma' gives the mma"):
+        codegen.emit_cuda(p, infer_layouts(p))
 
 
 def test_a_gemm_on_a_shared_sub_region_is_refused_before_the_layouts():

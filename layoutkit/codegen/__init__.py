@@ -64,8 +64,9 @@ def lower(program, result, **options):
     solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
     support, :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``options``: the backend's lowering
     options (NVIDIA: ``gemm_instruction="mma"`` keeps an sm_90 GEMM on ``mma.sync``, ``"wgmma"`` insists on the
-    warp-specialised kernel; the default follows the copy selection); another raises
-    :class:`~layoutkit.errors.CodegenInputError`.
+    warp-specialised kernel; the default follows the copy selection; ``tma_store=False`` keeps that kernel's
+    accumulator stores in registers, ``True`` insists on the store through shared memory and TMA); another
+    raises :class:`~layoutkit.errors.CodegenInputError`.
 
     >>> from layoutkit.infer import infer_layouts, programs
     >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)

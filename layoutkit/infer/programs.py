@@ -106,7 +106,7 @@ def gemm_rowmax_bias(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, d
 
 
 def gemm_shared_epilogue(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=128, dtype="float16",
-                         accum_dtype="float32", target="sm_80") -> Program:
+                         accum_dtype="float32", target="sm_80", num_stages=2) -> Program:
     """The docs GEMM storing C through shared memory (``C_local -> C_shared -> C``): on sm_90 the
     shared -> global copy is a TMA store, which lays ``C_shared`` out as a Hopper swizzle."""
     p = Program(threads=threads, target=target)
@@ -118,7 +118,7 @@ def gemm_shared_epilogue(M=1024, N=1024, K=1024, bM=64, bN=64, bK=32, threads=12
     C_l = p.alloc_fragment("C_local", (bM, bN), accum_dtype)
     C_s = p.alloc_shared("C_shared", (bM, bN), dtype)
     p.clear(C_l)
-    with p.pipelined(num_stages=2):
+    with p.pipelined(num_stages=num_stages):
         p.copy(A[0, 0], A_s)
         p.copy(B[0, 0], B_s)
         p.gemm(A_s, B_s, C_l)

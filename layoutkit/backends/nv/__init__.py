@@ -2,7 +2,8 @@
 bank-aware ``smem-aware`` cost model (:mod:`.smem_cost`), lowering (:mod:`.lower`, :mod:`.lower_frag`) to the
 per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy executor (:mod:`.execute`); the
 sm_90a GEMM (TMA, mbarriers, wgmma, warp specialisation) is planned by :mod:`.hopper` and printed by
-:mod:`.hopper_cuda`.
+:mod:`.hopper_cuda`, its epilogue (stmatrix + TMA store, barriers of the consumers) by :mod:`.hopper_epilogue`
+and :mod:`.hopper_epilogue_cuda`.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
@@ -21,16 +22,16 @@ register_backend(NvBackend())  # with its rules, merge, hooks and the smem-aware
 
 __all__ = [
     "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",
-    "hopper", "hopper_cuda", "ir", "lower", "lower_frag", "rules", "smem_cost", "staged_conversion_cost",
-    "staging_layout", "tma_capable",
+    "hopper", "hopper_cuda", "hopper_epilogue", "hopper_epilogue_cuda", "ir", "lower", "lower_frag", "rules",
+    "smem_cost", "staged_conversion_cost", "staging_layout", "tma_capable",
 ]
 
-_LAZY = ("cuda", "execute", "hopper", "hopper_cuda", "ir", "lower", "lower_frag")
+_LAZY = ("cuda", "execute", "hopper", "hopper_cuda", "hopper_epilogue", "hopper_epilogue_cuda", "ir", "lower",
+         "lower_frag")
 
 
 def __getattr__(name: str):
-    """The code generation modules (cuda, execute, hopper, hopper_cuda, ir, lower, lower_frag), imported on
-    first use."""
+    """The code generation modules (:data:`_LAZY`), imported on first use."""
     if name in _LAZY:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

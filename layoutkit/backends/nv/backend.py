@@ -65,9 +65,9 @@ class NvBackend(Backend):
         return (0, t)
 
     # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
-    lowering_options = frozenset({"gemm_instruction"})
+    lowering_options = frozenset({"gemm_instruction", "tma_store"})
 
-    def check_target(self, program, *, gemm_instruction: str | None = None) -> None:
+    def check_target(self, program, *, gemm_instruction: str | None = None, tma_store: bool | None = None) -> None:
         """The ``mma.sync`` lowering's operand / arch check, or for the wgmma kernel its own (fp8 is wgmma
         only)."""
         from . import hopper, lower
@@ -75,18 +75,22 @@ class NvBackend(Backend):
         if hopper.uses_hopper(program, gemm_instruction):
             hopper.check_operands(program)
         else:
+            if tma_store:
+                raise UnsupportedError("tma_store=True: the TMA-store epilogue is the sm_90 wgmma kernel's; this "
+                                       f"program lowers to mma.sync (target {program.target!r})")
             lower.check_target(program)  # before the layouts: inference may leave some out for such a target
 
-    def lower(self, program, result, *, gemm_instruction: str | None = None):
+    def lower(self, program, result, *, gemm_instruction: str | None = None, tma_store: bool | None = None):
         """The IR kernel, or for an sm_90 / sm_90a warp-specialised GEMM its :class:`.hopper.HopperGemm`
         (:func:`.hopper.uses_hopper`: the kernel the copy selection and thread range imply;
-        ``gemm_instruction="mma"`` gives the ``mma.sync`` kernel instead)."""
+        ``gemm_instruction="mma"`` gives the ``mma.sync`` kernel instead; ``tma_store``: its epilogue's store
+        through shared memory and TMA, :func:`.hopper.plan`)."""
         from . import hopper, lower
 
         if not hopper.uses_hopper(program, gemm_instruction):
             return lower.lower(program, result)
         try:
-            return hopper.plan(program, result)
+            return hopper.plan(program, result, tma_store=tma_store)
         except UnsupportedError as e:
             if gemm_instruction is not None:
                 raise

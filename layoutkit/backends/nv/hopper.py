@@ -1,5 +1,7 @@
 """sm_90a lowering of a solved GEMM: TMA tile loads, an mbarrier pipeline and ``wgmma.mma_async``, warp
-specialised (one producer warp group, then the consumer warp groups), read off the inferred layouts.
+specialised (one producer warp group, then the consumer warp groups), read off the inferred layouts; the
+epilogue (the store through a swizzled shared tile and TMA, barriers of the consumers alone) is
+:mod:`.hopper_epilogue`'s.
 
 The inference's thread range for such a program is ``(128, threads)`` (:meth:`.NvBackend.thread_range`: every
 pipelined global -> shared copy is a TMA load), so the kernel launches ``128 + threads`` threads: warp group 0
@@ -32,13 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import UnsupportedError
-from ...scopes import GLOBAL, SHARED
+from ...scopes import GLOBAL
 from ...targets.nv.dtype import element_bits
 from . import ir
 from .backend import PRODUCER_THREADS
 from .guards import prove_guards
+from .hopper_epilogue import SMEM_LIMIT, operand_bytes
 from .ir import REG
-from .lower_frag import Tile, fragment_axes, lower_ops
+from .lower_frag import Tile, fragment_axes
 
 SPANS = (128, 64, 32)
 """Swizzle spans (bytes) of TMA and wgmma, widest first."""
@@ -334,8 +337,10 @@ def check_operands(program) -> None:
                                "only), so both shared tiles must be K-major: store B as [N, K] (transpose_B=True)")
 
 
-def plan(program, result) -> HopperGemm:
-    """The :class:`HopperGemm` of a solved sm_90a GEMM program (see the module doc for what is checked)."""
+def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
+    """The :class:`HopperGemm` of a solved sm_90a GEMM program (see the module doc for what is checked).
+    ``tma_store``: the accumulator's store through a swizzled shared tile and TMA (:mod:`.hopper_epilogue`);
+    ``None`` takes it where it applies, ``False`` keeps direct stores from the registers."""
     from . import lower
 
     ops = lower._gemm_ops(program)
@@ -367,31 +372,26 @@ def plan(program, result) -> HopperGemm:
     tiles = consumer_tiles(Cl, program.threads // WG)
     if not tb and any(t.n0 % b.chunk for ts in tiles for t in ts):
         raise UnsupportedError(f"sm_90a lowering: a warp group's columns start inside a {b.chunk}-column B chunk")
-    epilogue, buffers = _epilogue(program, result, ops["epilogue"], (M, N, bM, bN), g["C"], Cl)
+    room = SMEM_LIMIT - operand_bytes(stages, a, b)
+    epilogue, buffers = _epilogue(program, result, ops["epilogue"], (M, N, bM, bN), g["C"], Cl, room, tma_store)
     name = (f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{'_tb' if tb else ''}"
             f"{lower._epilogue_tag(ops['epilogue'])}_t{program.threads}_sm90a")
     return HopperGemm(name, ops["A"], ops["B"], g["C"], dtype, M, N, K, bM, bN, bK, stages, tb, a, b, tiles,
                       ops["fill"], tuple(epilogue), tuple(buffers))
 
 
-def _epilogue(program, result, ops, shape, C: str, Cl) -> tuple[list, list]:
-    """The consumer threads' epilogue statements (fragment ops, :func:`~.lower_frag.lower_ops`) and the
-    kernel's buffers.  The producer warp group has left by then, so an epilogue that synchronises the block
-    or stages through shared memory is refused."""
+def _epilogue(program, result, ops, shape, C: str, Cl, room: int, tma_store: bool | None) -> tuple[list, list]:
+    """The consumer threads' epilogue statements and the kernel's buffers (:mod:`.hopper_epilogue`: the store
+    through shared memory and TMA, barriers of the consumers alone)."""
+    from .hopper_epilogue import lower_epilogue
+
     M, N, bM, bN = shape
     tile = Tile((ir.BY * bM, ir.BX * bN), (bM, bN), (M, N), fragment_axes(program))
-    layouts = dict(result.layout_map)
-    body, extra = lower_ops(ops, program, layouts, tile, tuple(getattr(result, "conversions", ())))
-    if _has_barrier(body) or any(b.scope == SHARED for b in extra):
-        raise UnsupportedError(f"sm_90a lowering: the epilogue {[op.name for op in ops]} synchronises the block "
-                               "(a shared-memory step); the warp-specialised kernel stores from registers only")
+    body, extra = lower_epilogue(program, result, ops, Cl, shape, tile, room, tma_store)
     bufs = program.buffers
+    layouts = result.layout_map
     globals_ = [ir.Buffer(b.name, b.dtype, math.prod(b.shape), GLOBAL) for b in bufs.values() if b.scope == GLOBAL]
     frags = [ir.Buffer(n, b.dtype, layouts[n].local_size, REG) for n, b in bufs.items() if b.is_fragment and n != C]
     buffers = [*globals_, ir.Buffer(C, bufs[C].dtype, Cl.local_size, REG), *frags, *extra]
     consumers = ir.Kernel("epilogue", program.threads, (-(-N // bN), -(-M // bM)), tuple(buffers), tuple(body))
     return list(prove_guards(consumers).body), buffers  # tid counts the consumer threads here
-
-
-def _has_barrier(body) -> bool:
-    return any(isinstance(st, ir.Barrier) or (isinstance(st, ir.For) and _has_barrier(st.body)) for st in body)

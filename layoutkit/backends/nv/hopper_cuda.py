@@ -10,11 +10,13 @@ The kernel (launch ``128 + consumers`` threads, ``grid``, the dynamic shared mem
   stage's bytes and issue the TMA tile loads (``cp.async.bulk.tensor.2d``, one box per swizzle chunk);
 * the consumer warp groups raise theirs (``setmaxnreg.inc``), wait for stage ``s`` to be full (parity
   ``(ko / stages) & 1``), run ``wgmma.mma_async`` over its k16 steps with descriptors of the canonical tiles,
-  commit, wait for the group, and release the stage; then the epilogue stores from the accumulator registers.
+  commit, wait for the group, and release the stage; then the epilogue (:mod:`.hopper_epilogue_cuda`): by
+  default ``stmatrix`` into the swizzled output tile and a TMA store, else stores from the registers.
 
 The tensor maps are ``__grid_constant__`` parameters; ``<kernel>_tensor_maps`` (host code, after the kernel)
 encodes them with ``cuTensorMapEncodeTiled`` from the global tensors: dims inner first, the tile's box, the
-swizzle mode of its span, out-of-bounds elements filled with zeros (the tails).
+swizzle mode of its span, out-of-bounds elements filled with zeros (the tails); an output's map has the
+staging tile's box and swizzle, and TMA writes no element outside the tensor.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> from layoutkit.backends.nv import hopper
@@ -28,8 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cuda
+from . import cuda, hopper_epilogue_cuda
 from .hopper import WG, HopperGemm, OperandTile, descriptor_high
+from .hopper_epilogue_cuda import StoreKnobs
 
 PRODUCER_REGS = 40
 CONSUMER_REGS = {1: 240, 2: 232}
@@ -53,8 +56,8 @@ class Knobs:
     """Printed fields a test may perturb (:func:`print_module` with ``knobs``) to check that the CPU harness
     notices: the tensor maps' swizzle spans (0: none), the descriptors' swizzle spans, leading / stride
     offsets, the B transpose bit, the announced transaction bytes, the consumers' wait parity and when they
-    release a stage (``early_release``: right after issuing its wgmma, before it completes).  ``None`` keeps
-    the derived value."""
+    release a stage (``early_release``: right after issuing its wgmma, before it completes); ``store``: the
+    TMA store's (:class:`~.hopper_epilogue_cuda.StoreKnobs`).  ``None`` keeps the derived value."""
 
     a_map_swizzle: int | None = None
     b_map_swizzle: int | None = None
@@ -65,6 +68,7 @@ class Knobs:
     b_lbo: int | None = None
     b_sbo: int | None = None
     trans_b: int | None = None
+    store: StoreKnobs = StoreKnobs()
     tx_bytes: int | None = None
     full_parity_flip: bool = False
     early_release: bool = False
@@ -83,12 +87,13 @@ def _wait(bar: str, parity: str) -> str:
 
 
 def _layout(h: HopperGemm) -> dict[str, int]:
-    """Byte offsets in the dynamic shared memory: the stages of A, of B, then the barriers (1024-aligned, the
-    128-byte swizzle's repeat, so the swizzle pattern of the shared address is the tile's)."""
+    """Byte offsets in the dynamic shared memory: the stages of A, of B (1024-aligned, the 128-byte swizzle's
+    repeat, so the swizzle pattern of the shared address is the tile's), the epilogue's buffers
+    (:func:`~.hopper_epilogue_cuda.shared_offsets`), then the barriers."""
     a = 0
     b = -(-h.stages * h.a.stage_bytes // 1024) * 1024
-    bar = b + -(-h.stages * h.b.stage_bytes // 1024) * 1024
-    return {"A_s": a, "B_s": b, "lk_bar": bar, "total": bar + 16 * h.stages}
+    epi, bar = hopper_epilogue_cuda.shared_offsets(h, b + -(-h.stages * h.b.stage_bytes // 1024) * 1024)
+    return {"A_s": a, "B_s": b, **epi, "lk_bar": bar, "total": bar + 16 * h.stages}
 
 
 def _tma_loads(h: HopperGemm, tile: OperandTile, tmap: str, inner0: str, outer0: str) -> list[str]:
@@ -213,16 +218,6 @@ def _consumer(h: HopperGemm, k: Knobs) -> list[str]:
             'asm volatile("wgmma.wait_group.sync.aligned 0;\\n" ::: "memory");']
 
 
-def _epilogue(h: HopperGemm) -> list[str]:
-    """The fill and epilogue statements, printed by the sm_80 printer (registers and global stores)."""
-    from . import ir
-
-    p = cuda._Printer(ir.Kernel(h.name, h.threads, h.grid, h.buffers, ()))
-    p.depth = 0
-    p.block(h.epilogue)
-    return p.lines
-
-
 def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     """The ``__global__`` function of ``h`` and its host-side tensor-map encoder."""
     from . import ir
@@ -234,7 +229,8 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     fill.depth = 0
     fill.block(k.body)
     globals_ = [b for b in h.buffers if b.scope == "global"]
-    params = ", ".join(["const __grid_constant__ CUtensorMap A_map", "const __grid_constant__ CUtensorMap B_map"]
+    params = ", ".join(["const __grid_constant__ CUtensorMap A_map", "const __grid_constant__ CUtensorMap B_map",
+                        *hopper_epilogue_cuda.map_params(h)]
                        + [f"{'const ' if b.name in (h.A, h.B) else ''}{_ctype(b.dtype)}* __restrict__ {b.name}"
                           for b in globals_])
     regs = [f"__align__(16) {cuda.ctype(b.dtype)} {b.name}[{b.size}];" for b in h.buffers if b.scope == "reg"]
@@ -244,6 +240,7 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
         "extern __shared__ __align__(1024) unsigned char lk_smem[];",
         f"{et}* A_s = reinterpret_cast<{et}*>(lk_smem + {off['A_s']});",
         f"{et}* B_s = reinterpret_cast<{et}*>(lk_smem + {off['B_s']});",
+        *hopper_epilogue_cuda.declarations(h, off),
         f"unsigned long long* lk_bar = reinterpret_cast<unsigned long long*>(lk_smem + {off['lk_bar']});",
         "if (threadIdx.x == 0) {", "#pragma unroll", f"  for (int s = 0; s < {S}; ++s) {{",
         f'    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\\n" :: "r"({_smem("lk_bar", "s")}), "r"(1));',
@@ -254,7 +251,7 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
         *("  " + x for x in _producer(h, knobs)),
         "} else {  // the consumer warp groups",
         *("  " + x for x in regs), *("  " + x for x in fill.lines), *("  " + x for x in _consumer(h, knobs)),
-        *("  " + x for x in _epilogue(h)), "}"]
+        *("  " + x for x in hopper_epilogue_cuda.print_epilogue(h, knobs.store)), "}"]
     gx, gy = h.grid
     head = (f"// sm_90a, warp specialised: threads 0-{WG - 1} load with TMA, {WG}-{h.threads - 1} run wgmma; encode "
             f"the tensor maps with {h.name}_tensor_maps\n"
@@ -284,16 +281,18 @@ def _pick(knob: int | None, derived: int) -> int:
 def _encoder(h: HopperGemm, k: Knobs) -> str:
     et = _ctype(h.dtype)
     b_inner, b_outer = (h.K, h.N) if h.tb else (h.N, h.K)
+    extra, store_lines = hopper_epilogue_cuda.encode_maps(h, k.store)
+    params = ", ".join(["CUtensorMap* A_map", "CUtensorMap* B_map", *extra[:len(extra) // 2], f"const {et}* {h.A}",
+                        f"const {et}* {h.B}", *extra[len(extra) // 2:]])
     lines = [f"// tensor maps of {h.name}: A [{h.M}, {h.K}] and B {'[N, K]' if h.tb else '[K, N]'} in tiles of the "
              "shared layouts, zeros out of bounds",
-             f'extern "C" CUresult {h.name}_tensor_maps(CUtensorMap* A_map, CUtensorMap* B_map, const {et}* {h.A}, '
-             f"const {et}* {h.B}) {{", "  CUresult r;",
+             f'extern "C" CUresult {h.name}_tensor_maps({params}) {{', "  CUresult r;",
              *_encode_one(h, h.a, "A_map", h.A, h.K, h.M, _pick(k.a_map_swizzle, h.a.span)),
-             *_encode_one(h, h.b, "B_map", h.B, b_inner, b_outer, _pick(k.b_map_swizzle, h.b.span)),
+             *_encode_one(h, h.b, "B_map", h.B, b_inner, b_outer, _pick(k.b_map_swizzle, h.b.span)), *store_lines,
              "  return CUDA_SUCCESS;", "}"]
     return "\n".join(lines)
 
 
 def print_module(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     """A translation unit: the prelude, ``<cuda.h>`` (``CUtensorMap``, the encoder) and the kernel."""
-    return cuda.PRELUDE + "#include <cuda.h>\n\n" + print_kernel(h, knobs)
+    return cuda.PRELUDE + hopper_epilogue_cuda.PRELUDE + "#include <cuda.h>\n\n" + print_kernel(h, knobs)

@@ -5,7 +5,8 @@ of a header that implements it after the PTX ISA, with every thread of a block r
 and warp collectives are real rendezvous points, cp.async lands at its wait_group, shared memory starts as
 garbage, and every access is bounds-, alignment- and race-checked.  sm_90 kernels add tensor maps (encoded by
 the kernel's own host encoder against the harness's ``cuTensorMapEncodeTiled``), TMA tile loads, mbarriers,
-``setmaxnreg`` and ``wgmma`` (``lk_cuda_cpu_sm90.h``).  See :func:`run_cuda`.
+``setmaxnreg`` and ``wgmma`` (``lk_cuda_cpu_sm90.h``), and their epilogues ``stmatrix``, named barriers, the
+async proxy fence, TMA stores and bulk async-groups (``lk_cuda_cpu_sm90_store.h``).  See :func:`run_cuda`.
 """
 
 from .harness import HEADER, CudaRun, HarnessError, build, compiler, run_cuda

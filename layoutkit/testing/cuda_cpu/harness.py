@@ -26,11 +26,13 @@ HEADER = Path(__file__).with_name("lk_cuda_cpu.h")
 """The header implementing the CUDA built-ins and the PTX instructions."""
 HEADER_SM90 = Path(__file__).with_name("lk_cuda_cpu_sm90.h")
 """Its sm_90 part (tensor maps, TMA, mbarriers, wgmma), appended to it in the header the harness builds."""
+HEADER_SM90_STORE = Path(__file__).with_name("lk_cuda_cpu_sm90_store.h")
+"""Its sm_90 epilogue part (stmatrix, named barriers, the async proxy fence, TMA stores, bulk async-groups)."""
 
 
 def header_text() -> str:
-    """The harness's header: :data:`HEADER` then :data:`HEADER_SM90`."""
-    return HEADER.read_text() + "\n" + HEADER_SM90.read_text()
+    """The harness's header: :data:`HEADER`, :data:`HEADER_SM90` then :data:`HEADER_SM90_STORE`."""
+    return "\n".join(h.read_text() for h in (HEADER, HEADER_SM90, HEADER_SM90_STORE))
 
 
 class HarnessError(LayoutError, RuntimeError):

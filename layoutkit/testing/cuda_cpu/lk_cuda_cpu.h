@@ -39,6 +39,7 @@ struct __half { uint16_t bits; };
 using half = __half;
 struct __nv_bfloat16 { uint16_t bits; };
 struct half2 { half x, y; };
+struct __nv_bfloat162 { __nv_bfloat16 x, y; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 struct dim3 { unsigned x, y, z; };
@@ -72,6 +73,10 @@ inline float __bfloat162float(__nv_bfloat16 b) {
   return f;
 }
 inline half2 __halves2half2(half a, half b) { return half2{a, b}; }
+inline half2 __floats2half2_rn(float a, float b) { return half2{__float2half_rn(a), __float2half_rn(b)}; }
+inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) {
+  return __nv_bfloat162{__float2bfloat16_rn(a), __float2bfloat16_rn(b)};
+}
 inline float __int_as_float(int i) {
   float f;
   std::memcpy(&f, &i, 4);
@@ -119,9 +124,10 @@ struct Thr {
 #endif
 };
 
-struct Meta {  // per shared byte: the last writer and reader since a barrier
+struct Meta {  // per shared byte: the last writer and reader since a barrier, and when it was written
   uint32_t w_epoch, r_epoch;
   uint16_t w_tid, r_tid;
+  uint32_t w_seq;  // the write's number in the block (0: never written), for the async proxy's fences
 };
 constexpr uint16_t MANY = 0xffff;
 
@@ -141,6 +147,7 @@ struct World {
   std::vector<unsigned char> smem;
   std::vector<Meta> meta;
   uint32_t epoch = 1;
+  uint32_t wseq = 0;  // shared writes so far in the block
   std::vector<Thr> thr;
   Thr* cur = nullptr;
   int live = 0, at_barrier = 0;
@@ -248,12 +255,15 @@ inline void shared_read(int tid, uint32_t addr, int n, int line, const char* wha
     }
   }
 }
+inline void sm90_shared_written(uint32_t addr, int n, int line);  // lk_cuda_cpu_sm90_store.h: TMA stores in flight
 // ``data``: the bytes about to be written; another thread's write of the same value since the barrier is no
 // race (the lanes of a quad storing one reduced value to one address, as a warp instruction may)
 inline void shared_write(int tid, uint32_t addr, int n, uint32_t since, int line, const char* what,
                          const void* data) {
   World& w = W();
   const unsigned char* v = static_cast<const unsigned char*>(data);
+  sm90_shared_written(addr, n, line);
+  const uint32_t seq = ++w.wseq;
   for (int i = 0; i < n; ++i) {
     Meta& m = w.meta[addr + i];
     if (m.w_epoch >= since && m.w_tid != tid && w.smem[addr + i] != v[i])
@@ -264,6 +274,7 @@ inline void shared_write(int tid, uint32_t addr, int n, uint32_t since, int line
            m.r_tid == MANY ? "other threads" : "another thread");
     m.w_epoch = w.epoch;
     m.w_tid = (uint16_t)tid;
+    m.w_seq = seq;
   }
 }
 
@@ -511,13 +522,14 @@ inline void syncthreads() {
 }
 
 // ---- warp collectives -------------------------------------------------------------------------------------
-enum Coll { LDMATRIX = 1, MMA, SHFL };
+enum Coll { LDMATRIX = 1, MMA, SHFL, STMATRIX };
 enum Dt { F16 = 1, BF16, TF32, S8, U8, F32, S32 };
 
 // mma parameters packed into in[14], in[15] of lane 0: shape (m, n, k) and types
 inline void mma_warp(Thr* lanes, int line);
 inline void ldmatrix_warp(Thr* lanes, int line);
 inline void shfl_warp(Thr* lanes, int line);
+inline void stmatrix_warp(Thr* lanes, int line);  // lk_cuda_cpu_sm90_store.h
 
 inline void collective(int kind, int line) {
   World& w = W();
@@ -534,6 +546,7 @@ inline void collective(int kind, int line) {
     if (kind == LDMATRIX) ldmatrix_warp(lanes, line);
     if (kind == MMA) mma_warp(lanes, line);
     if (kind == SHFL) shfl_warp(lanes, line);
+    if (kind == STMATRIX) stmatrix_warp(lanes, line);
     for (int l = 0; l < 32; ++l) lanes[l].state = RUN;
     w.warp_arrived[warp] = 0;
     return;
@@ -725,6 +738,8 @@ typename Acc<T>::V shfl_xor(unsigned mask, const Acc<T>& v, int lanemask, int li
 inline void sm90_block_start();       // lk_cuda_cpu_sm90.h: the block's mbarriers, TMA loads, wgmma groups
 inline void sm90_thread_exit(Thr& t);  // a thread leaves with no wgmma group in flight
 inline void sm90_block_end();         // TMA loads nobody waited for land
+inline void sm90_store_block_start();           // lk_cuda_cpu_sm90_store.h: bulk async-groups, fences
+inline void sm90_store_thread_exit(Thr& t);     // a thread leaves with no TMA store in flight
 
 inline void entry() {
   World& w = W();
@@ -743,6 +758,7 @@ inline void entry() {
   for (const Pending& p : self->open) land(*self, p);
   self->open.clear();
   sm90_thread_exit(*self);
+  sm90_store_thread_exit(*self);
   self->state = DONE;
   --w.live;
   if (w.at_barrier > 0 && w.at_barrier == w.live)
@@ -774,7 +790,9 @@ inline void run_block() {
     t.ctx.uc_link = nullptr;
     makecontext(&t.ctx, entry, 0);
   }
+  w.wseq = 0;
   sm90_block_start();
+  sm90_store_block_start();
   switch_to(nullptr, &w.thr[0].ctx, &w.thr[0], false);
   sm90_block_end();
   for (auto& groups : w.bank_groups) {
@@ -791,7 +809,7 @@ inline void launch(int gx, int gy, int threads, int64_t smem_bytes, void (*body)
   w.threads = threads;
   w.smem_bytes = smem_bytes;
   if (w.smem.size() < (size_t)smem_bytes + 16) fail(0, "launch: shared memory not set up");
-  w.meta.assign((size_t)smem_bytes + 16, Meta{0, 0, 0, 0});
+  w.meta.assign((size_t)smem_bytes + 16, Meta{0, 0, 0, 0, 0});
   w.body = body;
   w.body_arg = arg;
 #ifdef LKC_ASAN

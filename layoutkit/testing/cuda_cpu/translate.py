@@ -293,6 +293,10 @@ def _instruction(ins: _Instr) -> str:
 
     if (out := sm90_instruction(ins)) is not None:
         return out
+    from .translate_sm90_store import store_instruction  # stmatrix, TMA stores, bulk groups, named barriers
+
+    if (out := store_instruction(ins)) is not None:
+        return out
     raise TranslationError(f"{ins.where}: PTX instruction {mn} {', '.join(args)} is not translated")
 
 
