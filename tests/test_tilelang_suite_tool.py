@@ -85,3 +85,6 @@ def test_cuda_requests_go_to_the_cpu_and_device_queries_answer_an_h100(monkeypat
     assert (props.name, props.multi_processor_count, props.major) == ("NVIDIA H100 80GB HBM3", 132, 9)
     assert torch.cuda.is_available() is True
     assert torch.cuda.get_rng_state(0) == "the CPU generator's state"  # what torch.random.fork_rng saves
+    torch.cuda.set_device(0)  # the autotuner's workers: a no-op, as is its device scope
+    with torch.cuda.device(0):
+        assert torch.cuda.current_device() == 0

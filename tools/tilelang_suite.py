@@ -40,6 +40,7 @@ and the adapter's reading), ``solve`` (layoutkit's inference).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -174,6 +175,8 @@ def _cpu_torch(arch: str = "sm_80") -> None:
     # examples pick their configuration (tile sizes, persistent grids, Hopper paths) from these
     torch.cuda.get_device_capability = lambda *a, **k: (device["major"], device["minor"])
     torch.cuda.current_device = lambda: 0
+    torch.cuda.set_device = lambda *a, **k: None  # the autotuner's compile workers pin the one device
+    torch.cuda.device = lambda *a, **k: contextlib.nullcontext()
     torch.cuda.device_count = lambda: 1
     torch.cuda.get_device_name = lambda *a, **k: device["name"]
     torch.cuda.get_device_properties = lambda *a, **k: type("DeviceProperties", (), dict(device))()
