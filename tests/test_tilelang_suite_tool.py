@@ -53,6 +53,8 @@ def test_the_sm_90_rows_replace_only_the_hopper_failures():
 
 def test_each_pass_compiles_for_its_arch_and_answers_for_its_gpu():
     assert suite.NVCC_ARCH == {"sm_80": "sm_80", "sm_90": "sm_90a"}
+    assert suite.nvcc_arch_flags("sm_80") == ["-gencode", "arch=compute_80,code=sm_80"]
+    assert suite.nvcc_arch_flags("sm_90") == ["-gencode", "arch=compute_90a,code=sm_90a"]
     a100, h100 = suite.DEVICES["sm_80"], suite.DEVICES["sm_90"]
     assert (a100["major"], a100["minor"], a100["multi_processor_count"]) == (8, 0, 108)
     assert (h100["major"], h100["minor"], h100["multi_processor_count"]) == (9, 0, 132)

@@ -87,7 +87,19 @@ DEVICES = {
 """What ``torch.cuda`` answers in a child: an A100 for the sm_80 pass, an H100 for the sm_90 one."""
 
 NVCC_ARCH = {"sm_80": "sm_80", "sm_90": "sm_90a"}
-"""nvcc's ``-arch`` per pass (wgmma and setmaxnreg need the arch-specific sm_90a)."""
+"""nvcc's architecture per pass (wgmma and setmaxnreg need the arch-specific sm_90a)."""
+
+
+def nvcc_arch_flags(arch: str) -> list[str]:
+    """nvcc's flags for the pass ``arch``: an explicit ``-gencode`` pair, as TileLang compiles (a plain
+    ``-arch=sm_90a`` goes through an sm_90 PTX pass, where ``__CUDA_ARCH_SPECIFIC__`` is unset and
+    TileLang's templates refuse setmaxnreg).
+
+    >>> nvcc_arch_flags("sm_90")
+    ['-gencode', 'arch=compute_90a,code=sm_90a']
+    """
+    code = NVCC_ARCH[arch]
+    return ["-gencode", f"arch=compute_{code.removeprefix('sm_')},code={code}"]
 
 HOPPER_SIGNS = ("compute capability >= 9", "requires tma-capable target", "only supports hopper", "requires hopper",
                 "sm90 or newer", "sm_90 or newer", "requires sm_90", "wgmma requires", "hopper only")
@@ -238,7 +250,7 @@ def _nvcc(source: str) -> str | None:
     with tempfile.TemporaryDirectory(prefix="layoutkit-suite-nvcc-") as tmp:
         cu = Path(tmp) / "kernel.cu"
         cu.write_text(source)
-        cmd = ["nvcc", f"-arch={NVCC_ARCH[ARCH]}", "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
+        cmd = ["nvcc", *nvcc_arch_flags(ARCH), "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
         cmd += [f"-I{d}" for d in _include_dirs()]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
