@@ -86,6 +86,9 @@ test-tilelang:
 	@test -x $(TILELANG_VENV)/bin/python || $(PYTHON) -m venv $(TILELANG_VENV)
 	$(TILELANG_VENV)/bin/python -m pip install -q --upgrade pip
 	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
+	@# what TileLang's examples import for their reference implementations (only imported: no GPU here)
+	@test -z "$(TILELANG_SRC)" || $(TILELANG_VENV)/bin/python -m pip install -q einops triton==3.9.0 || true
+	@test -z "$(TILELANG_SRC)" || $(TILELANG_VENV)/bin/python -m pip install -q --no-deps fla-core==0.6.0 || true
 	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
 		tests/test_frontend_tilelang_pass.py tests/test_tilelang_suite.py \
 		tests/test_frontend_tilelang_errors.py tests/test_frontend_tilelang_reads.py tests/test_fragment_oracle.py \

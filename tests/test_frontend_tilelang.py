@@ -352,6 +352,26 @@ def test_unsupported_statement_is_named():
         from_prim_func(main, TARGET)
 
 
+def test_fragment_index_strided_by_an_outer_loop_equals_tilelang():
+    """``x_frag[i, jj * 8 + j]`` (examples/deepseek_mhc/example_mhc_pre.py): read at ``jj = 0`` with the
+    GEMM operand's thread map checked periodic in 8; every table equals TileLang's.  At stride 4 the
+    map does not repeat, TileLang finds no layout, and the adapter refuses it naming the access."""
+    run = tilelang_run("outer_strided")
+    assert not run.failed, run.error
+    assert {(s.buffer, s.dims, s.period) for s in run.selections} == {("x_frag", (1,), 8)}  # two reads
+    result = ours("outer_strided")
+    for buf, theirs in run.layouts.items():
+        assert_same(result.layout_map[buf], theirs, buf)
+    ((op, theirs),) = run.loop_layouts.items()
+    assert_same(result.loop_layouts[op], theirs, op)
+    assert result.loop_layouts[op].thread_table()[0, 0].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    narrow = tilelang_inference(K.outer_strided(step=4), TARGET)
+    assert narrow.failed and "no available layout" in narrow.error
+    with pytest.raises(UnsupportedError, match=r"fragment x_frag is indexed in dim 1 by 4 \* k \+ \(loop "
+                                               r"variables\).*does not repeat every 4"):
+        check_selections(narrow.selections, infer_layouts(narrow.program).layout_map)
+
+
 def test_fragment_read_outside_tile_ops_is_replicated():
     """A fragment read in an ``if`` condition is "floating": every thread keeps all of it, as in TileLang."""
     import tilelang.language as T

@@ -982,6 +982,33 @@ def sparse_gemm():
     return main
 
 
+def outer_strided(M=64, K=64, N=64, step=8, threads=128, dtype="float16"):
+    """TileLang's examples/deepseek_mhc/example_mhc_pre.py access: a serial loop ``jj`` around a parallel
+    loop whose fragment index is ``jj * step + j`` (x_frag, laid out by the GEMM it feeds as operand A)."""
+    @T.prim_func
+    def main(X: T.Tensor((M, K), dtype), W: T.Tensor((N, K), dtype), C: T.Tensor((M, N), "float32"),
+             S: T.Tensor((M, step), "float32")):
+        with T.Kernel(1, threads=threads):
+            x_shared = T.alloc_shared((M, K), dtype)
+            w_shared = T.alloc_shared((N, K), dtype)
+            x_frag = T.alloc_fragment((M, K), dtype)
+            acc = T.alloc_fragment((M, N), "float32")
+            part = T.alloc_fragment((M, step), "float32")
+            T.copy(X, x_shared)
+            T.copy(W, w_shared)
+            T.copy(x_shared, x_frag)
+            T.fill(part, 0)
+            for jj in T.serial(K // step):
+                for i, j in T.Parallel(M, step):
+                    part[i, j] += T.cast(x_frag[i, jj * step + j], "float32") * T.cast(x_frag[i, jj * step + j],
+                                                                                      "float32")
+            T.clear(acc)
+            T.gemm(x_frag, w_shared, acc, transpose_B=True)
+            T.copy(acc, C)
+            T.copy(part, S)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 

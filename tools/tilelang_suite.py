@@ -8,7 +8,12 @@ process: an example's ``__main__`` block, or each ``test_*`` function of a test 
 arguments.  TileLang's lowering entry (``tilelang.engine.lower``'s semantic check, which
 ``tilelang.lower``, ``tilelang.compile`` and ``@tilelang.jit`` all pass) is hooked to capture the
 first kernel a run builds and stop it there, so no GPU is needed; torch tensors asked for on
-``cuda`` are made on the CPU.  Each captured kernel gets one status:
+``cuda`` are made on the CPU, and device queries (``torch.cuda.get_device_capability`` /
+``get_device_properties``, TileLang's ``driver.get_num_sms``, ``target="auto"``) answer what an A100
+answers (an autotuner's first candidate kernel is the one captured).  A file written for Hopper (its
+name says ``hopper`` / ``sm90``), or whose sm_80 run stops on a Hopper requirement (compute capability
+>= 9.0, TMA, WGMMA), is built again answering as an H100 with target sm_90 (its rows carry
+``"arch": "sm_90"``; nvcc then compiles for sm_90a).  Each captured kernel gets one status:
 
 - ``equal``: TileLang solves it, layoutkit reads and solves it, every buffer and loop layout has
   the same tables;
@@ -23,16 +28,20 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 
 With ``--compile`` every kernel both solve (``equal`` or ``differ``) is then lowered by TileLang's
 pipeline with layoutkit *as* its layout-inference pass (no fallback to TileLang's own) and the CUDA
-source compiled with nvcc for sm_80: the row gets ``compiled`` (``ok`` or the first error line;
+source compiled with nvcc for the pass's arch: the row gets ``compiled`` (``ok`` or the first error line;
 ``tilelang-fails-too`` where ``tilelang.lower`` alone and nvcc fail on the kernel as well).
 
     python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile] [--out results.json]
-                                   [--markdown list.md]
+                                   [--markdown list.md] [--log STDERR_DIR]
+
+Each row also gives ``seconds``: ``build`` (the example up to its kernel), ``read`` (TileLang's pass
+and the adapter's reading), ``solve`` (layoutkit's inference).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -40,32 +49,119 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "SUITE-RESULT:"
 CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "randn_like",
-                  "zeros_like", "ones_like", "empty_like", "rand_like", "full_like", "eye", "linspace")
+                  "zeros_like", "ones_like", "empty_like", "rand_like", "full_like", "eye", "linspace", "randperm",
+                  "empty_strided", "as_tensor", "randint_like", "normal", "logspace", "tril_indices", "triu_indices")
 
 
 COMPILE = os.environ.get("LAYOUTKIT_SUITE_COMPILE") == "1"
 """Set in each child by ``--compile``: lower and nvcc-compile every kernel both solve."""
+
+ARCH = "sm_80"
+_SECONDS: dict = {}
+"""Where a child's time went for its last kernel: ``build`` (the example up to the kernel), ``read``
+(TileLang's pass and the adapter's reading), ``solve`` (layoutkit's inference)."""
+"""The child's pass (``--arch``): the target kernels are captured, solved, lowered and compiled for."""
 
 
 class _Captured(Exception):
     """Raised inside TileLang's lowering once the kernel is captured."""
 
 
-def _cpu_torch() -> None:
-    """Tensors requested on ``cuda`` are made on the CPU (kernels are only built, never run)."""
+DEVICES = {
+    "sm_80": {"name": "NVIDIA A100-SXM4-80GB", "major": 8, "minor": 0, "multi_processor_count": 108,
+              "total_memory": 81920 << 20, "shared_memory_per_block": 49152,
+              "shared_memory_per_block_optin": 166912, "shared_memory_per_multiprocessor": 167936,
+              "regs_per_multiprocessor": 65536, "max_threads_per_multi_processor": 2048, "warp_size": 32,
+              "L2_cache_size": 40 << 20, "is_integrated": 0, "is_multi_gpu_board": 0},
+    "sm_90": {"name": "NVIDIA H100 80GB HBM3", "major": 9, "minor": 0, "multi_processor_count": 132,
+              "total_memory": 81559 << 20, "shared_memory_per_block": 49152,
+              "shared_memory_per_block_optin": 232448, "shared_memory_per_multiprocessor": 233472,
+              "regs_per_multiprocessor": 65536, "max_threads_per_multi_processor": 2048, "warp_size": 32,
+              "L2_cache_size": 50 << 20, "is_integrated": 0, "is_multi_gpu_board": 0},
+}
+"""What ``torch.cuda`` answers in a child: an A100 for the sm_80 pass, an H100 for the sm_90 one."""
+
+NVCC_ARCH = {"sm_80": "sm_80", "sm_90": "sm_90a"}
+"""nvcc's architecture per pass (wgmma and setmaxnreg need the arch-specific sm_90a)."""
+
+
+def nvcc_arch_flags(arch: str) -> list[str]:
+    """nvcc's flags for the pass ``arch``: an explicit ``-gencode`` pair, as TileLang compiles (a plain
+    ``-arch=sm_90a`` goes through an sm_90 PTX pass, where ``__CUDA_ARCH_SPECIFIC__`` is unset and
+    TileLang's templates refuse setmaxnreg).
+
+    >>> nvcc_arch_flags("sm_90")
+    ['-gencode', 'arch=compute_90a,code=sm_90a']
+    """
+    code = NVCC_ARCH[arch]
+    return ["-gencode", f"arch=compute_{code.removeprefix('sm_')},code={code}"]
+
+HOPPER_SIGNS = ("compute capability >= 9", "requires tma-capable target", "only supports hopper", "requires hopper",
+                "sm90 or newer", "sm_90 or newer", "requires sm_90", "wgmma requires", "hopper only")
+"""Failures at sm_80 that say the kernel needs a Hopper GPU (matched lower-case): such a file is run again
+with an H100's answers and target sm_90."""
+
+
+def first_arch(rel: str) -> str:
+    """The pass a file is run in first: ``sm_90`` where its name says it is written for Hopper.
+
+    >>> first_arch("examples/deepseek_v4/sparse_attn_fwd_sm90.py"), first_arch("examples/gemm/example_gemm.py")
+    ('sm_90', 'sm_80')
+    """
+    name = Path(rel).name.lower()
+    return "sm_90" if any(s in name for s in ("hopper", "sm90", "sm_90", "wgmma")) else "sm_80"
+
+
+def needs_hopper(rows: list[dict]) -> bool:
+    """Whether a file's sm_80 rows show it needs a Hopper GPU: some kernel was not built, or TileLang
+    refused it, for a reason that names compute capability 9.0, TMA or WGMMA.
+
+    >>> needs_hopper([{"status": "no-kernel", "why": "AssertionError: needs compute capability >= 9.0"}])
+    True
+    >>> needs_hopper([{"status": "equal", "buffers": 3}, {"status": "no-kernel", "why": "No module named 'fla'"}])
+    False
+    """
+    return any(r["status"] in ("no-kernel", "tilelang-fails", "both-fail")
+               and any(sign in str(r.get("why", "")).lower() for sign in HOPPER_SIGNS) for r in rows)
+
+
+def merge_passes(first: list[dict], second: list[dict]) -> list[dict]:
+    """The sm_80 rows with each Hopper-needing row replaced by the sm_90 row built at the same place
+    (a row the sm_90 pass did not reach is kept as it was).
+
+    >>> a = [{"where": "f::t1", "status": "equal"},
+    ...      {"where": "f::t2", "status": "no-kernel", "why": "compute capability >= 9.0"}]
+    >>> b = [{"where": "f::t2", "status": "equal", "arch": "sm_90"}]
+    >>> [r["status"] + "@" + r.get("arch", "sm_80") for r in merge_passes(a, b)]
+    ['equal@sm_80', 'equal@sm_90']
+    """
+    again = {r["where"]: r for r in second}
+    if len(first) == 1 and first[0]["status"] == "no-kernel" and needs_hopper(first):
+        return second or first  # the whole file stopped before its first kernel: the sm_90 pass answers for it
+    return [again.get(r["where"], r) if needs_hopper([r]) else r for r in first]
+
+
+def _cpu_torch(arch: str = "sm_80") -> None:
+    """Tensors requested on ``cuda`` are made on the CPU (kernels are only built, never run), and the
+    device queries answer what the pass's GPU (:data:`DEVICES`) answers."""
     try:
         import torch
     except ImportError:
         return
+    device = DEVICES[arch]
+
+    def on_cuda(value) -> bool:
+        return isinstance(value, (str, torch.device)) and "cuda" in str(value)
 
     def wrap(fn):
         def call(*args, **kwargs):
-            if "device" in kwargs and "cuda" in str(kwargs["device"]):
+            if on_cuda(kwargs.get("device")):
                 kwargs["device"] = "cpu"
             return fn(*args, **kwargs)
         return call
@@ -77,19 +173,26 @@ def _cpu_torch() -> None:
     original_to = torch.Tensor.to
 
     def to(self, *args, **kwargs):
-        args = tuple("cpu" if "cuda" in str(a) and not isinstance(a, torch.dtype) else a for a in args)
-        if "cuda" in str(kwargs.get("device", "")):
+        args = tuple("cpu" if on_cuda(a) else a for a in args)
+        if on_cuda(kwargs.get("device")):
             kwargs["device"] = "cpu"
         return original_to(self, *args, **kwargs)
 
     torch.Tensor.to = to
     torch.cuda.is_available = lambda: True
     torch.cuda.synchronize = lambda *a, **k: None
-    # what an A100 answers: examples pick their configuration from these before building a kernel
-    torch.cuda.get_device_capability = lambda *a, **k: (8, 0)
+    torch.cuda.manual_seed = torch.cuda.manual_seed_all = lambda *a, **k: None
+    # torch.random.fork_rng(devices=[...]) saves and restores the device generators' states
+    torch.cuda.get_rng_state = lambda *a, **k: torch.get_rng_state()
+    torch.cuda.set_rng_state = lambda *a, **k: None
+    # examples pick their configuration (tile sizes, persistent grids, Hopper paths) from these
+    torch.cuda.get_device_capability = lambda *a, **k: (device["major"], device["minor"])
     torch.cuda.current_device = lambda: 0
+    torch.cuda.set_device = lambda *a, **k: None  # the autotuner's compile workers pin the one device
+    torch.cuda.device = lambda *a, **k: contextlib.nullcontext()
     torch.cuda.device_count = lambda: 1
-    torch.cuda.get_device_name = lambda *a, **k: "NVIDIA A100-SXM4-80GB"
+    torch.cuda.get_device_name = lambda *a, **k: device["name"]
+    torch.cuda.get_device_properties = lambda *a, **k: type("DeviceProperties", (), dict(device))()
 
 
 def _compare(func) -> dict:
@@ -99,14 +202,16 @@ def _compare(func) -> dict:
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
+    t0 = time.perf_counter()
     try:
-        run = tilelang_inference(func, "sm_80")
+        run = tilelang_inference(func, ARCH)
     except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
         if str(err).startswith("TileLang's lowering"):  # TileLang's own passes before LayoutInference fail
             return {"status": "tilelang-fails", "why": str(err)[:400]}
         return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
+    t1 = time.perf_counter()
     try:
         ours = infer_layouts(run.program)
         check_selections(run.selections, ours.layout_map)
@@ -114,6 +219,7 @@ def _compare(func) -> dict:
         return {"status": "both-fail" if run.failed else "solver", "why": f"{type(err).__name__}: {str(err)[:300]}"}
     except Exception as err:  # noqa: BLE001
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
+    _SECONDS.update(read=round(t1 - t0, 2), solve=round(time.perf_counter() - t1, 2))
     if run.failed:
         return {"status": "tilelang-fails", "why": run.error}
     differ = [name for name, theirs in run.layouts.items()
@@ -136,15 +242,18 @@ def _include_dirs() -> list[str]:
     return [str(root / "src"), str(root / "3rdparty" / "cutlass" / "include")]
 
 
-SM80 = {"kind": "cuda", "arch": "sm_80"}
+def _tvm_target() -> dict:
+    """The TileLang target of the pass (what ``target="auto"`` finds on the pass's GPU)."""
+    return {"kind": "cuda", "arch": ARCH}
 
 
 def _nvcc(source: str) -> str | None:
-    """None when nvcc compiles the CUDA ``source`` for sm_80; else its first error line."""
+    """None when nvcc compiles the CUDA ``source`` for the pass's arch (:data:`NVCC_ARCH`); else its first
+    error line."""
     with tempfile.TemporaryDirectory(prefix="layoutkit-suite-nvcc-") as tmp:
         cu = Path(tmp) / "kernel.cu"
         cu.write_text(source)
-        cmd = ["nvcc", "-arch=sm_80", "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
+        cmd = ["nvcc", *nvcc_arch_flags(ARCH), "-std=c++17", "-w", "-c", str(cu), "-o", str(Path(tmp) / "kernel.o")]
         cmd += [f"-I{d}" for d in _include_dirs()]
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -168,8 +277,8 @@ def _tilelang_alone_fails(func) -> bool:
     from tilelang import tvm
 
     try:
-        with tvm.target.Target(SM80):
-            source = tilelang.lower(func, target=SM80).kernel_source
+        with tvm.target.Target(_tvm_target()):
+            source = tilelang.lower(func, target=_tvm_target()).kernel_source
     except Exception:  # noqa: BLE001 - any failure of TileLang's own pipeline answers the question
         return True
     return _nvcc(source) is not None
@@ -185,7 +294,7 @@ def _lower_and_compile(func) -> str:
     if shutil.which("nvcc") is None:
         return "not run: nvcc is not installed"
     try:
-        failure = _nvcc(lower(func, SM80, fallback=False).kernel_source)
+        failure = _nvcc(lower(func, _tvm_target(), fallback=False).kernel_source)
     except LayoutError as err:
         return f"lowering refused: {_first_line(err)}"
     except Exception as err:  # noqa: BLE001 - TileLang's later passes rejecting the annotations is the finding
@@ -208,33 +317,52 @@ def _capture_and_compare(run, label: str) -> dict:
     from tilelang import tvm
 
     lower_mod.PreLowerSemanticCheck = capture
+    _SECONDS.clear()
+    t0 = time.perf_counter()
     try:
-        with tvm.target.Target({"kind": "cuda", "arch": "sm_80"}):  # what target="auto" finds on an A100
+        with tvm.target.Target(_tvm_target()):
             run()
     except _Captured:
         pass
     except BaseException as err:  # noqa: BLE001 - the example's own failure (no GPU, argparse, ...)
         if not seen:
+            traceback.print_exc()  # to the child's stderr: where the example stopped before its kernel
             return {"where": label, "status": "no-kernel", "why": f"{type(err).__name__}: {str(err)[:200]}"}
     finally:
         lower_mod.PreLowerSemanticCheck = original
     if not seen:
         return {"where": label, "status": "no-kernel", "why": "the run built no kernel"}
     funcs = list(seen[0].functions.values())
-    result = {"where": label, **_compare(funcs[0])}
+    _SECONDS["build"] = round(time.perf_counter() - t0, 2)
+    result = {"where": label, **_compare(funcs[0]), "seconds": dict(_SECONDS)}
+    if ARCH != "sm_80":
+        result["arch"] = ARCH
     if COMPILE and result["status"] in ("equal", "differ"):
         result["compiled"] = _lower_and_compile(funcs[0])
     return result
 
 
-def child(path: str, max_tests: int) -> None:
-    """Build and compare the kernels of one file; print one marked JSON line per kernel."""
+def child(path: str, max_tests: int, arch: str = "sm_80") -> None:
+    """Build and compare the kernels of one file for ``arch``; print one marked JSON line per kernel."""
     import runpy
+
+    global ARCH
+    ARCH = arch
 
     sys.argv = [path]
     sys.path.insert(0, str(Path(path).parent))
-    _cpu_torch()
+    _cpu_torch(arch)
     import tilelang.engine.lower  # noqa: F401 - the module the hook patches
+    from tilelang.carver.arch.driver import cuda_driver
+
+    # TileLang's own device query (driver.get_num_sms, persistent kernels' grids) goes through
+    # torch.device(id), which a CPU-only torch refuses: answer it from the pass's device
+    cuda_driver.get_cuda_device_properties = lambda device_id=0: sys.modules["torch"].cuda.get_device_properties()
+    # target="auto" outside a target scope (the autotuner compiles its candidates in worker threads,
+    # where the scope the capture opens does not reach) detects the pass's GPU
+    from tilelang.backend import target as tilelang_target
+
+    tilelang_target.auto_detect_target = _tvm_target
 
     if Path(path).name.startswith("test_"):
         namespace = {}
@@ -276,9 +404,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", action="store_true",
                         help="lower each solved kernel with layoutkit as the layout pass, compile it with nvcc")
     parser.add_argument("--child")
+    parser.add_argument("--arch", default="sm_80", choices=sorted(DEVICES), help=argparse.SUPPRESS)
+    parser.add_argument("--log", help="keep each child's stderr (tracebacks of files that built no kernel) here")
     args = parser.parse_args(argv)
     if args.child:
-        child(args.child, args.max_tests)
+        child(args.child, args.max_tests, args.arch)
         return 0
     if not args.src:
         print("no TileLang checkout given (--src or TILELANG_SRC): skipped")
@@ -291,28 +421,46 @@ def main(argv: list[str] | None = None) -> int:
     for path in files(src, args.only):
         rel = str(path.relative_to(src))
         t0 = time.perf_counter()
-        try:
-            done = subprocess.run([sys.executable, __file__, "--child", str(path), "--max-tests", str(args.max_tests)],
-                                  capture_output=True, text=True, timeout=args.timeout, env=env, cwd=path.parent)
-            lines = [ln[len(MARK):] for ln in done.stdout.splitlines() if ln.startswith(MARK)]
-            found = [json.loads(ln) for ln in lines] or [{"status": "no-kernel",
-                                                          "why": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}]
-        except subprocess.TimeoutExpired:
-            found = [{"status": "no-kernel", "why": f"timed out after {args.timeout:.0f} s"}]
+        arch = first_arch(rel)
+        found = _run_file(path, src, args, env, arch)
+        if arch == "sm_80" and needs_hopper(found):
+            found = merge_passes(found, _run_file(path, src, args, env, "sm_90"))
         for r in found:
-            r["where"] = str(r.get("where", rel)).replace(str(src) + os.sep, "")
             results.append(r)
             note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
             if "compiled" in r:
                 note = f"compiled: {r['compiled']} {note}"
-            print(f"{r['status']:15s} {r['where']}  {note[:150]}  ({time.perf_counter() - t0:.0f} s)",
-                  flush=True)
+            print(f"{r['status']:15s} {r['where']}{' @' + r['arch'] if 'arch' in r else ''}  {note[:150]}  "
+                  f"({time.perf_counter() - t0:.0f} s)", flush=True)
     summary(results)
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
     if args.markdown:
         Path(args.markdown).write_text("\n".join(markdown(results)) + "\n")
     return 1 if any(r["status"] == "crash" for r in results) else 0
+
+
+def _run_file(path: Path, src: Path, args, env: dict, arch: str) -> list[dict]:
+    """The rows of one file's child process run for ``arch``."""
+    rel = str(path.relative_to(src))
+    try:
+        done = subprocess.run([sys.executable, __file__, "--child", str(path), "--max-tests", str(args.max_tests),
+                               "--arch", arch], capture_output=True, text=True, timeout=args.timeout, env=env,
+                              cwd=path.parent)
+        if args.log:
+            log = Path(args.log) / f"{rel.replace(os.sep, '__')}.{arch}.stderr"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(done.stderr)
+        lines = [ln[len(MARK):] for ln in done.stdout.splitlines() if ln.startswith(MARK)]
+        found = [json.loads(ln) for ln in lines] or [{"status": "no-kernel",
+                                                      "why": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}]
+    except subprocess.TimeoutExpired:
+        found = [{"status": "no-kernel", "why": f"timed out after {args.timeout:.0f} s"}]
+    for r in found:
+        r["where"] = str(r.get("where", rel)).replace(str(src) + os.sep, "")
+        if arch != "sm_80":
+            r["arch"] = arch
+    return found
 
 
 def markdown(results: list[dict]) -> list[str]:
@@ -324,6 +472,8 @@ def markdown(results: list[dict]) -> list[str]:
             note = f"{r.get('buffers', 0)} buffers, {r.get('loops', 0)} loops"
         if "compiled" in r:
             note = f"{note}; lowered + nvcc: {r['compiled']}"
+        if "arch" in r:
+            note = f"{r['arch']}: {note}"
         note = " ".join(str(note).split()).replace("|", "\\|")[:200]
         rows.append(f"| `{r['where']}` | {r['status']} | {note} |")
     return rows

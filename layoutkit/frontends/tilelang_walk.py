@@ -53,7 +53,7 @@ from .tilelang_ir import (
     view_key,
 )
 from .tilelang_ir import int_value as _int
-from .tilelang_select import Selection
+from .tilelang_select import Selection, outer_stride
 from .tilelang_tileops import READ, refuse
 from .tilelang_walk_ops import TileOps, global_reach
 
@@ -146,6 +146,7 @@ class _Walker(TileOps, ThreadBounds):
         self._floating: dict[str, tuple[int, int]] = {}  # fragment -> the threads of its first floating access
         self._init_bounds()
         self._selected: list[tuple[str, tuple[int, ...]]] = []  # of the op being read
+        self._periodic: list[tuple[str, int, int]] = []  # (fragment, dim, period) of the op being read
         self._scans: list[tuple[str, str]] = []
         self._reach = global_reach(func)
         self._align = Alignment(func)
@@ -405,7 +406,9 @@ class _Walker(TileOps, ThreadBounds):
         for name, dims in self._selected:
             op = self.p.select(op, self.p.buffers[name], dims)
             self.walked.selections.append(Selection(op.name, name, dims, where))
-        self._selected = []
+        for name, d, period in self._periodic:
+            self.walked.selections.append(Selection(op.name, name, (d,), where, period))
+        self._selected, self._periodic = [], []
         return op
 
     def _start(self, x, n: int, extent: int, b: Buffer, what: str, any_shared_start: bool = False) -> int:
@@ -521,6 +524,11 @@ class _Walker(TileOps, ThreadBounds):
                 out.append(from_prim_expr(x, loop_var, f"{where}: index of {b.name}"))
             except UnsupportedError:
                 sel = selection_index(x, n, loop_var) if b.scope in _SELECTABLE else None
+                strided = outer_stride(x, loop_var) if sel is None and b.is_fragment else None
+                if strided is not None:  # `jj * 4 + j`: read at jj = 0, its thread map checked periodic
+                    out.append(from_prim_expr(strided[1], loop_var, f"{where}: index of {b.name}"))
+                    self._periodic.append((b.name, d, strided[0]))
+                    continue
                 if sel is None and b.is_fragment and _uses_loop_var(x, loop_var):
                     raise UnsupportedError(f"{where}: index `{x}` of fragment {b.name} mixes a loop variable with "
                                            f"a variable from outside the loop; TileLang 0.1.15 would lay the loop "
