@@ -1,19 +1,25 @@
 """Constructs the TileLang adapter reads as TileLang 0.1.15 does, checked against TileLang itself: ops under
 a condition on ``threadIdx.x`` (laid out on the threads it leaves), kernels written without ``T.Kernel``
 (one thread), ``T.wgmma_gemm`` (a GEMM forced onto WGMMA), the atomics (``T.atomic_max`` / ``atomic_min``
-tiles, element atomics with no vector form, scalars onto regions) and a region running past a
-``T.Tensor`` view of a parameter.  Their kernels are in :mod:`tests.tilelang_kernels`, so
+tiles, element atomics with no vector form, scalars onto regions), a region running past a
+``T.Tensor`` view of a parameter or a ``T.make_tensor`` over a pointer, and (sm_90a) TMA copies into shared
+column slices moving with an unrolled loop.  Their kernels are in :mod:`tests.tilelang_kernels`, so
 ``tests/test_frontend_tilelang.py`` also compares them table for table, lowers them annotated and compiles
 them; here, what the Program holds and the specific layouts.  The same constructs without TileLang are
 in ``tests/test_infer_thread_bounds.py``."""
 
 import functools
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 from .tilelang_env import require_tilelang  # noqa: E402
 
 require_tilelang()
+
+import tilelang  # noqa: E402
 
 from layoutkit.errors import UnsupportedError  # noqa: E402
 from layoutkit.frontends.tilelang import check_selections, from_prim_func, tilelang_inference  # noqa: E402
@@ -136,3 +142,89 @@ def test_region_past_a_view_of_a_parameter_is_read():
     _equal("view_past_the_tensor")
     program = run_of("view_past_the_tensor").program
     assert program.buffers["flat_view"].shape == (576, 128)
+
+
+# ---- a pointer-made tensor read past its rows; shared starts moving in a wide dim -----------------
+
+def test_pointer_made_tensor_read_past_its_rows_is_read():
+    """``T.make_tensor(ptrs[g], (13, 64))`` read 64 rows at a time from a runtime start (a grouped GEMM's
+    group): TileLang guards the rows past 13, so the Program's tensor grows to the region, as a
+    parameter's does, and the copies equal TileLang's; the fragment is the plain copy layout."""
+    _equal("pointer_rows")
+    run = run_of("pointer_rows")
+    assert run.program.buffers["A"].shape == (64, 64)
+    (load,) = [op for op in run.program.ops if op.kind == "copy" and op.args["src"] == "A"]
+    assert load.args["src_region"] == ((0, 0), (64, 32))
+    x = ours("pointer_rows").layout_map["x"]
+    assert (str(x.forward_thread), x.local_size) == ("_i % 32 * 4 + _j // 8", 16)
+
+
+@functools.cache
+def _column_slices():
+    return tilelang_inference(K.column_slices(), {"kind": "cuda", "arch": "sm_90a"})
+
+
+def test_tma_copy_into_column_slices_moving_with_an_unrolled_loop():
+    """sm_90a: ``T.tma_copy(A[:, j*64:(j+1)*64], a[:, j*64:(j+1)*64])`` in an unrolled loop over ``j`` (a shared
+    start moving in a dim 64 wide) and a ``T.wgmma_gemm`` per slice with ``clear_accum=j == 0``.  A shared
+    buffer has one layout, so the start reads as one start of its alignment (``j * 64`` as 64, inside
+    the 256 columns); the run-time ``clear_accum`` reads as "may accumulate" (no layout depends on it).
+    Equal to TileLang's tables; ``a`` is the 128-byte swizzle over 64-column atoms."""
+    run = _column_slices()
+    assert not run.failed, run.error
+    result = infer_layouts(run.program)
+    for buf, theirs in run.layouts.items():
+        assert same_tables(result.layout_map[buf], theirs), buf
+    assert sorted(run.layouts) == ["a", "b", "c"]
+    copies = [op for op in run.program.ops if op.kind == "copy" and op.args["dst"] in ("a", "b")]
+    assert [op.args["dst_region"] for op in copies] == [((0, 64), (64, 64))] * 2
+    (gemm,) = [op for op in run.program.ops if op.kind == "gemm"]
+    assert gemm.args["wgmma"] and gemm.args["clear_accum"] is False
+    assert str(result.layout_map["a"]) == ("Layout((64, 256) -> (4, 8, 512), transform: (_i, _j) -> "
+                                           "(_j // 64, _i // 8, _i % 8 * 64 + (_j % 64 // 8 ^ _i % 8) * 8 + _j % 8))")
+
+
+def test_tma_copy_into_column_slices_fails_on_sm80_in_both():
+    """sm_80 has no TMA: TileLang's copy stops ("requires TMA-capable target"), and layoutkit's WGMMA rule
+    refuses the ``T.wgmma_gemm`` with a typed error (the suite records the flash-MLA example as both-fail)."""
+    run = tilelang_inference(K.column_slices(), {"kind": "cuda", "arch": "sm_80"})
+    assert run.failed and "requires TMA-capable target" in run.error
+    with pytest.raises(UnsupportedError, match=r"gemm#\d+: T.wgmma_gemm requires WGMMA lowering"):
+        infer_layouts(run.program)
+
+
+def test_moving_shared_start_reads_the_alignment_of_its_values():
+    """The representative start of ``base + coeff * k``: its gcd, or None where no region fits there."""
+    from layoutkit.frontends.tilelang_starts import representative
+
+    assert [representative(0, 64, 256, 64), representative(8, 64, 256, 64), representative(32, 48, 256, 64),
+            representative(0, 256, 256, 64), representative(0, 0, 256, 64)] == [64, 8, 16, None, None]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_tma_copy_into_column_slices_lowers_and_compiles_for_sm90a(tmp_path):
+    """Lowered by TileLang's pipeline with layoutkit as its layout pass (no fallback), compiled for sm_90a."""
+    from layoutkit.frontends.tilelang_pass import lower
+
+    src = tmp_path / "column_slices.cu"
+    src.write_text(lower(K.column_slices(), {"kind": "cuda", "arch": "sm_90a"}, fallback=False).kernel_source)
+    root = Path(tilelang.__file__).resolve().parent
+    cmd = ["nvcc", "-arch=sm_90a", "-std=c++17", "-w", "-c", str(src), "-o", str(tmp_path / "k.o"),
+           f"-I{root / 'src'}", f"-I{root / '3rdparty' / 'cutlass' / 'include'}"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "k.o").stat().st_size > 0
+
+
+def test_gemms_on_two_warp_groups_lay_each_accumulator_on_its_group():
+    """``T.ws(0)`` / ``T.ws(1)`` put one GEMM on threads 0..127 and one on 128..255 of a 256-thread block:
+    each accumulator is laid out over its own group's 128 threads (the same thread map, offset by the
+    range), as TileLang does.  Read before thread bounds, both spanned all 256 threads and the tables
+    differed (TileLang's warp-specialised copy/GEMM example was recorded ``differ`` on both halves)."""
+    _equal("warp_group_gemms")
+    result = ours("warp_group_gemms")
+    c0, c1 = result.layout_map["c0"], result.layout_map["c1"]
+    assert (c0.thread_range, c1.thread_range) == ((0, 128), (128, 128))
+    thread = "_j // 16 * 64 + _i // 32 * 32 + _i % 8 * 4 + _j % 8 // 2"
+    assert str(c0.forward_thread) == str(c1.forward_thread) == thread
+    assert c1.local_size == 16

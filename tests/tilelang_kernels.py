@@ -1009,6 +1009,80 @@ def outer_strided(M=64, K=64, N=64, step=8, threads=128, dtype="float16"):
     return main
 
 
+def pointer_rows(rows=13, K=64, bM=64, bK=32, threads=128):
+    """A tensor made in the body over a pointer (``T.make_tensor(ptrs[g], (rows, K))``, a grouped GEMM's
+    per-group matrix) read ``bM`` rows at a time from a runtime start, ``bM`` wider than the tensor's own
+    ``rows``: TileLang guards each row, and layout inference never sees global positions."""
+    @T.prim_func
+    def main(ptrs: T.Tensor((2,), T.ptr), starts: T.Tensor((2,), "int32"), Out: T.Tensor((2, bM, K), "float16")):
+        with T.Kernel(2, threads=threads) as g:
+            A = T.make_tensor(ptrs[g], (rows, K), "float16")
+            s = T.alloc_shared((bM, bK), "float16")
+            x = T.alloc_fragment((bM, bK), "float32")
+            for k in T.serial(K // bK):
+                T.copy(A[starts[g], k * bK], s)
+                T.copy(s, x)
+                T.copy(x, Out[g, 0, k * bK])
+    return main
+
+
+def warp_group_gemms(M=64, N=64, K=64, bK=32):
+    """Two GEMMs on two warp groups of a 256-thread block (``T.ws(0)`` / ``T.ws(1)``), each into its own
+    accumulator half: TileLang lays each accumulator out over the 128 threads of its group only."""
+    half = N // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"), C: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=256):
+            a = T.alloc_shared((M, bK), "float16")
+            b0 = T.alloc_shared((bK, half), "float16")
+            b1 = T.alloc_shared((bK, half), "float16")
+            c0 = T.alloc_fragment((M, half), "float32")
+            c1 = T.alloc_fragment((M, half), "float32")
+            with T.ws(0):
+                T.clear(c0)
+            with T.ws(1):
+                T.clear(c1)
+            for k in T.Pipelined(K // bK, num_stages=0):
+                T.copy(A[0, k * bK], a)
+                with T.ws(0):
+                    T.copy(B[k * bK, 0], b0)
+                    T.gemm(a, b0, c0)
+                with T.ws(1):
+                    T.copy(B[k * bK, half], b1)
+                    T.gemm(a, b1, c1)
+            with T.ws(0):
+                T.copy(c0, C[0, 0])
+            with T.ws(1):
+                T.copy(c1, C[0, half])
+    return main
+
+
+def column_slices(M=64, N=64, K=256, kt=64, threads=128):
+    """sm_90: ``T.tma_copy`` into column slices ``a[:, j * kt:(j + 1) * kt]`` of a shared buffer in an unrolled
+    loop over ``j`` (a start moving in a dim wider than one element), each slice fed to a ``T.wgmma_gemm``
+    whose ``clear_accum`` is ``j == 0`` (decided at run time)."""
+    tiles = K // kt
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"), D: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, threads=threads):
+            a = T.alloc_shared((M, K), "float16")
+            b = T.alloc_shared((N, K), "float16")
+            c = T.alloc_fragment((M, N), "float32")
+            ready = T.alloc_barrier(arrive_count=[threads] * tiles)
+            for j in T.unroll(tiles):
+                T.tma_copy(A[0:M, j * kt:(j + 1) * kt], a[:, j * kt:(j + 1) * kt], barrier=ready[j])
+                T.tma_copy(B[0:N, j * kt:(j + 1) * kt], b[:, j * kt:(j + 1) * kt], barrier=ready[j])
+            for j in T.unroll(tiles):
+                T.mbarrier_wait_parity(ready[j], 0)
+                T.wgmma_gemm(a[:, j * kt:(j + 1) * kt], b[:, j * kt:(j + 1) * kt], c, transpose_B=True,
+                             clear_accum=j == 0)
+            T.wait_wgmma(0)
+            T.copy(c, D)
+    return main
+
+
 def _policy(name: str):
     return getattr(GemmWarpPolicy, name)
 
@@ -1079,6 +1153,10 @@ KERNELS: dict[str, Callable] = {
     "view_past_the_tensor": lambda: view_past_the_tensor(),
     "tile_100x7": lambda: tile_100x7(),
     "reduce_4x100": lambda: reduce_4x100(),
+    # a pointer-made tensor read past its own rows (grouped GEMM over a pointer table)
+    "pointer_rows": lambda: pointer_rows(),
+    # two GEMMs on two warp groups (T.ws): each accumulator over its own group's threads
+    "warp_group_gemms": lambda: warp_group_gemms(),
 }
 """Every kernel by name; each value builds the ``T.prim_func``."""
 

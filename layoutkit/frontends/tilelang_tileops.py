@@ -49,7 +49,11 @@ REFUSED: dict[str, tuple[str, str]] = {
     "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
     "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),
-    "tl.tileop.gemm_sp": ("T.gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM)"),
+    "tl.tileop.gemm_sp": ("T.gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM); missing: a Program op taking "
+                          "the compressed A (M, K/2) with its metadata E, and the NV facts of TileLang 0.1.15's "
+                          "mma.sp rule (its own warp partition for the mma.sp instruction, the accumulator and "
+                          "register-operand layouts of mma.sp, the swizzle of shared A / B; E is laid out only "
+                          "by the kernel's annotation)"),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
     "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse WGMMA)"),
     "tl.tileop.tcgen05_gemm": ("T.tcgen05_gemm", _NO_COUNTERPART + " (Blackwell tensor-memory GEMM)"),

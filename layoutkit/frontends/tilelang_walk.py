@@ -18,9 +18,11 @@ TileLang 0.1.15 lays it out as a ``PartialFragment``, whose replicas are partial
 Global-memory starts and indices that use block or serial loop variables are read with those
 variables at 0 (clamped into the tensor): layout inference uses only their element types, never
 their positions.  So are shared-memory indices that only select a slice (``s[b, :, :]``, ``s[b, i, j]``
-with ``b`` outside the parallel loop): a shared buffer has one layout for all its slices.  Fragment
-indices using such a variable (``lse_local[k, j]``, ``T.copy(lse_local[k, 0], ...)``) are read the same
-way and recorded as selections, under the conditions :mod:`.tilelang_select` states.  A GEMM's shared
+with ``b`` outside the parallel loop): a shared buffer has one layout for all its slices.  A shared
+start moving with such a variable in a dim wider than one element (``a[:, j * 64:(j + 1) * 64]``)
+reads as one start of its alignment (:mod:`.tilelang_starts`). Fragment indices using such a variable
+(``lse_local[k, j]``, ``T.copy(lse_local[k, 0], ...)``) are read the same way and recorded as
+selections, under the conditions :mod:`.tilelang_select` states.  A GEMM's shared
 A / B may be sub-regions (``A_shared[:, bK:]``, a stage slice): M / N / K come from the regions.  A
 parallel loop whose outermost extent is a runtime value with a constant bound (``T.min(n, 512)``) is
 read over the bound as a ``dynamic`` Program loop (the loop keeps its extent, and so its guard).
@@ -54,6 +56,7 @@ from .tilelang_ir import (
 )
 from .tilelang_ir import int_value as _int
 from .tilelang_select import Selection, outer_stride
+from .tilelang_starts import moving_shared_start
 from .tilelang_tileops import READ, refuse
 from .tilelang_walk_ops import TileOps, global_reach
 
@@ -428,6 +431,8 @@ class _Walker(TileOps, ThreadBounds):
                                        f"the op's loop over a dim of extent {extent}; TileLang 0.1.15 would lay "
                                        f"the copy out as a function of that variable: expected such variables "
                                        f"only in dims of extent 1") from None
+            if sel is None and b.scope in _SHARED and extent > 1:
+                sel = moving_shared_start(x, n, extent)
             if sel is None:
                 raise
             return sel

@@ -124,7 +124,16 @@ class TileOps:
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
         self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
-                    policy=policy, clear_accum=bool(_int(a[9], what)), wgmma=call.op.name == "tl.tileop.wgmma_gemm")
+                    policy=policy, clear_accum=self._clear_accum(a[9], what),
+                    wgmma=call.op.name == "tl.tileop.wgmma_gemm")
+
+    def _clear_accum(self, x, what: str) -> bool:
+        """A constant ``clear_accum``, or False for one decided at run time (``j == 0`` in an unrolled loop):
+        the GEMM then may accumulate into C, so C is read, and no layout of TileLang 0.1.15's GEMM depends
+        on the flag."""
+        if isinstance(x, (self.tirx.IntImm, int)):
+            return bool(_int(x, what))
+        return False
 
     def _operand(self, arg, what: str):
         r = self.region(arg, what, any_shared_start=True)
@@ -172,7 +181,9 @@ def global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
     """The largest constant extent of every ``T.region`` over each parameter buffer, by data var.  A
     region may run past its tensor (a GQA decode reading 64 query rows of a 32-head tensor); TileLang
     guards those reads, and global positions never enter layout inference, so the Program's tensor
-    is declared as large as the largest region (kernels inside their tensors are unchanged)."""
+    is declared as large as the largest region (kernels inside their tensors are unchanged).  That holds of
+    a tensor made in the body over a pointer (``T.make_tensor(ptrs[i], (M, K))``, whose region may be
+    wider than ``M`` itself: TileLang guards each row) as of a parameter."""
     from tilelang import tvm
 
     tirx = tvm.tirx
@@ -181,9 +192,11 @@ def global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
     for call in nodes(func.body, tirx.Call):
         if getattr(call.op, "name", "") != "tl.region" or not isinstance(call.args[0], tirx.BufferLoad):
             continue
-        data = call.args[0].buffer.data
+        buf = call.args[0].buffer
+        data = buf.data
         extents = call.args[2:]
-        if not any(data.same_as(v) for v in params) or not all(isinstance(e, tirx.IntImm) for e in extents):
+        is_global = any(data.same_as(v) for v in params) or buf.scope() == "global"
+        if not is_global or not all(isinstance(e, tirx.IntImm) for e in extents):
             continue
         ext = tuple(int(e.value) for e in extents)
         for k, (v, old) in enumerate(reach):
