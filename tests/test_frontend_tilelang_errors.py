@@ -93,26 +93,6 @@ def test_every_registered_tile_op_is_read_or_refused_by_name():
     assert not set(READ) & set(REFUSED)
 
 
-def _gemm_sp():
-    import tilelang.language as T
-    from tilelang.language.experimental.gemm_sp_op import gemm_sp
-
-    @T.prim_func
-    def main(A: T.Tensor((64, 16), "float16"), E: T.Tensor((64, 4), "uint8"), B: T.Tensor((32, 64), "float16"),
-             C: T.Tensor((64, 64), "float32")):
-        with T.Kernel(1, threads=128):
-            a = T.alloc_shared((64, 16), "float16")
-            e = T.alloc_shared((64, 4), "uint8")
-            b = T.alloc_shared((32, 64), "float16")
-            c = T.alloc_fragment((64, 64), "float32")
-            T.copy(A, a)
-            T.copy(E, e)
-            T.copy(B, b)
-            gemm_sp(a, e, b, c, clear_accum=True)
-            T.copy(c, C)
-    return main
-
-
 def _transpose_fragment():
     import tilelang.language as T
 
@@ -131,7 +111,7 @@ def test_refused_tile_op_names_statement_and_construct():
     with pytest.raises(UnsupportedError, match=r"from_prim_func: `T\.gemm_sp\(T\.region\(.*\)`: T\.gemm_sp "
                                                r"\(tl\.tileop\.gemm_sp\) has no layoutkit counterpart yet "
                                                r"\(structured-sparse GEMM\)") as info:
-        from_prim_func(_gemm_sp(), "sm_80")
+        from_prim_func(K.sparse_gemm(), "sm_80")
     assert "T.region(" in str(info.value)  # the statement as TileLang wrote it, with its operands
 
 
