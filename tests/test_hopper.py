@@ -9,13 +9,8 @@ consumers (setmaxnreg).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,6 +20,8 @@ from layoutkit.backends.nv import hopper, hopper_cuda
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.testing.cuda_cpu import HarnessError, compiler, run_cuda
+
+from .sass_tools import compile_sm90a, sass_opcodes
 
 SWEEP = os.environ.get("LAYOUTKIT_CUDA_CPU_SWEEP") == "1"
 needs_cxx = pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or $CXX): CPU harness skipped")
@@ -176,27 +173,10 @@ def test_mutated_fields_are_caught(name):
 
 # ---- nvcc / SASS ---------------------------------------------------------------------------------------------
 
-def _sass_report():
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "sass_report.py"
-    spec = importlib.util.spec_from_file_location("sass_report_h", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["sass_report_h"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def cubin(tmp_path_factory):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc")
     p = _program(MAIN)
-    d = tmp_path_factory.mktemp("sm90a")
-    (d / "k.cu").write_text(codegen.emit_cuda(p, infer_layouts(p)))
-    res = subprocess.run([nvcc, "-arch=sm_90a", "-O3", "-cubin", "-Xptxas", "-v", str(d / "k.cu"), "-o",
-                          str(d / "k.cubin")], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return d / "k.cubin", res.stderr
+    return compile_sm90a(codegen.emit_cuda(p, infer_layouts(p)), tmp_path_factory.mktemp("sm90a"))
 
 
 def test_emitted_kernel_compiles_for_sm90a(cubin):
@@ -207,14 +187,7 @@ def test_emitted_kernel_compiles_for_sm90a(cubin):
 
 
 def test_sass_holds_hgmma_utmaldg_syncs_and_a_producer_consumer_split(cubin):
-    tool = _sass_report().find_tool("cuobjdump")
-    if tool is None:
-        pytest.skip("no cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
-    res = subprocess.run([tool, "-sass", str(cubin[0])], capture_output=True, text=True, env=env, timeout=600)
-    if res.returncode != 0 and "nvdisasm" in res.stderr:
-        pytest.skip("cuobjdump without nvdisasm (pip install nvidia-cuda-nvdisasm)")
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", res.stdout)
+    ops = sass_opcodes(cubin[0])
     count = {k: sum(o.startswith(k) for o in ops) for k in ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG")}
     per_tile = 2 * 64 // 16  # two m64 blocks per consumer group, four k16 steps (nvcc may unroll the 4 k tiles)
     assert count["HGMMA"] in (per_tile, 4 * per_tile) and count["UTMALDG"] >= 3 and count["SYNCS"] >= 4, count

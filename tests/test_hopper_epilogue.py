@@ -10,9 +10,6 @@ and UTMASTG.
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +23,8 @@ from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program
 from layoutkit.testing.cuda_cpu import HarnessError, compiler, run_cuda
+
+from .sass_tools import compile_sm90a, cuobjdump, sass_opcodes
 
 needs_cxx = pytest.mark.skipif(compiler() is None, reason="no C++ compiler (g++ or $CXX): CPU harness skipped")
 
@@ -325,13 +324,6 @@ def test_reusing_the_shared_tile_before_the_store_has_read_it_is_caught():
 
 # ---- nvcc / SASS ---------------------------------------------------------------------------------------------
 
-def _cuobjdump():
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    from sass_report import find_tool
-
-    return find_tool("cuobjdump")
-
-
 SASS_CASES = {
     "plain_f16": lambda: programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3,
                                        target="sm_90a"),
@@ -342,21 +334,11 @@ SASS_CASES = {
 
 @pytest.mark.parametrize("name", sorted(SASS_CASES))
 def test_sass_holds_stsm_and_utmastg(name, tmp_path):
-    nvcc, tool = shutil.which("nvcc"), _cuobjdump()
-    if nvcc is None or tool is None:
-        pytest.skip("no nvcc / cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    cuobjdump()
     p = SASS_CASES[name]()
-    (tmp_path / "k.cu").write_text(codegen.emit_cuda(p, infer_layouts(p)))
-    res = subprocess.run([nvcc, "-arch=sm_90a", "-O3", "-cubin", "-Xptxas", "-v", str(tmp_path / "k.cu"), "-o",
-                          str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    assert "0 bytes spill stores" in res.stderr
-    env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
-    sass = subprocess.run([tool, "-sass", str(tmp_path / "k.cubin")], capture_output=True, text=True, env=env,
-                          timeout=600)
-    if sass.returncode != 0 and "nvdisasm" in sass.stderr:
-        pytest.skip("cuobjdump without nvdisasm (pip install nvidia-cuda-nvdisasm)")
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", sass.stdout)
+    cubin, ptxas = compile_sm90a(codegen.emit_cuda(p, infer_layouts(p)), tmp_path)
+    assert "0 bytes spill stores" in ptxas
+    ops = sass_opcodes(cubin)
     count = {k: sum(o.startswith(k) for o in ops) for k in ("STSM", "UTMASTG", "STS.64", "FENCE.VIEW.ASYNC.S", "STG")}
     # 128 x 128 fp16: two boxes of 64 columns; 64 x 64 fp32: two of 32
     assert count["UTMASTG"] == 2 and count["FENCE.VIEW.ASYNC.S"] >= 1, count

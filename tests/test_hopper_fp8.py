@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -26,7 +24,8 @@ from layoutkit.infer import infer_layouts, programs
 from layoutkit.testing.cuda_cpu import HarnessError, run_cuda
 from layoutkit.testing.cuda_cpu.translate import TranslationError
 
-from .test_hopper import SWEEP, _sass_report, needs_cxx
+from .sass_tools import compile_sm90a, sass_opcodes
+from .test_hopper import SWEEP, needs_cxx
 
 E4M3, E5M2 = "float8_e4m3", "float8_e5m2"
 # (M, N, K, bM, bN, bK, consumer threads, stages, dtype); B is [N, K] (K-major) throughout
@@ -230,16 +229,8 @@ def test_a_transposed_fp8_wgmma_is_refused_as_no_isa_form():
 
 @pytest.fixture(scope="module")
 def cubin(tmp_path_factory):
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        pytest.skip("no nvcc")
     p = _program(TAIL[:8] + (E4M3,))
-    d = tmp_path_factory.mktemp("sm90a_fp8")
-    (d / "k.cu").write_text(codegen.emit_cuda(p, infer_layouts(p)))
-    res = subprocess.run([nvcc, "-arch=sm_90a", "-O3", "-cubin", "-Xptxas", "-v", str(d / "k.cu"), "-o",
-                          str(d / "k.cubin")], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return d / "k.cubin", res.stderr
+    return compile_sm90a(codegen.emit_cuda(p, infer_layouts(p)), tmp_path_factory.mktemp("sm90a_fp8"))
 
 
 def test_the_fp8_kernel_compiles_for_sm90a_without_spills(cubin):
@@ -247,17 +238,7 @@ def test_the_fp8_kernel_compiles_for_sm90a_without_spills(cubin):
 
 
 def test_the_fp8_sass_holds_the_e4m3_warp_group_mma_and_tma(cubin):
-    import os
-    from pathlib import Path
-
-    tool = _sass_report().find_tool("cuobjdump")
-    if tool is None:
-        pytest.skip("no cuobjdump (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
-    env = dict(os.environ, PATH=str(Path(tool).parent) + os.pathsep + os.environ.get("PATH", ""))
-    res = subprocess.run([tool, "-sass", str(cubin[0])], capture_output=True, text=True, env=env, timeout=600)
-    if res.returncode != 0 and "nvdisasm" in res.stderr:
-        pytest.skip("cuobjdump without nvdisasm (pip install nvidia-cuda-nvdisasm)")
-    ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.x]+)", res.stdout)
+    ops = sass_opcodes(cubin[0])
     mma = [o for o in ops if "GMMA" in o]
     assert mma and set(mma) == {"QGMMA.64x64x32.F32.E4M3.E4M3"}, sorted(set(mma))
     assert len(mma) in (4, 4 * 2)  # two m64 blocks x two k32 steps (nvcc may unroll the two k tiles)
