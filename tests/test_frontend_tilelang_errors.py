@@ -13,6 +13,7 @@ require_tilelang()
 from layoutkit.codegen import CodegenInputError  # noqa: E402
 from layoutkit.errors import UnsupportedError  # noqa: E402
 from layoutkit.frontends.tilelang import (  # noqa: E402
+    TileLangLoweringError,
     from_prim_func,
     from_tilelang,
     solve_prim_func,
@@ -45,8 +46,8 @@ def test_not_a_prim_func(entry, func):
     ({"kind": "hip", "arch": "gfx90a"}, "Unknown config option 'arch'"),
 ])
 def test_target_tvm_rejects_is_typed(gemm, target, found):
-    with pytest.raises(UnsupportedError, match=f"TileLang's lowering for .* failed before its LayoutInference pass: "
-                                               f".*{found}"):
+    with pytest.raises(TileLangLoweringError,
+                       match=f"TileLang's lowering for .* failed before its LayoutInference pass: .*{found}"):
         from_prim_func(gemm[0], target)
 
 

@@ -198,7 +198,7 @@ def _cpu_torch(arch: str = "sm_80") -> None:
 def _compare(func) -> dict:
     """The status of one captured kernel (see the module docstring)."""
     from layoutkit.errors import LayoutError
-    from layoutkit.frontends.tilelang import check_selections, tilelang_inference
+    from layoutkit.frontends.tilelang import TileLangLoweringError, check_selections, tilelang_inference
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
@@ -206,7 +206,7 @@ def _compare(func) -> dict:
     try:
         run = tilelang_inference(func, ARCH)
     except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
-        if str(err).startswith("TileLang's lowering"):  # TileLang's own passes before LayoutInference fail
+        if isinstance(err, TileLangLoweringError):  # TileLang's own passes before LayoutInference fail
             return {"status": "tilelang-fails", "why": str(err)[:400]}
         return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding

@@ -50,13 +50,18 @@ from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_select import Selection, check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
-__all__ = ["TileLangRun", "check_selections", "from_prim_func", "from_tilelang", "lower", "solve_prim_func",
-           "tilelang_inference", "to_tilelang"]
+__all__ = ["TileLangLoweringError", "TileLangRun", "check_selections", "from_prim_func", "from_tilelang", "lower",
+           "solve_prim_func", "tilelang_inference", "to_tilelang"]
 
 LAYOUT_MAP = "layout_map"
 """Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
 LOOP_LAYOUT = "parallel_loop_layout"
 """For annotation TileLang's ``ParallelOp`` takes as the loop layout (bound to the block's threads)."""
+
+
+class TileLangLoweringError(UnsupportedError):
+    """TileLang's own lowering failed before its LayoutInference pass (or never reached it): there is no
+    TileLang answer to compare with and nothing for layoutkit to read."""
 
 
 class _StopLowering(Exception):
@@ -159,13 +164,13 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
         pass
     except Exception as err:  # TVM's own error types (a bad target, a kernel its passes reject), made typed
         first = _reason(err)
-        raise UnsupportedError(f"TileLang's lowering for {target} failed before its LayoutInference pass: "
+        raise TileLangLoweringError(f"TileLang's lowering for {target} failed before its LayoutInference pass: "
                                f"{first}") from err
     finally:
         tl_transform.LayoutInference = original
         tl_transform.MaterializeKernelLaunch = original_launch
     if cap.before is None:
-        raise UnsupportedError("TileLang's lowering ended without reaching its LayoutInference pass")
+        raise TileLangLoweringError("TileLang's lowering ended without reaching its LayoutInference pass")
     return cap
 
 
