@@ -20,6 +20,10 @@ FRAGMENT = "local.fragment"
 LOCAL = "local"
 """Per-thread local buffers."""
 
+TMEM = "shared.tmem"
+"""Blackwell (sm_100) tensor memory: 128 datapaths x 512 32-bit columns per CTA, where TCGEN05 GEMMs
+accumulate; only the NVIDIA target allocates it (not in :data:`SCOPES`)."""
+
 SCOPES = (GLOBAL, SHARED, SHARED_DYN, FRAGMENT, LOCAL)
 SHARED_SCOPES = (SHARED, SHARED_DYN)
 
@@ -28,4 +32,4 @@ def is_shared(scope: str) -> bool:
     return scope in SHARED_SCOPES
 
 
-__all__ = ["FRAGMENT", "GLOBAL", "LOCAL", "SCOPES", "SHARED", "SHARED_DYN", "SHARED_SCOPES", "is_shared"]
+__all__ = ["FRAGMENT", "GLOBAL", "LOCAL", "SCOPES", "SHARED", "SHARED_DYN", "SHARED_SCOPES", "TMEM", "is_shared"]

@@ -94,8 +94,11 @@ def test_errors():
                         ("local.fragment", (16, 8), "float32"), threads=128)
     with pytest.raises(lk.ShapeError):
         GemmOperand("shared", (64,), "float16")
-    with pytest.raises(lk.UnsupportedError):
+    with pytest.raises(lk.UnsupportedError, match="only as a TCGEN05 GEMM"):  # tensor memory before sm_100
         nv.gemm_layouts(("shared", (128, 64), "float16"), ("shared", (64, 128), "float16"),
+                        ("shared.tmem", (128, 128), "float32"), arch="sm_90")
+    r = nv.gemm_layouts(("shared", (128, 64), "float16"), ("shared", (64, 128), "float16"),
                         ("shared.tmem", (128, 128), "float32"), arch="sm_100")
+    assert r.instruction == "tcgen05" and r["C"](5, 9) == (5, 9)
     assert nv.select_gemm_instruction(("shared", (128, 64), "float16"), ("shared", (64, 128), "float16"),
                                       ("shared.tmem", (128, 128), "float32"), arch="sm_100") == "tcgen05"

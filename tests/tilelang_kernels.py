@@ -1185,3 +1185,57 @@ FUSED: dict[str, Callable] = {
 """Kernels whose parallel loops TileLang fuses before laying them out (no fragment in the nest): its
 loop layouts are over the fused loop, so they are compared through the lowered kernel, not table by
 table with the source loops."""
+
+
+# ---- Blackwell tensor memory (sm_100): not in KERNELS, which are compared and lowered at sm_80 ---------
+
+def tcgen05_gemm(M=128, N=128, K=128, threads=128, dtype="bfloat16", accum_dtype="float32", split=1,
+                 explicit=False):
+    """A TCGEN05 GEMM (sm_100): A and B in shared memory, the accumulator in tensor memory
+    (``T.alloc_tmem``), read back into a fragment by ``split`` (1 or 2) copies of column slices (``tcgen05.ld``);
+    ``explicit``: ``T.tcgen05_gemm`` instead of ``T.gemm``."""
+    part = N // split
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype), D: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(1, threads=threads):
+            A_shared = T.alloc_shared((M, K), dtype)
+            B_shared = T.alloc_shared((N, K), dtype)
+            C_tmem = T.alloc_tmem((M, N), accum_dtype)
+            mbar = T.alloc_barrier(1)
+            C_local = T.alloc_fragment((M, N), accum_dtype)
+            T.copy(A, A_shared)
+            T.copy(B, B_shared)
+            if explicit:
+                T.tcgen05_gemm(A_shared, B_shared, C_tmem, transpose_B=True, mbar=mbar, clear_accum=True)
+            else:
+                T.gemm(A_shared, B_shared, C_tmem, transpose_B=True, mbar=mbar, clear_accum=True)
+            T.mbarrier_wait_parity(mbar, 0)
+            T.copy(C_tmem[:, 0:part], C_local[:, 0:part])
+            if split == 2:
+                T.copy(C_tmem[:, part:N], C_local[:, part:N])
+            T.copy(C_local, D)
+    return main
+
+
+def tcgen05_ts_gemm(M=128, N=64, K=128, threads=128, dtype="bfloat16"):
+    """A TCGEN05 TS GEMM: A stored from a fragment into tensor memory (``tcgen05.st``), B in shared memory,
+    the accumulator in tensor memory."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), D: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=threads):
+            A_local = T.alloc_fragment((M, K), dtype)
+            A_tmem = T.alloc_tmem((M, K), dtype)
+            B_shared = T.alloc_shared((K, N), dtype)
+            C_tmem = T.alloc_tmem((M, N), "float32")
+            mbar = T.alloc_barrier(1)
+            C_local = T.alloc_fragment((M, N), "float32")
+            T.copy(A, A_local)
+            T.copy(A_local, A_tmem)
+            T.copy(B, B_shared)
+            T.gemm(A_tmem, B_shared, C_tmem, mbar=mbar, clear_accum=True)
+            T.mbarrier_wait_parity(mbar, 0)
+            T.copy(C_tmem, C_local)
+            T.copy(C_local, D)
+    return main

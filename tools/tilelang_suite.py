@@ -84,10 +84,16 @@ DEVICES = {
               "shared_memory_per_block_optin": 232448, "shared_memory_per_multiprocessor": 233472,
               "regs_per_multiprocessor": 65536, "max_threads_per_multi_processor": 2048, "warp_size": 32,
               "L2_cache_size": 50 << 20, "is_integrated": 0, "is_multi_gpu_board": 0},
+    "sm_100": {"name": "NVIDIA B200", "major": 10, "minor": 0, "multi_processor_count": 148,
+               "total_memory": 183359 << 20, "shared_memory_per_block": 49152,
+               "shared_memory_per_block_optin": 232448, "shared_memory_per_multiprocessor": 233472,
+               "regs_per_multiprocessor": 65536, "max_threads_per_multi_processor": 2048, "warp_size": 32,
+               "L2_cache_size": 126 << 20, "is_integrated": 0, "is_multi_gpu_board": 0},
 }
-"""What ``torch.cuda`` answers in a child: an A100 for the sm_80 pass, an H100 for the sm_90 one."""
+"""What ``torch.cuda`` answers in a child: an A100 for the sm_80 pass, an H100 for the sm_90 one, a B200
+for the sm_100 one."""
 
-NVCC_ARCH = {"sm_80": "sm_80", "sm_90": "sm_90a"}
+NVCC_ARCH = {"sm_80": "sm_80", "sm_90": "sm_90a", "sm_100": "sm_100a"}
 """nvcc's architecture per pass (wgmma and setmaxnreg need the arch-specific sm_90a)."""
 
 
@@ -115,7 +121,25 @@ def first_arch(rel: str) -> str:
     ('sm_90', 'sm_80')
     """
     name = Path(rel).name.lower()
+    if any(s in rel.lower() for s in BLACKWELL_NAMES):
+        return "sm_100"
     return "sm_90" if any(s in name for s in ("hopper", "sm90", "sm_90", "wgmma")) else "sm_80"
+
+
+BLACKWELL_NAMES = ("blackwell", "sm100", "sm_100", "tcgen", "tmem")
+"""Words in a file's path that say it is written for Blackwell (tensor memory, TCGEN05): run at sm_100."""
+BLACKWELL_SIGNS = ("shared.tmem", "tcgen05", "tcgen5", "compute capability >= 10", "requires blackwell")
+"""Words of an sm_80 row's reason that send the file to the sm_100 pass (a tensor-memory kernel)."""
+
+
+def needs_blackwell(rows: list[dict]) -> bool:
+    """Whether a file's sm_80 rows show it needs a Blackwell GPU (tensor memory, TCGEN05).
+
+    >>> needs_blackwell([{"status": "refused", "why": "scope 'shared.tmem' is Blackwell tensor memory"}])
+    True
+    """
+    return any(r["status"] != "equal" and any(s in str(r.get("why", "")).lower() for s in BLACKWELL_SIGNS)
+               for r in rows)
 
 
 def needs_hopper(rows: list[dict]) -> bool:
@@ -425,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
         found = _run_file(path, src, args, env, arch)
         if arch == "sm_80" and needs_hopper(found):
             found = merge_passes(found, _run_file(path, src, args, env, "sm_90"))
+        if arch == "sm_80" and needs_blackwell(found):
+            again = {r["where"]: r for r in _run_file(path, src, args, env, "sm_100")}
+            found = [again.get(r["where"], r) if needs_blackwell([r]) else r for r in found]
         for r in found:
             results.append(r)
             note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))

@@ -28,6 +28,8 @@ READ: dict[str, str] = {
     "tl.tileop.gemm": "T.gemm",
     "tl.tileop.wgmma_gemm": "T.wgmma_gemm (TileLang's Gemm forced onto WGMMA; refused by the rule where T.gemm "
                             "would not select WGMMA, where TileLang's inference stops too)",
+    "tl.tileop.tcgen05_gemm": "T.tcgen05_gemm (TileLang's Gemm forced onto Blackwell TCGEN05; refused by the rule "
+                              "where T.gemm would not select TCGEN05, where TileLang's inference stops too)",
     "tl.tileop.reduce": "T.reduce_sum / reduce_max / ...",
     "tl.tileop.atomicadd": "T.atomic_add",
     "tl.tileop.atomicmax": "T.atomic_max (TileLang's AtomicMax proposes no layout: a fragment operand follows "
@@ -56,7 +58,6 @@ REFUSED: dict[str, tuple[str, str]] = {
                           "by the kernel's annotation)"),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
     "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse WGMMA)"),
-    "tl.tileop.tcgen05_gemm": ("T.tcgen05_gemm", _NO_COUNTERPART + " (Blackwell tensor-memory GEMM)"),
     "tl.tileop.tcgen05_gemm_sp": ("T.tcgen05_gemm_sp", _NO_COUNTERPART + " (Blackwell sparse GEMM)"),
     "tl.tileop.tcgen05_gemm_blockscaled": ("T.tcgen05_gemm_blockscaled",
                                            _NO_COUNTERPART + " (Blackwell block-scaled GEMM)"),

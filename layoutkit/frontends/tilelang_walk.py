@@ -42,7 +42,7 @@ from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
-from .tilelang_align import Alignment, atomic_vector_cap, scalar_atomic_cap
+from .tilelang_align import Alignment, _arch, atomic_vector_cap, scalar_atomic_cap
 from .tilelang_bounds import ThreadBounds
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_ir import (
@@ -73,16 +73,19 @@ enter layout inference; only bounds checks and the io-aware model's address stri
 
 _SCOPE_ALIASES = {"local.var": "local"}
 _SHARED = ("shared", "shared.dyn")
-_SELECTABLE = (*_SHARED, "local.fragment")
+_SELECTABLE = (*_SHARED, "local.fragment", "shared.tmem")
 """Scopes whose indices may select by a variable from outside the loop (read at 0): shared memory has
-one layout for every slice; fragments as :mod:`.tilelang_select` says."""
+one layout for every slice, tensor memory too (a selected batch slice moves a ``tcgen05.ld`` / ``st``
+by whole columns, the register layout is the tile's); fragments as :mod:`.tilelang_select` says."""
 _NO_LAYOUT_SCOPES = ("shared.barrier", "shared.cluster_barrier", "local.descriptor.wgmma",
                      "local.descriptor.tcgen05_smem", "local.descriptor.tcgen05_instr")
 """Storage with no element layout, which TileLang's inference never lays out either: not in the Program
 (sm_90 mbarriers of warp-specialised pipelines and of thread-block clusters, WGMMA / tcgen05 matrix and
 instruction descriptors, each a per-thread word)."""
+_TMEM = "shared.tmem"
 _SCOPE_CONSTRUCTS = {
-    "shared.tmem": "Blackwell tensor memory (T.alloc_tmem, sm_100 tcgen05 MMA accumulators)",
+    _TMEM: "Blackwell tensor memory (T.alloc_tmem, sm_100 tcgen05 MMA accumulators), which needs an sm_100 "
+           "target (read there)",
 }
 """What each TileLang storage scope layoutkit has no counterpart for holds (named in the refusal)."""
 _COPIES = ("tl.tileop.copy", "tl.tileop.tma_copy", "tl.tileop.async_copy")
@@ -173,7 +176,7 @@ class _Walker(TileOps, ThreadBounds):
             return None
         if scope == _REDUCER:
             raise UnsupportedError(_reducer_refusal(buf.name))
-        if scope not in SCOPES:
+        if scope not in SCOPES and not (scope == _TMEM and _arch(self.p.target) >= 100):
             what = _SCOPE_CONSTRUCTS.get(scope, "a storage scope with no layoutkit counterpart")
             dims = ", ".join(str(x) for x in buf.shape) + ("," if len(buf.shape) == 1 else "")
             stmt = f"{buf.name} = T.alloc_buffer(({dims}), \"{buf.dtype}\", scope=\"{scope}\")"
@@ -190,10 +193,10 @@ class _Walker(TileOps, ThreadBounds):
             if 0 in shape:
                 raise UnsupportedError(f"from_prim_func: {scope} buffer {buf.name} has shape {list(shape)} (dim "
                                        f"{shape.index(0)} is 0); expected a buffer of at least one element")
-        name = buf.name
+        name = buf.name or "unnamed"  # TileLang's own passes may allocate a nameless scalar (a persistent loop's)
         k = 1
         while name in self.p.buffers:  # two TIR buffers of one name: keep both, apart
-            name, k = f"{buf.name}_{k}", k + 1
+            name, k = f"{buf.name or 'unnamed'}_{k}", k + 1
         stages = 1
         src = self.source_shapes.get(buf.name)
         if scope in ("shared", "shared.dyn") and src is not None and len(shape) == len(src) + 1 \
@@ -337,6 +340,7 @@ class _Walker(TileOps, ThreadBounds):
             return
         name = call.op.name
         handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.wgmma_gemm": self.gemm,
+                   "tl.tileop.tcgen05_gemm": self.gemm,
                    "tl.tileop.reduce": self.reduce,
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.atomicmax": self.atomic_max,
                    "tl.tileop.atomicmin": self.atomic_min, "tl.tileop.transpose": self.transpose,
@@ -362,9 +366,9 @@ class _Walker(TileOps, ThreadBounds):
     # ---- tile ops -------------------------------------------------------------------------------
     def region(self, arg, what: str, any_shared_start: bool = False) -> Region:
         """A ``T.region(buf[starts], access, *extents)`` (or BufferRegion / BufferLoad) argument.
-        ``any_shared_start``: a shared region's start may use variables from outside the op in any dim
-        (a GEMM operand ``A_shared[:, k * 16:(k + 1) * 16]``, whose layout covers the whole buffer and
-        whose M / N / K come from the extents): read with them at 0."""
+        ``any_shared_start``: a shared (or tensor-memory) region's start may use variables from outside the op
+        in any dim (a GEMM operand ``A_shared[:, k * 16:(k + 1) * 16]``, whose layout covers the whole buffer
+        and whose M / N / K come from the extents): read with them at 0."""
         t = self.tirx
         if isinstance(arg, t.Call) and getattr(arg.op, "name", "") == "tl.region":
             load = arg.args[0]
@@ -415,7 +419,9 @@ class _Walker(TileOps, ThreadBounds):
         return op
 
     def _start(self, x, n: int, extent: int, b: Buffer, what: str, any_shared_start: bool = False) -> int:
-        if b.scope == "global" or (any_shared_start and b.scope in _SHARED):
+        # a tensor-memory region's start only moves a tcgen05 copy's base address or a GEMM's operand
+        # origin (the register layout is the tile's): read a moving one at 0, as TileLang's tile does
+        if b.scope in ("global", _TMEM) or (any_shared_start and b.scope in _SHARED):
             try:
                 v = from_prim_expr(x, lambda _v: Const(0), what)
                 value = v.value if isinstance(v, Const) else 0

@@ -119,13 +119,24 @@ class TileOps:
         # A / B may be parts of shared buffers (``A_shared[:, block_K:]``, a stage or batch slice):
         # TileLang takes M / N / K from the regions and lays out the whole buffers
         A, B = (self._operand(x, what) for x in a[:2])
-        C = self._whole(a[2], what)
+        C = self._accumulator(a[2], what)
         policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[8], what))
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
+        ann = getattr(call, "annotations", None) or {}
         self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
                     policy=policy, clear_accum=self._clear_accum(a[9], what),
-                    wgmma=call.op.name == "tl.tileop.wgmma_gemm")
+                    wgmma=call.op.name == "tl.tileop.wgmma_gemm", tcgen05=call.op.name == "tl.tileop.tcgen05_gemm",
+                    use_2cta="use_2cta" in ann and bool(_int(ann["use_2cta"], f"{what}: use_2cta")))
+
+    def _accumulator(self, arg, what: str) -> Buffer:
+        """C: the whole buffer, or a TCGEN05 accumulator's batch slice (``C_tmem[phase % 2, :, :]``), whose
+        layout TileLang gives over the whole tensor-memory buffer (batch dims repeat along the columns)."""
+        r = self.region(arg, what, any_shared_start=True)
+        ext = tuple(r.extents or r.buffer.shape)
+        if r.buffer.scope == "shared.tmem" and all(e == 1 for e in ext[:-2]) and ext[-2:] == r.buffer.shape[-2:]:
+            return r.buffer
+        return self._whole(arg, what)
 
     def _clear_accum(self, x, what: str) -> bool:
         """A constant ``clear_accum``, or False for one decided at run time (``j == 0`` in an unrolled loop):
@@ -139,7 +150,7 @@ class TileOps:
         r = self.region(arg, what, any_shared_start=True)
         if not any(r.starts) and r.extents == r.buffer.shape:
             return r.buffer
-        if r.buffer.scope not in _SHARED:
+        if r.buffer.scope not in (*_SHARED, "shared.tmem"):
             raise UnsupportedError(f"{what}: operand {r.buffer.name}{list(r.starts)} with extents "
                                    f"{list(r.extents or ())} is part of a {r.buffer.scope} buffer; TileLang 0.1.15 "
                                    f"lays register operands out over the whole buffer: expected the whole "

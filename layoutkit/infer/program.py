@@ -32,7 +32,7 @@ from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
-from ..scopes import LOCAL, SHARED_DYN
+from ..scopes import LOCAL, SHARED_DYN, TMEM
 from . import validate
 from .atomics import build_atomic
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
@@ -196,12 +196,13 @@ class Program:
 
     def gemm(self, A: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
              transpose_B: bool = False, policy: str = "square", clear_accum: bool = False, *,
-             wgmma: bool = False) -> Op:
+             wgmma: bool = False, tcgen05: bool = False, use_2cta: bool = False) -> Op:
         """``T.gemm``; A and B may be regions of shared buffers (``A_s[:, 32:64]``, ``B_s[b, :, :]``):
         M / N / K come from the regions' last two extents, the layouts cover the whole buffers (as
         TileLang's).  Such a GEMM records ``A_region`` / ``B_region`` (starts, extents).  ``wgmma``:
         TileLang's ``T.wgmma_gemm``, a GEMM that must be a WGMMA (records ``args["wgmma"]``; the rule
-        refuses it where ``T.gemm`` would not select one).
+        refuses it where ``T.gemm`` would not select one); ``tcgen05`` likewise for ``T.tcgen05_gemm``
+        (``args["tcgen05"]``); ``use_2cta``: the GEMM may use the two-CTA TCGEN05 MMA (``args["use_2cta"]``).
 
         >>> p = Program(threads=128)
         >>> A = p.alloc_shared("A_s", (64, 64), "float16"); B = p.alloc_shared("B_s", (32, 64), "float16")
@@ -217,7 +218,9 @@ class Program:
                 continue
             ext = tuple(r.extents if r.extents is not None else r.buffer.shape)
             validate.region_bounds(r.buffer, r.starts, ext, what)
-            if key == "C" or not is_shared(r.buffer.scope) or any(e != 1 for e in ext[:-2]):
+            # a region of shared memory, or (a TCGEN05 TS GEMM) of A in tensor memory
+            laid_whole = is_shared(r.buffer.scope) or (key == "A" and r.buffer.scope == TMEM)
+            if key == "C" or not laid_whole or any(e != 1 for e in ext[:-2]):
                 raise validate.OpValidationError(f"{what}: operand {key} is a region of {r.buffer.scope} buffer "
                                                  f"{r.buffer.name} with extents {list(ext)}; expected whole buffers, "
                                                  f"or for A / B shared regions with unit leading extents", what,
@@ -229,8 +232,9 @@ class Program:
                 "transpose_B": validate.flag(transpose_B, "transpose_B", what),
                 "policy": validate.text(policy, "gemm policy", what).lower(),
                 "clear_accum": validate.flag(clear_accum, "clear_accum", what), **regions}
-        if validate.flag(wgmma, "wgmma", what):
-            args["wgmma"] = True
+        for key, value in (("wgmma", wgmma), ("tcgen05", tcgen05), ("use_2cta", use_2cta)):
+            if validate.flag(value, key, what):
+                args[key] = True
         self.hooks.check_gemm(A, B, C, args, what)
         return self.emit("gemm", args)
 

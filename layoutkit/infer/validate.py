@@ -141,9 +141,11 @@ def copy_regions(src: Region, dst: Region, what: str):
     return s, d, (se or (1,))
 
 
-def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, int, int]:
+def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str,
+         accumulators: tuple[str, ...] = (FRAGMENT,)) -> tuple[int, int, int]:
     """M/N/K from the last two dims (transpose flags swap the roles) of the operands, or of their
-    regions (``args["A_region"]`` / ``args["B_region"]``: starts, extents)."""
+    regions (``args["A_region"]`` / ``args["B_region"]``: starts, extents); C must be in one of the
+    ``accumulators`` scopes (a target may add its own, NVIDIA's tensor memory)."""
     for b, name in ((A, "A"), (B, "B"), (C, "C")):
         if len(b.shape) < 2:
             raise OpValidationError(f"{what}: operand {name} ({b.name}) needs rank >= 2; found {b.shape}", what,
@@ -152,13 +154,16 @@ def gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> tuple[int, i
     b0, b1 = gemm_tile(B.shape, args.get("B_region"))
     M, Ka = (a1, a0) if args["transpose_A"] else (a0, a1)
     Kb, N = (b1, b0) if args["transpose_B"] else (b0, b1)
+    if args.get("use_2cta"):  # a two-CTA GEMM: each CTA holds half of B along N
+        N *= 2
     if Ka != Kb:
         raise OpValidationError(f"{what}: K differs: A {A.name} {A.shape} gives {Ka}, B {B.name} {B.shape} "
                                 f"gives {Kb}", what, B.name)
     if tuple(C.shape[-2:]) != (M, N):
         raise OpValidationError(f"{what}: C {C.name} is {C.shape}; expected [..., {M}, {N}]", what, C.name)
-    if C.scope != FRAGMENT:
-        raise OpValidationError(f"{what}: C {C.name} must be a fragment; found scope {C.scope}", what, C.name)
+    if C.scope not in accumulators:
+        kinds = "a fragment" if accumulators == (FRAGMENT,) else f"in one of {accumulators}"
+        raise OpValidationError(f"{what}: C {C.name} must be {kinds}; found scope {C.scope}", what, C.name)
     return M, N, Ka
 
 

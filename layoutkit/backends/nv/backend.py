@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import UnsupportedError
-from ...scopes import GLOBAL
+from ...infer import validate
+from ...scopes import FRAGMENT, GLOBAL, SCOPES, TMEM
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
 from ..registry import Backend
@@ -31,8 +32,15 @@ class NvBackend(Backend):
     language = "cuda"
     suffix = ".cu"
 
+    scopes = (*SCOPES, TMEM)
+    """The NVIDIA scopes and Blackwell tensor memory (``shared.tmem``, sm_100 and later only)."""
+
     def rules(self):
         return rules.RULES
+
+    def check_gemm(self, A, B, C, args: dict, what: str) -> None:
+        """The generic GEMM check; C may also be in tensor memory (a TCGEN05 accumulator)."""
+        validate.gemm(A, B, C, args, what, accumulators=(FRAGMENT, TMEM))
 
     def local_rules(self):
         """The copy and atomic-add rules read only their own buffers' layouts (the instruction is a function

@@ -18,6 +18,7 @@ from ...infer.loops import loop_rule
 from ...infer.rules import EMPTY, FREE, RuleResult
 from ...targets import nv
 from ...targets.nv.copy import tma_atomic_add_layout, tma_inferred_layout
+from ...targets.nv.tcgen05 import make_tmem_copy_fragment
 
 
 def gemm_rule(op, ctx, level) -> RuleResult:
@@ -34,7 +35,10 @@ def _gemm_result(op, ctx) -> RuleResult:
                      for k in ("A", "B", "C"))
     if a.get("wgmma"):
         _require_wgmma(op, operands, ctx)
-    r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng)
+    if a.get("tcgen05"):
+        _require_tcgen05(op, operands, ctx)
+    r = _layouts(operands, a["transpose_A"], a["transpose_B"], ctx.target, a["policy"], ctx.rng,
+                 bool(a.get("use_2cta")))
     return RuleResult({a[k]: r[k] for k in ("A", "B", "C") if k in r})
 
 
@@ -53,11 +57,24 @@ def _require_wgmma(op, operands, ctx) -> None:
                                f"{inst}")
 
 
+def _require_tcgen05(op, operands, ctx) -> None:
+    """``T.tcgen05_gemm`` must lower to TCGEN05 (TileLang stops with "T.tcgen05_gemm() requires Blackwell
+    TCGEN5MMA lowering" otherwise); so does this rule."""
+    a = op.args
+    inst = nv.select_gemm_instruction(*operands, transpose_A=a["transpose_A"], transpose_B=a["transpose_B"],
+                                      threads=ctx.rng[1], arch=ctx.target, two_cta=bool(a.get("use_2cta")))
+    if inst != "tcgen05":
+        shapes = ", ".join(f"{k} {ctx.buffer(a[k]).scope} {list(ctx.shape(a[k]))} {ctx.buffer(a[k]).dtype}"
+                           for k in ("A", "B", "C"))
+        raise UnsupportedError(f"{op.name}: T.tcgen05_gemm requires TCGEN05 lowering (as TileLang's, which stops "
+                               f"there); on {ctx.target} with {shapes}, T.gemm selects {inst}")
+
+
 @memoized(maxsize=1024)
-def _layouts(operands, transpose_A, transpose_B, target, policy, rng):
+def _layouts(operands, transpose_A, transpose_B, target, policy, rng, two_cta=False):
     """Layouts are immutable, so one GEMM shape is laid out once per process."""
     return nv.gemm_layouts(*operands, transpose_A=transpose_A, transpose_B=transpose_B, threads=rng[1],
-                           arch=target, policy=policy, thread_range=rng)
+                           arch=target, policy=policy, thread_range=rng, two_cta=two_cta)
 
 
 def copy_rule(op, ctx, level) -> RuleResult:
@@ -66,6 +83,8 @@ def copy_rule(op, ctx, level) -> RuleResult:
     their shared buffer at the free level when it has none and get no loop; every other form is a
     SIMT loop (:func:`layoutkit.infer.loops.loop_rule`)."""
     inst, shared = _copy_instruction(op, ctx)
+    if inst in (nv.CopyInstruction.TMEM_LOAD, nv.CopyInstruction.TMEM_STORE):
+        return tmem_copy_rule(op, ctx, inst is nv.CopyInstruction.TMEM_LOAD)
     if not inst.is_tma:
         return loop_rule(op, ctx, level)
     if level != FREE or shared in ctx.layouts:
@@ -73,6 +92,21 @@ def copy_rule(op, ctx, level) -> RuleResult:
     fixed = tuple(range(len(ctx.shape(shared)) - len(ctx.buffer(shared).shape)))
     lay = tma_inferred_layout(inst, ctx.shape(shared), ctx.buffer(shared).dtype, fixed)
     return EMPTY if lay is None else RuleResult({shared: lay})
+
+
+def tmem_copy_rule(op, ctx, load: bool) -> RuleResult:
+    """A ``tcgen05.ld`` (``load``) / ``tcgen05.st`` copy between tensor memory and a fragment, at every
+    level: once the TMEM side has a layout and the fragment none, the fragment gets the copy's register
+    layout (:func:`layoutkit.targets.nv.tcgen05.make_tmem_copy_fragment`), bound to the op's threads; no
+    loop (TileLang's ``InferTMemLayout``)."""
+    a = op.args
+    tmem, reg = (a["src"], a["dst"]) if load else (a["dst"], a["src"])
+    t_region, r_region = (a["src_region"], a["dst_region"]) if load else (a["dst_region"], a["src_region"])
+    if reg in ctx.layouts or tmem not in ctx.layouts:
+        return EMPTY
+    frag = make_tmem_copy_fragment(ctx.layouts[tmem], ctx.buffer(tmem).dtype, tuple(zip(*t_region)),
+                                   ctx.shape(reg), tuple(zip(*r_region)), ctx.rng[1])
+    return RuleResult({reg: frag.bind_thread_range(*ctx.rng)})
 
 
 def atomic_add_rule(op, ctx, level) -> RuleResult:

@@ -3,7 +3,8 @@ the GEMM layout rule and an exact shared-memory bank model (REFERENCE.md section
 
 Modules: :mod:`.swizzle` (32/64/128B xor swizzles, padded, linear, fp64, Hopper/sm_100 and Volta
 rules, merging), :mod:`.mma` (mma.sync atoms, load/store fragments, ldmatrix/stmatrix maps),
-:mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.partition` (warp partition),
+:mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.tcgen05` (sm_100 tensor memory: the
+TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition` (warp partition),
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
 selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.report` (swizzle x move cost table),
 :mod:`.dtype` (element types).
@@ -60,10 +61,18 @@ from .swizzle import (
     merge_swizzles,
     swizzle_info,
 )
+from .tcgen05 import (
+    Tcgen05Atom,
+    make_tmem_accumulator_layout,
+    make_tmem_copy_fragment,
+    make_tmem_operand_a_layout,
+    select_tcgen05_atom,
+)
 from .volta import make_volta_load_layout, make_volta_store_layout
 from .wgmma import make_wgmma_load_layout, make_wgmma_store_layout, wgmma_inst_n
 
 __all__ = [
+    "Tcgen05Atom",
     "cute_swizzle",
     "cute_swizzled_layout",
     "swizzle_kind",
@@ -106,6 +115,9 @@ __all__ = [
     "make_quarter_bank_swizzled_layout",
     "make_swizzled_layout",
     "make_tcgen05mma_swizzled_layout",
+    "make_tmem_accumulator_layout",
+    "make_tmem_copy_fragment",
+    "make_tmem_operand_a_layout",
     "make_volta_load_layout",
     "make_volta_store_layout",
     "make_volta_swizzled_layout",
@@ -117,6 +129,7 @@ __all__ = [
     "pipelined_shape",
     "select_copy_instruction",
     "select_gemm_instruction",
+    "select_tcgen05_atom",
     "stmatrix_layout",
     "swizzle_info",
     "tma_shared_layout",

@@ -98,7 +98,7 @@ def _operand(x, name: str) -> GemmOperand:
         return x
     if isinstance(x, (tuple, list)) and len(x) in (3, 4):
         op = GemmOperand(x[0], tuple(x[1]), x[2], None if len(x) == 3 or x[3] is None else tuple(x[3]))
-        if op.tile is not None and not op.shared:  # TileLang lays register operands out over the buffer
+        if op.tile is not None and not (op.shared or op.tmem):  # TileLang lays register operands out over the buffer
             raise UnsupportedError(f"GEMM operand {name} reads {op.tile} of {op.scope} buffer {op.shape}; only "
                                    f"shared operands may be sub-regions")
         return op
@@ -125,13 +125,15 @@ class GemmLayouts:
         return name in self.layouts
 
 
-def gemm_shape(A: GemmOperand, B: GemmOperand, C: GemmOperand, transpose_A: bool, transpose_B: bool):
+def gemm_shape(A: GemmOperand, B: GemmOperand, C: GemmOperand, transpose_A: bool, transpose_B: bool,
+               two_cta: bool = False):
     """``(M, N, K)`` from the last two dims of the operands (A ``[M, K]`` or ``[K, M]``, B ``[K, N]`` or
-    ``[N, K]``, C ``[M, N]``), checking that they agree."""
+    ``[N, K]``, C ``[M, N]``), checking that they agree; ``two_cta``: each CTA holds half of B's N."""
     a0, a1 = A.tile_shape
     b0, b1 = B.tile_shape
     M, Ka = (a1, a0) if transpose_A else (a0, a1)
     Kb, N = (b1, b0) if transpose_B else (b0, b1)
+    N *= 2 if two_cta else 1
     if Ka != Kb or tuple(C.shape[-2:]) != (M, N):
         raise ShapeError(
             f"GEMM shapes disagree: A {A.tile_shape} (transpose_A={transpose_A}) gives M={M}, K={Ka}; B {B.tile_shape} "
@@ -158,8 +160,21 @@ def _wgmma_dtypes_ok(a: str, b: str, c: str, trans_a: bool, trans_b: bool, K: in
     return False
 
 
+def _tcgen05_fits(A: GemmOperand, B: GemmOperand, C: GemmOperand, M: int, N: int, K: int) -> bool:
+    """Whether some TCGEN05 atom fits (TileLang's ``AllowTcgen5Mma``: the operand dtype is B's when A is in
+    tensor memory)."""
+    from .tcgen05 import select_tcgen05_atom
+
+    try:
+        select_tcgen05_atom(M, N, K, B.dtype if A.tmem else A.dtype, C.dtype, two_cta=True)
+    except UnsupportedError:
+        return False
+    return True
+
+
 def select_gemm_instruction(
-    A, B, C, *, transpose_A: bool = False, transpose_B: bool = False, threads: int = 128, arch: str | int = "sm_80"
+    A, B, C, *, transpose_A: bool = False, transpose_B: bool = False, threads: int = 128, arch: str | int = "sm_80",
+    two_cta: bool = False,
 ) -> str:
     """The instruction family of ``T.gemm`` (TileLang ``Gemm::SelectInst`` without the explicit
     ``T.wgmma_gemm`` / ``T.tcgen05_gemm`` forms).
@@ -172,10 +187,10 @@ def select_gemm_instruction(
     'fma'
     """
     A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
-    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
+    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B, two_cta)
     sm = _arch_number(arch)
     num_warps = int(threads) // WARP_SIZE
-    if 100 <= sm <= 110 and (A.shared or A.tmem) and B.shared and C.tmem:
+    if 100 <= sm <= 110 and (A.shared or A.tmem) and B.shared and C.tmem and _tcgen05_fits(A, B, C, M, N, K):
         return "tcgen05"
     if (90 <= sm < 100 and M >= 64 and num_warps % 4 == 0 and B.shared
             and _wgmma_dtypes_ok(A.dtype, B.dtype, C.dtype, transpose_A, transpose_B, K)):
@@ -219,12 +234,14 @@ def gemm_layouts(
     policy: object = "square",
     thread_range: tuple[int, int] | None = None,
     instruction: str | None = None,
+    two_cta: bool = False,
 ) -> GemmLayouts:
     """The layouts ``T.gemm(A, B, C)`` imposes (see the module doc).
 
     Operands are :class:`GemmOperand` or ``(scope, shape, dtype)``; ``threads`` is the block's thread
     count (the extent of ``thread_range`` when given, e.g. ``(128, 128)`` for warp-specialised
-    consumers); ``instruction`` overrides the selection.
+    consumers); ``instruction`` overrides the selection; ``two_cta``: a TCGEN05 GEMM that may use the
+    two-CTA MMA (TileLang's ``use_2cta`` annotation).
     """
     A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
     if thread_range is not None:
@@ -234,10 +251,10 @@ def gemm_layouts(
         start, extent = 0, int(threads)
     if threads % WARP_SIZE:
         raise ShapeError(f"T.gemm needs whole warps; found {threads} threads")
-    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B)
+    M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B, two_cta)
     sm = _arch_number(arch)
     inst = instruction or select_gemm_instruction(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B,
-                                                   threads=threads, arch=arch)
+                                                   threads=threads, arch=arch, two_cta=two_cta)
     pol = normalize_policy(policy)
     m_warp, n_warp = compute_warp_partition(M, N, threads // WARP_SIZE, pol, arch, instruction=inst)
     wrt, wct = M // m_warp, N // n_warp
@@ -248,8 +265,13 @@ def gemm_layouts(
 
     if not (C.fragment or C.tmem):
         raise ShapeError(f"T.gemm accumulates into a fragment (local.fragment); C is in {C.scope!r}")
+    if C.tmem and inst != "tcgen05":
+        raise UnsupportedError(f"T.gemm accumulates into tensor memory only as a TCGEN05 GEMM (sm_100, A shared or "
+                               f"in tensor memory, B shared, a TCGEN05 atom for M={M} N={N} K={K} {A.dtype} -> "
+                               f"{C.dtype}); this GEMM selects {inst} on {arch}, whose accumulator is a fragment "
+                               f"(TileLang's inference stops there too)")
     if inst == "tcgen05":
-        raise UnsupportedError("TCGEN05 (sm_100 tensor-memory) GEMM layouts are not modelled by layoutkit")
+        return _tcgen05_layouts(A, B, C, transpose_A, transpose_B, (M, N, K), two_cta, (m_warp, n_warp))
     if inst == "fma":
         for name, op in (("A", A), ("B", B), ("C", C)):
             if op.fragment:
@@ -259,22 +281,14 @@ def gemm_layouts(
         if not B.shared or not (A.shared or A.fragment):
             raise UnsupportedError(f"WGMMA needs B in shared memory and A in shared memory or registers; "
                                    f"found A {A.scope}, B {B.scope}")
-        vec = 128 // element_bits(A.dtype)
         cont_a = K if not transpose_A else 64
         from .wgmma import wgmma_inst_n
 
         cont_b = K if transpose_B else wgmma_inst_n(wct)
 
-        def shared(op: GemmOperand, continuity: int) -> Layout:
-            for per, make in ((8, make_full_bank_swizzled_layout), (4, make_half_bank_swizzled_layout),
-                              (2, make_quarter_bank_swizzled_layout)):
-                if continuity % (vec * per) == 0:
-                    return make(op.shape, op.dtype)
-            return make_linear_layout(op.shape, op.dtype)
-
-        out["A"] = shared(A, cont_a) if A.shared else bind(
+        out["A"] = _shared_swizzle(A, cont_a) if A.shared else bind(
             make_wgmma_load_layout(A.dtype, m_warp, n_warp, wrt, wct, K, transpose_A))
-        out["B"] = shared(B, cont_b)
+        out["B"] = _shared_swizzle(B, cont_b)
         out["C"] = bind(make_wgmma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, chunk=K))
         return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
     if 70 <= sm < 75:
@@ -295,6 +309,48 @@ def gemm_layouts(
     out["C"] = bind(make_mma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, accum_dtype=C.dtype,
                                              arch=arch, chunk=K))
     return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
+
+
+def _shared_swizzle(op: GemmOperand, continuity: int) -> Layout:
+    """The bank swizzle of a shared operand whose contiguous run is ``continuity`` elements (the widest
+    whose rows it fills: 128, 64, 32 bytes), else linear (TileLang's WGMMA and TCGEN05 rule)."""
+    vec = 128 // element_bits(op.dtype)
+    for per, make in ((8, make_full_bank_swizzled_layout), (4, make_half_bank_swizzled_layout),
+                      (2, make_quarter_bank_swizzled_layout)):
+        if continuity % (vec * per) == 0:
+            return make(op.shape, op.dtype)
+    return make_linear_layout(op.shape, op.dtype)
+
+
+def _tcgen05_layouts(A: GemmOperand, B: GemmOperand, C: GemmOperand, transpose_A: bool, transpose_B: bool,
+                     mnk: tuple[int, int, int], two_cta: bool, partition: tuple[int, int]) -> GemmLayouts:
+    """TileLang's ``GemmTCGEN5.infer_layout``: SS (A, B shared) swizzles A and B by their contiguous runs
+    (K for a K-major operand, else M / B's last dim; sub-byte K-major: the buffer's last dim) and lays C
+    out as the atom's accumulator; TS (A in tensor memory, K-major) lays A out as the atom's A operand
+    and C non-interleaved."""
+    from .tcgen05 import make_tmem_accumulator_layout, make_tmem_operand_a_layout, select_tcgen05_atom
+
+    M, N, K = mnk
+    if not (B.shared and C.tmem and (A.shared or A.tmem)):
+        raise UnsupportedError(f"TCGEN05 needs A in shared or tensor memory, B shared and C in tensor memory; "
+                               f"found A {A.scope}, B {B.scope}, C {C.scope}")
+    atom = select_tcgen05_atom(M, N, K, A.dtype, C.dtype, two_cta=two_cta)
+
+    def run(op: GemmOperand, k_major: bool, mn: int) -> int:
+        if element_bits(op.dtype) < 8:
+            return op.shape[-1] if k_major else mn
+        return K if k_major else mn
+
+    out: dict[str, Layout] = {"B": _shared_swizzle(B, run(B, transpose_B, B.shape[-1]))}
+    if A.shared:
+        out["A"] = _shared_swizzle(A, run(A, not transpose_A, M))
+        out["C"] = make_tmem_accumulator_layout(C.shape, C.dtype, atom)
+    else:
+        if transpose_A:
+            raise UnsupportedError("TCGEN05 TS (A in tensor memory) needs a K-major A (transpose_A=False)")
+        out["A"] = make_tmem_operand_a_layout(A.shape, A.dtype, atom)
+        out["C"] = make_tmem_accumulator_layout(C.shape, C.dtype, atom, a_in_tmem=True)
+    return GemmLayouts("tcgen05", partition, M, N, K, out)
 
 
 def pipelined_shape(shape: Sequence[int], num_stages: int) -> tuple[int, ...]:
