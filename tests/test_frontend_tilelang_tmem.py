@@ -6,6 +6,10 @@ TileLang's own functions over a grid of shapes and dtypes.  Without TileLang the
 ``tests/test_nv_tcgen05.py``."""
 
 import functools
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -13,11 +17,13 @@ from .tilelang_env import require_tilelang  # noqa: E402
 
 require_tilelang()
 
+import tilelang  # noqa: E402
 from tilelang import _ffi_api, tvm  # noqa: E402
 from tilelang.cuda.intrinsics.layout import mma_sm100_layout as sm100  # noqa: E402
 
 from layoutkit.errors import LayoutError, UnsupportedError  # noqa: E402
 from layoutkit.frontends.tilelang import from_prim_func, from_tilelang, tilelang_inference  # noqa: E402
+from layoutkit.frontends.tilelang_pass import lower  # noqa: E402
 from layoutkit.infer import infer_layouts  # noqa: E402
 from layoutkit.targets.nv.tcgen05 import (  # noqa: E402
     Tcgen05Atom,
@@ -41,6 +47,11 @@ CASES = {
     "m64_n256": lambda: K.tcgen05_gemm(M=64, N=256),
     "int8": lambda: K.tcgen05_gemm(dtype="int8", accum_dtype="int32"),
     "fp8": lambda: K.tcgen05_gemm(dtype="float8_e4m3fn"),
+    # M = 64 dense (layout F): tcgen05.ld 16dp64b; with 96 columns no shape fits, the store loop lays C out
+    # (256-bit vectors on sm_100)
+    "layout_f": lambda: K.tcgen05_gemm(M=64, N=32, dtype="float8_e4m3fn"),
+    "layout_f_256t": lambda: K.tcgen05_gemm(M=64, N=32, dtype="float8_e4m3fn", threads=256),
+    "layout_f_96_columns": lambda: K.tcgen05_gemm(M=64, N=96, dtype="float8_e4m3fn"),
     "ts": lambda: K.tcgen05_ts_gemm(),
     "ts_256t": lambda: K.tcgen05_ts_gemm(N=128, threads=256),
 }
@@ -82,6 +93,24 @@ def test_16bit_accumulator_in_tensor_memory_is_refused_as_tilelang_fails():
     assert run.failed and "must be a fragment" in run.error
     with pytest.raises(UnsupportedError, match="this GEMM selects mma on sm_100"):
         infer_layouts(run.program)
+
+
+@pytest.mark.parametrize("name", ["ss_bf16", "ts"])
+def test_lowered_with_layoutkit_as_the_pass(name):
+    """TileLang's pipeline lowers the kernel with layoutkit's layouts (tensor memory included) to tcgen05
+    MMAs and ``tcgen05.ld`` / ``st`` copies; nvcc compiles it for sm_100a where installed."""
+    source = lower(CASES[name](), SM100, fallback=False).kernel_source
+    assert "tcgen05mma" in source and "tcgen05_ld" in source
+    if shutil.which("nvcc") is None:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = Path(tmp) / "k.cu"
+        cu.write_text(source)
+        root = Path(tilelang.__file__).resolve().parent
+        done = subprocess.run(["nvcc", "-gencode", "arch=compute_100a,code=sm_100a", "-std=c++17", "-w", "-c",
+                               str(cu), "-o", str(Path(tmp) / "k.o"), f"-I{root / 'src'}",
+                               f"-I{root / '3rdparty' / 'cutlass' / 'include'}"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 # ---- the hardware facts against TileLang's own functions -------------------------------------------

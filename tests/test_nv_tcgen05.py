@@ -135,10 +135,24 @@ def test_copy_fragment_of_16bit_values_packs_pairs_or_unpacks_an_accumulator():
     assert G.table().reshape(128, 64)[0, 33] == 33  # pack::16b: one value per word
 
 
-def test_copy_fragment_refuses_16_datapath_tiles_and_mismatched_regions():
-    quarters = make_tmem_accumulator_layout((64, 64), "float32", Tcgen05Atom(64, 64, 32))
-    with pytest.raises(UnsupportedError, match="datapaths 0..127"):
-        make_tmem_copy_fragment(quarters, "float32", ((0, 64), (0, 64)), (64, 64), ((0, 64), (0, 64)), 128)
+def test_layout_f_tile_moves_with_16dp64b_once_per_warp():
+    """An M = 64 accumulator (layout F) is read with the 16dp64b shape: lane ``4 (r % 8) + 2 (j % 2) + r // 8``
+    of warp ``i // 16`` (``r = i % 16``) holds column pair ``j // 2``."""
+    quarters = make_tmem_accumulator_layout((64, 32), "float32", Tcgen05Atom(64, 32, 32))
+    F = make_tmem_copy_fragment(quarters, "float32", ((0, 64), (0, 32)), (64, 32), ((0, 64), (0, 32)), 128)
+    th, ix = F.thread_table().reshape(64, 32), F.table().reshape(64, 32)
+    assert (th[0, 0], th[9, 1], th[16, 0], th[17, 0]) == (0, 4 + 2 + 1, 32, 36)
+    assert (ix[9, 1], ix[9, 30]) == (0, 15) and F.local_size == 16
+    assert len(set(zip(th.ravel().tolist(), ix.ravel().tolist()))) == 64 * 32
+
+
+def test_copy_fragment_refuses_tiles_no_shape_plans_and_mismatched_regions():
+    odd = make_tmem_accumulator_layout((64, 96), "float32", Tcgen05Atom(64, 96, 32))
+    with pytest.raises(UnsupportedError, match="power-of-two count of column pairs"):
+        make_tmem_copy_fragment(odd, "float32", ((0, 64), (0, 96)), (64, 96), ((0, 64), (0, 96)), 128)
+    gapped = Layout([128, 8], lambda i, j: (i, j * 2))
+    with pytest.raises(UnsupportedError, match="gapped"):
+        make_tmem_copy_fragment(gapped, "float32", ((0, 128), (0, 8)), (128, 8), ((0, 128), (0, 8)), 128)
     with pytest.raises(ShapeError, match="differ"):
         make_tmem_copy_fragment(IDENTITY, "float32", ((0, 128), (0, 64)), (128, 32), ((0, 128), (0, 32)), 128)
 
@@ -176,3 +190,15 @@ def test_ts_gemm_needs_k_major_a():
     with pytest.raises(UnsupportedError, match="K-major"):
         nv.gemm_layouts(("shared.tmem", (64, 128), "bfloat16"), ("shared", (64, 64), "bfloat16"),
                         ("shared.tmem", (128, 64), "float32"), transpose_A=True, arch="sm_100")
+
+
+@pytest.mark.parametrize("target, vector", [("sm_90", 4), ("sm_100", 8)])
+def test_global_only_loops_vectorise_256_bits_on_sm100(target, vector):
+    """A fragment -> global copy of float32: 128-bit vectors (4) before sm_100, 256-bit (8) from sm_100 on,
+    where nothing in shared memory is touched."""
+    p = Program(threads=128, target=target)
+    g = p.tensor("D", (64, 96), "float32")
+    f = p.alloc_fragment("f", (64, 96), "float32")
+    p.copy(f, g)
+    th = infer_layouts(p).layout_map["f"].thread_table().reshape(64, 96)
+    assert (th[0, :vector] == th[0, 0]).all() and th[0, vector] != th[0, 0]

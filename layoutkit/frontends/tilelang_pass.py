@@ -50,7 +50,7 @@ LOOP_PREDICATE = "parallel_loop_predicate"
 PADDING_GUARD = "parallel_loop_requires_padding_guard"
 COST_MODEL_CONFIG = "tl.layout_cost_model"
 _FRAGMENT = "local.fragment"
-_LAID_OUT = ("shared", "shared.dyn", _FRAGMENT)
+_LAID_OUT = ("shared", "shared.dyn", "shared.tmem", _FRAGMENT)
 
 
 @dataclass
@@ -387,7 +387,7 @@ class _Scopes:
 
 
 def _buffer_layouts(func, walked: Walked, result, scopes: _Scopes) -> dict:
-    """Every shared / fragment TIR buffer of ``func`` over a solved storage -> its TileLang layout;
+    """Every shared / tensor-memory / fragment TIR buffer of ``func`` over a solved storage -> its TileLang layout;
     a layout the kernel annotates (``T.annotate_layout``) is kept as the same object."""
     from tilelang import tvm
 

@@ -295,7 +295,8 @@ def _plan_width(op, ctx, loop, threads: int, has_fragment: bool) -> int:
     plans the symbolic loop: no vectors when that dim is the innermost (its extent is not provably a
     multiple of any width), else the vectoriser's width as is (a symbolic size has no least padding)."""
     # gcd with 0 is the width itself: no cap
-    vector = math.gcd(loop_vector_width(loop, _vector_accesses(op, ctx)), op.args.get("vector_cap") or 0)
+    vector = math.gcd(loop_vector_width(loop, _vector_accesses(op, ctx), _max_vector_bits(op, ctx)),
+                      op.args.get("vector_cap") or 0)
     if op.args.get("dynamic"):
         return 1 if len(loop) == 1 else vector
     return partition_width(loop, vector, threads, has_fragment)
@@ -337,6 +338,16 @@ def _replica_zero(layout: Fragment) -> Guard:
     mapping = {v: Const(0) for v in index_vars}
     mapping[thread_var] = Var(THREAD, thread_var.hi + 1)
     return Guard.equals(substitute(inv.forward_index[-1], mapping), 0)
+
+
+def _max_vector_bits(op, ctx) -> int:
+    """The target's widest vector for this loop (a loop touching global memory and no shared memory may be
+    wider: 256 bits on sm_100)."""
+    from .target import get_target
+
+    scopes = [ctx.buffer(a.buffer).scope for a in op.accesses]
+    global_only = GLOBAL in scopes and not any(is_shared(s) for s in scopes)
+    return get_target(ctx.target).max_vector_bits(ctx.target, global_only)
 
 
 def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:

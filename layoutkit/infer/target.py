@@ -73,6 +73,11 @@ class Target:
         """Extra arguments a fill of the region records."""
         return {}
 
+    def max_vector_bits(self, target: str, global_only: bool) -> int:
+        """The widest vector access of a parallel loop on ``target``; ``global_only``: the loop touches
+        global memory and no shared memory (TileLang's ``MaxVectorLoadBits``: 128 bits by default)."""
+        return 128
+
     def builders(self) -> Mapping[str, Callable]:
         """Extra :class:`~layoutkit.infer.Program` methods: name -> ``fn(program, *args, **kwargs)``."""
         return {}

@@ -207,9 +207,9 @@ def _index_profile(loop: tuple[int, ...], acc: VectorAccess) -> _Profile:
     return _Profile(n, np.full(n - 1, coeffs[-1] == 0), np.full(n - 1, coeffs[-1] == 1), low)
 
 
-def _width(acc: VectorAccess, prof: _Profile, base: int) -> int | None:
+def _width(acc: VectorAccess, prof: _Profile, base: int, max_bits: int = MAX_VECTOR_BITS) -> int | None:
     """The width one access allows (``None``: it forces scalar code, a store to one address)."""
-    lower = math.gcd(base, max(1, MAX_VECTOR_BITS // acc.bits))
+    lower = math.gcd(base, max(1, max_bits // acc.bits))
     width, invariant = lower, False
     trial = base
     while trial >= max(lower, 1):
@@ -228,26 +228,28 @@ def _width(acc: VectorAccess, prof: _Profile, base: int) -> int | None:
 
 
 @memoized(maxsize=4096)
-def loop_vector_width(loop: tuple[int, ...], accesses: tuple[VectorAccess, ...]) -> int:
-    """The widest vector every access of the loop allows (1: scalar).  See the module doc."""
-    base = math.gcd(MAX_VECTOR_BITS, loop[-1])
+def loop_vector_width(loop: tuple[int, ...], accesses: tuple[VectorAccess, ...],
+                      max_bits: int = MAX_VECTOR_BITS) -> int:
+    """The widest vector every access of the loop allows (1: scalar), an access at most ``max_bits`` wide
+    (256 for a global-only loop on sm_100: the target says).  See the module doc."""
+    base = math.gcd(max_bits, loop[-1])
     memory: list[int] = []
     deferred: list[tuple[int, _Profile]] = []
     for acc in accesses:
         prof = _profile(loop, acc)
-        width = _width(acc, prof, base)
+        width = _width(acc, prof, base, max_bits)
         if width is None:
             return 1
-        broadcast = not acc.is_write and prof.invariant(MAX_VECTOR_BITS)
+        broadcast = not acc.is_write and prof.invariant(max_bits)
         if acc.local or broadcast:
             deferred.append((width, prof))
         else:
             memory.append(width)
     if memory:
-        chosen = math.gcd(MAX_VECTOR_BITS, *memory)
+        chosen = math.gcd(max_bits, *memory)
         for width, prof in deferred:
             if chosen > width and not prof.can_vectorize(chosen):
                 chosen = math.gcd(chosen, width)
     else:
-        chosen = math.gcd(MAX_VECTOR_BITS, *(w for w, _ in deferred))
+        chosen = math.gcd(max_bits, *(w for w, _ in deferred))
     return math.gcd(base, chosen)

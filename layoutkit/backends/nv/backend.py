@@ -17,6 +17,7 @@ from ...infer import validate
 from ...scopes import FRAGMENT, GLOBAL, SCOPES, TMEM
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
+from ...targets.nv.mma import arch_number
 from ..registry import Backend
 from . import rules
 from .smem_cost import SharedMemoryAwareModel
@@ -37,6 +38,15 @@ class NvBackend(Backend):
 
     def rules(self):
         return rules.RULES
+
+    def max_vector_bits(self, target: str, global_only: bool) -> int:
+        """256 bits on sm_100 and later for a loop touching global and no shared memory (Blackwell's 256-bit
+        global loads and stores, as TileLang's ``MaxVectorLoadBits``), else 128.
+
+        >>> NvBackend().max_vector_bits("sm_100a", True), NvBackend().max_vector_bits("sm_90", True)
+        (256, 128)
+        """
+        return 256 if global_only and arch_number(target) >= 100 else 128
 
     def check_gemm(self, A, B, C, args: dict, what: str) -> None:
         """The generic GEMM check; C may also be in tensor memory (a TCGEN05 accumulator)."""

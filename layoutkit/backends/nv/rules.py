@@ -97,15 +97,18 @@ def copy_rule(op, ctx, level) -> RuleResult:
 def tmem_copy_rule(op, ctx, load: bool) -> RuleResult:
     """A ``tcgen05.ld`` (``load``) / ``tcgen05.st`` copy between tensor memory and a fragment, at every
     level: once the TMEM side has a layout and the fragment none, the fragment gets the copy's register
-    layout (:func:`layoutkit.targets.nv.tcgen05.make_tmem_copy_fragment`), bound to the op's threads; no
-    loop (TileLang's ``InferTMemLayout``)."""
+    layout (:func:`layoutkit.targets.nv.tcgen05.make_tmem_copy_fragment`), bound to the op's threads, or
+    nothing where no ``tcgen05.ld`` / ``st`` shape plans the tile; no loop (TileLang's ``InferTMemLayout``)."""
     a = op.args
     tmem, reg = (a["src"], a["dst"]) if load else (a["dst"], a["src"])
     t_region, r_region = (a["src_region"], a["dst_region"]) if load else (a["dst_region"], a["src_region"])
     if reg in ctx.layouts or tmem not in ctx.layouts:
         return EMPTY
-    frag = make_tmem_copy_fragment(ctx.layouts[tmem], ctx.buffer(tmem).dtype, tuple(zip(*t_region)),
-                                   ctx.shape(reg), tuple(zip(*r_region)), ctx.rng[1])
+    try:
+        frag = make_tmem_copy_fragment(ctx.layouts[tmem], ctx.buffer(tmem).dtype, tuple(zip(*t_region)),
+                                       ctx.shape(reg), tuple(zip(*r_region)), ctx.rng[1])
+    except UnsupportedError:  # no tcgen05.ld / st shape plans the tile: TileLang's copy proposes nothing
+        return EMPTY
     return RuleResult({reg: frag.bind_thread_range(*ctx.rng)})
 
 

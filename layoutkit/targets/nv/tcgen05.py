@@ -262,17 +262,24 @@ def make_tmem_operand_a_layout(shape: Sequence[int], dtype: object, atom: Tcgen0
 
 # ---- tcgen05.ld / tcgen05.st ----------------------------------------------------------------------
 
+QUARTER_DATAPATHS = tuple(32 * w + r for w in range(4) for r in range(16))
+"""The datapaths of layout F (an M = 64 accumulator): the low 16 of each warp's 32-lane sub-partition."""
+
+
 def make_tmem_copy_fragment(tmem_layout: Layout, dtype: object, tmem_region: Sequence[tuple[int, int]],
                             reg_shape: Sequence[int], reg_region: Sequence[tuple[int, int]],
                             threads: int) -> Fragment:
     """The register fragment of a copy between a TMEM buffer laid out by ``tmem_layout`` (its region
     ``tmem_region`` of ``(start, extent)`` pairs) and a fragment buffer ``reg_shape`` (its region
-    ``reg_region``), with ``threads`` threads (TileLang's ``InferTMemLayout`` with the ``32dp32b`` atom):
-    the tile must cover all 128 datapaths and whole 32-bit columns, each once; as many warp groups as
-    divide the columns take contiguous column chunks; thread ``datapath + 128 * chunk`` holds its chunk's
-    columns in order (two 16-bit values of a packed word next to each other); the register buffer repeats
-    the tile as a row-major grid of slices, each slice's registers after the previous one's.  Tiles the
-    atom cannot cover (the 16-datapath layout F, gapped tiles) raise :class:`UnsupportedError`.
+    ``reg_region``), with ``threads`` threads (TileLang's ``InferTMemLayout``).  The tile must cover its
+    datapaths by whole 32-bit columns, each once: all 128 (the ``32dp32b`` shape: thread ``datapath``), or
+    layout F's low 16 of each sub-partition (``16dp64b``, issued once per warp: lane ``t`` of warp ``w``
+    holds datapath ``32 w + 8 (t % 2) + t // 4`` and columns ``(t // 2) % 2 + 2 n``, a power-of-two count of
+    column pairs, at most 64).  As many warp groups as the columns allow take contiguous column chunks
+    (thread ``+ 128 * chunk``); registers follow the columns in order (two 16-bit values of a packed word next
+    to each other); the register buffer repeats the tile as a row-major grid of slices, each slice's
+    registers after the previous one's.  No shape fits (a gapped tile, an odd 16-datapath one):
+    :class:`UnsupportedError`, where TileLang's copy proposes no layout.
 
     >>> L = Layout([128, 128], lambda i, j: (i, j))
     >>> F = make_tmem_copy_fragment(L, "float32", ((0, 128), (64, 64)), (128, 128), ((0, 128), (64, 64)), 256)
@@ -290,17 +297,29 @@ def make_tmem_copy_fragment(tmem_layout: Layout, dtype: object, tmem_region: Seq
     word = col // per_word
     vpc = 1 if packed16 else per_word
     columns = int(word.max()) + 1
-    hits = np.zeros((TMEM_DATAPATHS, columns), dtype=np.int64)
     if int(dp.max()) >= TMEM_DATAPATHS:
         raise UnsupportedError("TMEM copy: the tile reaches past datapath 127")
+    hits = np.zeros((TMEM_DATAPATHS, columns), dtype=np.int64)
     np.add.at(hits, (dp.ravel(), word.ravel()), 1)
-    if not (hits == vpc).all():
-        raise UnsupportedError(f"TMEM copy: the tile does not cover datapaths 0..127 x {columns} columns once each "
-                               f"(a 16-datapath or gapped tile): TileLang's narrower tcgen05.ld shapes are not "
-                               f"modelled")
-    groups = next(g for g in range(max(int(threads) // WARP_GROUP_THREADS, 1), 0, -1) if columns % g == 0)
-    return _copy_fragment(tmem_layout, tmem_region, reg_shape, reg_region, per_word, packed16, columns // groups,
-                          vpc, groups)
+    used = tuple(int(d) for d in np.flatnonzero(hits.any(axis=1)))
+    quarter = used == QUARTER_DATAPATHS
+    if not (quarter or used == tuple(range(TMEM_DATAPATHS))) or not (hits[list(used)] == vpc).all():
+        raise UnsupportedError(f"TMEM copy: the tile does not cover datapaths 0..127 (or layout F's) x {columns} "
+                               f"columns once each (a gapped tile): no tcgen05.ld / st shape TileLang plans fits")
+    wgs = max(int(threads) // WARP_GROUP_THREADS, 1)
+    groups = next((g for g in range(wgs, 0, -1) if columns % g == 0 and (not quarter or _pairs_ok(columns // g))),
+                  None)
+    if groups is None:
+        raise UnsupportedError(f"TMEM copy: layout F's {columns} columns are no power-of-two count of column pairs "
+                               f"(at most 64) per warp group: the 16dp64b shape does not fit")
+    return _copy_fragment(tmem_layout, tmem_region, reg_shape, reg_region, per_word, packed16,
+                          (columns // groups, vpc, groups, quarter))
+
+
+def _pairs_ok(chunk: int) -> bool:
+    """A 16dp64b issue per warp group: ``chunk`` columns in a power-of-two number (<= 64) of pairs."""
+    pairs = chunk // 2
+    return chunk % 2 == 0 and 0 < pairs <= 64 and pairs & (pairs - 1) == 0
 
 
 def _half_filled(layout: Layout) -> bool:
@@ -317,7 +336,10 @@ def _tile_table(layout: Layout, region) -> tuple[np.ndarray, np.ndarray]:
     return out[..., 0] - origin[0], out[..., 1] - origin[1]
 
 
-def _copy_fragment(layout, tmem_region, reg_shape, reg_region, per_word, packed16, chunk, vpc, groups):
+def _copy_fragment(layout, tmem_region, reg_shape, reg_region, per_word, packed16, plan):
+    """The fragment of :func:`make_tmem_copy_fragment`; ``plan``: columns per warp group, values per
+    word, warp groups, whether the tile is layout F (16dp64b)."""
+    chunk, vpc, groups, quarter = plan
     t_dims = [d for d, (_, e) in enumerate(tmem_region) if e != 1]
     r_dims = [d for d, (_, e) in enumerate(reg_region) if e != 1]
     reps = []
@@ -336,13 +358,19 @@ def _copy_fragment(layout, tmem_region, reg_shape, reg_region, per_word, packed1
         dp, col = layout.map_forward_index(coord)
         dp, col = dp - origin[0], col - origin[1]
         word, sub = (col // per_word, col % per_word) if per_word > 1 else (col, 0)
-        value = (word % chunk if groups > 1 else word) * vpc + (0 if packed16 or per_word == 1 else sub)
+        c = word % chunk if groups > 1 else word
+        if quarter:  # 16dp64b: lane 4 (r % 8) + 2 (c % 2) + r // 8 of warp dp // 32, register c // 2
+            r = dp % 32
+            lane, c = dp // 32 * 32 + r % 8 * 4 + c % 2 * 2 + r // 8, c // 2
+        else:
+            lane = dp
+        value = c * vpc + (0 if packed16 or per_word == 1 else sub)
         slot, stride = 0, 1
         for d in reversed(range(len(reg_shape))):
             if reps[d] > 1:
                 slot = slot + (y[d] // reg_region[d][1]) * stride
                 stride *= reps[d]
-        thread = dp + (word // chunk) * WARP_GROUP_THREADS if groups > 1 else dp
+        thread = lane + (word // chunk) * WARP_GROUP_THREADS if groups > 1 else lane
         return thread, value + slot * per_slice
 
     return Fragment(list(reg_shape), fn)
