@@ -52,7 +52,10 @@ def test_the_sm_90_rows_replace_only_the_hopper_failures():
 
 
 def test_each_pass_compiles_for_its_arch_and_answers_for_its_gpu():
-    assert suite.NVCC_ARCH == {"sm_80": "sm_80", "sm_90": "sm_90a"}
+    assert suite.NVCC_ARCH == {"sm_80": "sm_80", "sm_90": "sm_90a", "sm_100": "sm_100a"}
+    assert suite.nvcc_arch_flags("sm_100") == ["-gencode", "arch=compute_100a,code=sm_100a"]
+    b200 = suite.DEVICES["sm_100"]
+    assert (b200["major"], b200["minor"], b200["multi_processor_count"]) == (10, 0, 148)
     assert suite.nvcc_arch_flags("sm_80") == ["-gencode", "arch=compute_80,code=sm_80"]
     assert suite.nvcc_arch_flags("sm_90") == ["-gencode", "arch=compute_90a,code=sm_90a"]
     a100, h100 = suite.DEVICES["sm_80"], suite.DEVICES["sm_90"]
@@ -90,3 +93,9 @@ def test_cuda_requests_go_to_the_cpu_and_device_queries_answer_an_h100(monkeypat
     torch.cuda.set_device(0)  # the autotuner's workers: a no-op, as is its device scope
     with torch.cuda.device(0):
         assert torch.cuda.current_device() == 0
+
+
+def test_blackwell_files_and_rows_go_to_the_sm100_pass():
+    assert suite.first_arch("examples/gemm_tcgen05/gemm_tcgen5mma.py") == "sm_100"
+    assert suite.needs_blackwell([{"status": "refused", "why": "scope 'shared.tmem' is Blackwell tensor memory"}])
+    assert not suite.needs_blackwell([{"status": "equal"}, {"status": "no-kernel", "why": "needs compute >= 9.0"}])

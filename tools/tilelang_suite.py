@@ -13,7 +13,10 @@ first kernel a run builds and stop it there, so no GPU is needed; torch tensors 
 answers (an autotuner's first candidate kernel is the one captured).  A file written for Hopper (its
 name says ``hopper`` / ``sm90``), or whose sm_80 run stops on a Hopper requirement (compute capability
 >= 9.0, TMA, WGMMA), is built again answering as an H100 with target sm_90 (its rows carry
-``"arch": "sm_90"``; nvcc then compiles for sm_90a).  Each captured kernel gets one status:
+``"arch": "sm_90"``; nvcc then compiles for sm_90a).  A file written for Blackwell (its path says
+``tcgen`` / ``tmem`` / ``sm100`` / ``blackwell``), or whose sm_80 rows stop on tensor memory or TCGEN05, is
+built answering as a B200 with target sm_100 (``"arch": "sm_100"``, nvcc sm_100a).  Each captured kernel
+gets one status:
 
 - ``equal``: TileLang solves it, layoutkit reads and solves it, every buffer and loop layout has
   the same tables;
@@ -115,10 +118,13 @@ with an H100's answers and target sm_90."""
 
 
 def first_arch(rel: str) -> str:
-    """The pass a file is run in first: ``sm_90`` where its name says it is written for Hopper.
+    """The pass a file is run in first: ``sm_100`` where its path says it is written for Blackwell,
+    ``sm_90`` where its name says Hopper.
 
     >>> first_arch("examples/deepseek_v4/sparse_attn_fwd_sm90.py"), first_arch("examples/gemm/example_gemm.py")
     ('sm_90', 'sm_80')
+    >>> first_arch("testing/python/language/test_tilelang_language_tmem_copy.py")
+    'sm_100'
     """
     name = Path(rel).name.lower()
     if any(s in rel.lower() for s in BLACKWELL_NAMES):
