@@ -168,7 +168,10 @@ def test_sm90_annotation_wgmma_sp_overrides_is_refused_by_both():
         infer_layouts(run.program)
 
 
-@pytest.mark.parametrize("arch,kw", [("sm_80", {}), ("sm_80", {"registers": "AB"}), ("sm_90", {"trans_B": True})])
+@pytest.mark.parametrize("arch,kw", [("sm_80", {}), ("sm_80", {"registers": "AB"}), ("sm_90", {"trans_B": True}),
+                                     # TileLang's map has the linear layout for the metadata tile here, layoutkit's
+                                     # none (its TMA copy is 1-D for layoutkit, 2-D for TileLang): the same kernel
+                                     ("sm_90", {"trans_A": True, "M": 64, "bM": 64})])
 def test_lowered_with_layoutkit_as_the_pass_is_tilelangs_cuda(arch, kw):
     from tilelang import tvm
 

@@ -169,7 +169,7 @@ def test_factories_are_restored():
 
     before = tlt.LayoutInference, tlt.MaterializeKernelLaunch
     with pytest.raises(UnsupportedError):
-        lktl.lower(K.sparse_gemm(), "sm_80", fallback=False)
+        lktl.lower(K.sparse_gemm(forced_wgmma=True), "sm_90", fallback=False)
     assert (tlt.LayoutInference, tlt.MaterializeKernelLaunch) == before
 
 
