@@ -109,10 +109,11 @@ def _transpose_fragment():
 
 
 def test_refused_tile_op_names_statement_and_construct():
-    with pytest.raises(UnsupportedError, match=r"from_prim_func: `T\.gemm_sp\(T\.region\(.*\)`: T\.gemm_sp "
-                                               r"\(tl\.tileop\.gemm_sp\) has no layoutkit counterpart yet "
-                                               r"\(structured-sparse GEMM\)") as info:
-        from_prim_func(K.sparse_gemm(), "sm_80")
+    with pytest.raises(UnsupportedError, match=r"from_prim_func: `T\.wgmma_gemm_sp\(T\.region\(.*\)`: "
+                                               r"T\.wgmma_gemm_sp \(tl\.tileop\.wgmma_gemm_sp\) has no layoutkit "
+                                               r"counterpart yet \(structured-sparse GEMM forced onto "
+                                               r"wgmma\.sp") as info:
+        from_prim_func(K.sparse_gemm(forced_wgmma=True), "sm_90")
     assert "T.region(" in str(info.value)  # the statement as TileLang wrote it, with its operands
 
 

@@ -141,15 +141,15 @@ def test_fused_loops_are_what_tilelang_lays_out():
 def test_a_kernel_layoutkit_refuses_falls_back_or_raises():
     from tilelang import tvm
 
-    target = {"kind": "cuda", "arch": "sm_80"}
+    target = {"kind": "cuda", "arch": "sm_90"}  # T.wgmma_gemm_sp: refused by name, solved by TileLang
     with tvm.target.Target(target):
-        theirs = tilelang.lower(K.sparse_gemm(), target=target).kernel_source
+        theirs = tilelang.lower(K.sparse_gemm(forced_wgmma=True), target=target).kernel_source
     with layoutkit_inference() as record, tvm.target.Target(target):
-        src = tilelang.lower(K.sparse_gemm(), target=target).kernel_source
-    assert record.solved == 0 and len(record.fallbacks) == 1 and "T.gemm_sp" in record.fallbacks[0]
+        src = tilelang.lower(K.sparse_gemm(forced_wgmma=True), target=target).kernel_source
+    assert record.solved == 0 and len(record.fallbacks) == 1 and "T.wgmma_gemm_sp" in record.fallbacks[0]
     assert src == theirs
-    with pytest.raises(UnsupportedError, match="T.gemm_sp"):
-        lktl.lower(K.sparse_gemm(), "sm_80", fallback=False)
+    with pytest.raises(UnsupportedError, match="T.wgmma_gemm_sp"):
+        lktl.lower(K.sparse_gemm(forced_wgmma=True), "sm_90", fallback=False)
 
 
 def test_a_reducer_kernel_falls_back_to_tilelangs_pass():
@@ -169,7 +169,7 @@ def test_factories_are_restored():
 
     before = tlt.LayoutInference, tlt.MaterializeKernelLaunch
     with pytest.raises(UnsupportedError):
-        lktl.lower(K.sparse_gemm(), "sm_80", fallback=False)
+        lktl.lower(K.sparse_gemm(forced_wgmma=True), "sm_90", fallback=False)
     assert (tlt.LayoutInference, tlt.MaterializeKernelLaunch) == before
 
 

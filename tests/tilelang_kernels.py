@@ -961,10 +961,11 @@ def wgmma_gemm(M=64, N=64, K=64, k_tiles=1, threads=128):
     return main
 
 
-def sparse_gemm():
-    """``T.gemm_sp`` (a structured-sparse GEMM), a tile op layoutkit has no counterpart for yet: refused by
-    name."""
-    from tilelang.language.experimental.gemm_sp_op import gemm_sp
+def sparse_gemm(forced_wgmma=False):
+    """``T.gemm_sp`` (a 2:4 structured-sparse GEMM, ``mma.sp`` on sm_80): the compressed A ``(64, 16)`` holds
+    half of a ``64 x 32`` operand, E its uint8 metadata (one element per 8 columns).  ``forced_wgmma``: the
+    same through ``T.wgmma_gemm_sp`` (sm_90 only), which the adapter refuses by name."""
+    from tilelang.language.experimental.gemm_sp_op import gemm_sp, wgmma_gemm_sp
 
     @T.prim_func
     def main(A: T.Tensor((64, 16), "float16"), E: T.Tensor((64, 4), "uint8"), B: T.Tensor((32, 64), "float16"),
@@ -977,7 +978,11 @@ def sparse_gemm():
             T.copy(A, a)
             T.copy(E, e)
             T.copy(B, b)
-            gemm_sp(a, e, b, c, clear_accum=True)
+            if forced_wgmma:
+                wgmma_gemm_sp(a, e, b, c, clear_accum=True)
+                T.wait_wgmma(0)
+            else:
+                gemm_sp(a, e, b, c, clear_accum=True)
             T.copy(c, C)
     return main
 
@@ -1238,4 +1243,63 @@ def tcgen05_ts_gemm(M=128, N=64, K=128, threads=128, dtype="bfloat16"):
             T.mbarrier_wait_parity(mbar, 0)
             T.copy(C_tmem, C_local)
             T.copy(C_local, D)
+    return main
+
+
+def sparse_gemm_tiles(M=128, N=128, K=64, bM=128, bN=128, bK=32, trans_A=False, trans_B=False, dtype="float16",
+                      accum_dtype="float32", e_dtype="int16", stages=2, threads=128, registers="",
+                      annotate_e=False, linear_a=False):
+    """A pipelined ``T.gemm_sp`` over ``bM x bN x bK`` tiles (TileLang's tilelibrary sparse GEMM tests'
+    shapes): the compressed A tile is ``bK/2`` wide, E ``bK/factor`` (16-bit metadata of 16-bit A covers 16
+    columns, 32-bit of 8-bit A 32); ``registers`` names the operands (``"A"``, ``"B"``, ``"AB"``) copied into
+    fragments first, their shared tiles annotated with TileLang's swizzle; ``annotate_e`` lays E out with
+    CUTLASS's sm_8x metadata layout; ``linear_a`` pins the shared A tile to the linear layout (the GEMM keeps
+    a layout it finds)."""
+    import tilelang.layout as tl_layout
+    from tilelang.language.experimental.gemm_sp_op import gemm_sp
+
+    factor = {8: 4, 16: 4, 32: 2}[T.dtype(dtype).bits] * T.dtype(e_dtype).bits // 4
+    a_tile = (bK // 2, bM) if trans_A else (bM, bK // 2)
+    e_tile = (bK // factor, bM) if trans_A else (bM, bK // factor)
+    b_tile = (bN, bK) if trans_B else (bK, bN)
+    use_a, use_b = "A" in registers, "B" in registers
+    annotate = use_a or use_b or annotate_e or linear_a
+
+    @T.prim_func
+    def main(A: T.Tensor((K // 2, M) if trans_A else (M, K // 2), dtype),
+             E: T.Tensor((K // factor, M) if trans_A else (M, K // factor), e_dtype),
+             B: T.Tensor((N, K) if trans_B else (K, N), dtype), C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            a_s = T.alloc_shared(a_tile, dtype)
+            e_s = T.alloc_shared(e_tile, e_dtype)
+            b_s = T.alloc_shared(b_tile, dtype)
+            c = T.alloc_fragment((bM, bN), accum_dtype)
+            if use_a:
+                a_r = T.alloc_fragment(a_tile, dtype)
+            if use_b:
+                b_r = T.alloc_fragment(b_tile, dtype)
+            if annotate:
+                T.annotate_layout({**({a_s: tl_layout.make_swizzled_layout(a_s)} if use_a else {}),
+                                   **({a_s: tl_layout.make_linear_layout(a_s)} if linear_a else {}),
+                                   **({b_s: tl_layout.make_swizzled_layout(b_s)} if use_b else {}),
+                                   **({e_s: tl_layout.make_cutlass_metadata_layout(e_s, mma_dtype=dtype, arch="8.0")}
+                                      if annotate_e else {})})
+            T.clear(c)
+            for k in T.Pipelined(T.ceildiv(K, bK), num_stages=stages):
+                if trans_A:
+                    T.copy(E[k * bK // factor, by * bM], e_s)
+                    T.copy(A[k * bK // 2, by * bM], a_s)
+                else:
+                    T.copy(E[by * bM, k * bK // factor], e_s)
+                    T.copy(A[by * bM, k * bK // 2], a_s)
+                if trans_B:
+                    T.copy(B[bx * bN, k * bK], b_s)
+                else:
+                    T.copy(B[k * bK, bx * bN], b_s)
+                if use_a:
+                    T.copy(a_s, a_r)
+                if use_b:
+                    T.copy(b_s, b_r)
+                gemm_sp(a_r if use_a else a_s, e_s, b_r if use_b else b_s, c, trans_A, trans_A, trans_B)
+            T.copy(c, C[by * bM, bx * bN])
     return main

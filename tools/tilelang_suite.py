@@ -381,6 +381,10 @@ def child(path: str, max_tests: int, arch: str = "sm_80") -> None:
 
     sys.argv = [path]
     sys.path.insert(0, str(Path(path).parent))
+    if os.environ.get("LAYOUTKIT_SUITE_SRC"):
+        # test files import helpers from the checkout's root (``from examples.gemm_sp.sparse_utils import ...``,
+        # as TileLang's pytest rootdir allows); appended, so the installed tilelang still wins
+        sys.path.append(os.environ["LAYOUTKIT_SUITE_SRC"])
     _cpu_torch(arch)
     import tilelang.engine.lower  # noqa: F401 - the module the hook patches
     from tilelang.carver.arch.driver import cuda_driver
@@ -446,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     src = Path(args.src)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-"),
-           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0"}
+           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0", "LAYOUTKIT_SUITE_SRC": str(src.resolve())}
     results = []
     for path in files(src, args.only):
         rel = str(path.relative_to(src))

@@ -6,8 +6,8 @@ by other ops) or refused by name (:data:`REFUSED`: the construct as a user write
 name in neither (a newer TileLang) is refused as unknown.  The test suite lists the installed
 registry and checks every name is in one of the two tables.
 
->>> refusal("tl.tileop.gemm_sp", "T.gemm_sp(a, b, c)")[:80]
-'from_prim_func: `T.gemm_sp(a, b, c)`: T.gemm_sp (tl.tileop.gemm_sp) has no layou'
+>>> refusal("tl.tileop.wgmma_gemm_sp", "T.wgmma_gemm_sp(a, e, b, c)")[:80]
+'from_prim_func: `T.wgmma_gemm_sp(a, e, b, c)`: T.wgmma_gemm_sp (tl.tileop.wgmma_'
 >>> refusal("tl.tileop.newop", "stmt")
 'from_prim_func: `stmt`: tile op tl.tileop.newop is not in the TileLang 0.1.15 registry this adapter reads'
 >>> sorted(set(READ) & set(REFUSED))
@@ -30,6 +30,7 @@ READ: dict[str, str] = {
                             "would not select WGMMA, where TileLang's inference stops too)",
     "tl.tileop.tcgen05_gemm": "T.tcgen05_gemm (TileLang's Gemm forced onto Blackwell TCGEN05; refused by the rule "
                               "where T.gemm would not select TCGEN05, where TileLang's inference stops too)",
+    "tl.tileop.gemm_sp": "T.gemm_sp (2:4 structured-sparse GEMM: mma.sp, or wgmma.sp on sm_90)",
     "tl.tileop.reduce": "T.reduce_sum / reduce_max / ...",
     "tl.tileop.atomicadd": "T.atomic_add",
     "tl.tileop.atomicmax": "T.atomic_max (TileLang's AtomicMax proposes no layout: a fragment operand follows "
@@ -51,13 +52,10 @@ REFUSED: dict[str, tuple[str, str]] = {
     "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
     "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
     "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),
-    "tl.tileop.gemm_sp": ("T.gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM); missing: a Program op taking "
-                          "the compressed A (M, K/2) with its metadata E, and the NV facts of TileLang 0.1.15's "
-                          "mma.sp rule (its own warp partition for the mma.sp instruction, the accumulator and "
-                          "register-operand layouts of mma.sp, the swizzle of shared A / B; E is laid out only "
-                          "by the kernel's annotation)"),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
-    "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse WGMMA)"),
+    "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM forced onto "
+                                "wgmma.sp, with its asynchronous wait); missing: a Program form of the forced "
+                                "instruction (T.gemm_sp, which selects mma.sp or wgmma.sp itself, is read)"),
     "tl.tileop.tcgen05_gemm_sp": ("T.tcgen05_gemm_sp", _NO_COUNTERPART + " (Blackwell sparse GEMM)"),
     "tl.tileop.tcgen05_gemm_blockscaled": ("T.tcgen05_gemm_blockscaled",
                                            _NO_COUNTERPART + " (Blackwell block-scaled GEMM)"),
@@ -77,7 +75,7 @@ def refusal(name: str, stmt: str) -> str:
 def refuse(name: str, stmt: str) -> UnsupportedError:
     """:class:`UnsupportedError` refusing tile op ``name`` in ``stmt`` (see :func:`refusal`).
 
-    >>> refuse("tl.tileop.gemm_sp", "T.gemm_sp(a, b, c)").args[0].split(": ")[2][:26]
-    'T.gemm_sp (tl.tileop.gemm_'
+    >>> refuse("tl.tileop.wgmma_gemm_sp", "T.wgmma_gemm_sp(a, e, b, c)").args[0].split(": ")[2][:32]
+    'T.wgmma_gemm_sp (tl.tileop.wgmma'
     """
     return UnsupportedError(refusal(name, stmt))

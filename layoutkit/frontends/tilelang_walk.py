@@ -341,7 +341,7 @@ class _Walker(TileOps, ThreadBounds):
         name = call.op.name
         handler = {"tl.tileop.fill": self.fill, "tl.tileop.gemm": self.gemm, "tl.tileop.wgmma_gemm": self.gemm,
                    "tl.tileop.tcgen05_gemm": self.gemm,
-                   "tl.tileop.reduce": self.reduce,
+                   "tl.tileop.gemm_sp": self.gemm_sp, "tl.tileop.reduce": self.reduce,
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.atomicmax": self.atomic_max,
                    "tl.tileop.atomicmin": self.atomic_min, "tl.tileop.transpose": self.transpose,
                    **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL},

@@ -18,8 +18,8 @@ _SHARED = ("shared", "shared.dyn")
 
 
 class TileOps:
-    """Readers of ``T.copy`` / ``fill`` / ``transpose`` / ``im2col`` / ``gemm`` / ``reduce`` / ``atomic_add`` /
-    ``cumsum`` / ``cummax``."""
+    """Readers of ``T.copy`` / ``fill`` / ``transpose`` / ``im2col`` / ``gemm`` / ``gemm_sp`` / ``reduce`` /
+    ``atomic_add`` / ``cumsum`` / ``cummax``."""
 
     p: Any
     tirx: Any
@@ -137,6 +137,19 @@ class TileOps:
         if r.buffer.scope == "shared.tmem" and all(e == 1 for e in ext[:-2]) and ext[-2:] == r.buffer.shape[-2:]:
             return r.buffer
         return self._whole(arg, what)
+
+    def gemm_sp(self, call) -> None:
+        """``T.gemm_sp(A, E, B, C, transpose_A, transpose_E, transpose_B, M, N, K, policy, clear_accum)``
+        (TileLang 0.1.15's argument order): A / E / B may be parts of shared buffers, as for ``T.gemm``."""
+        what = f"T.gemm_sp `{call}`"
+        a = call.args
+        A, E, B = (self._operand(x, what) for x in a[:3])
+        C = self._whole(a[3], what)
+        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[10], what))
+        if policy is None:
+            raise UnsupportedError(f"{what}: unknown warp policy {a[10]}")
+        self.p.gemm_sp(A, E, B, C, transpose_A=bool(_int(a[4], what)), transpose_B=bool(_int(a[6], what)),
+                       transpose_E=bool(_int(a[5], what)), policy=policy, clear_accum=self._clear_accum(a[11], what))
 
     def _clear_accum(self, x, what: str) -> bool:
         """A constant ``clear_accum``, or False for one decided at run time (``j == 0`` in an unrolled loop):

@@ -35,6 +35,7 @@ from ..fragment.fragment import Fragment
 from ..scopes import LOCAL, SHARED_DYN, TMEM
 from . import validate
 from .atomics import build_atomic
+from .gemm_sp import build_gemm_sp
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
 from .soundness import fragment_violation
@@ -142,7 +143,7 @@ class Program:
         validate.text(kind, "emit: op kind", "emit")
         validate.mapping(args, f"emit {kind}: args", "emit")
         names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
-                                                                      if k in ("A", "B", "C", "src", "dst")
+                                                                      if k in ("A", "E", "B", "C", "src", "dst")
                                                                       and isinstance(v, str)]))
         if self._bounds is not None:
             args = {**args, "thread_range": list(self._bounds)}
@@ -237,6 +238,13 @@ class Program:
                 args[key] = True
         self.hooks.check_gemm(A, B, C, args, what)
         return self.emit("gemm", args)
+
+    def gemm_sp(self, A: Buffer | Region, E: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
+                transpose_B: bool = False, transpose_E: bool = False, policy: str = "square",
+                clear_accum: bool = False) -> Op:
+        """``T.gemm_sp``: a 2:4 structured-sparse GEMM of the compressed A (``[M, K/2]``) with metadata E
+        (:mod:`.gemm_sp`); A / E / B may be regions of shared buffers, as for :meth:`gemm`."""
+        return build_gemm_sp(self, A, E, B, C, transpose_A, transpose_B, transpose_E, policy, clear_accum)
 
     def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
                  dynamic: bool = False, align: Mapping[str, int] | None = None,

@@ -166,7 +166,7 @@ def region(value: Any, path: str) -> Any:
 ARG_TYPES: dict[str, Check] = {
     "src": NAME, "dst": NAME, "A": NAME, "B": NAME, "C": NAME,
     "src_region": nullable(region), "dst_region": nullable(region), "A_region": nullable(region),
-    "B_region": nullable(region),
+    "B_region": nullable(region), "E": NAME, "E_region": nullable(region), "transpose_E": boolean,
     "cast": boolean, "transpose_A": boolean, "transpose_B": boolean, "clear_accum": boolean, "clear": boolean,
     "return_prev": boolean, "dynamic": boolean,
     "dim": integer(-64, 63), "k_align": integer(1, MAX_EXTENT), "value": number,
@@ -179,6 +179,7 @@ ARG_TYPES: dict[str, Check] = {
 REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
     "copy": ("src", "dst", "src_region", "dst_region"),
     "gemm": ("A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum"),
+    "gemm_sp": ("A", "E", "B", "C", "transpose_A", "transpose_B", "transpose_E", "policy", "clear_accum"),
     "reduce": ("src", "dst", "dim", "kind", "clear"),
     "fill": ("dst", "value"),
     "transpose": ("src", "dst"),

@@ -116,7 +116,7 @@ def _declared(p: Program, name: object, path: str) -> str:
 def _check_arg_ranks(o: dict, p: Program, path: str) -> None:
     """Regions and reduce dims of the rank of the buffers they name."""
     a = o["args"]
-    for side in ("src", "dst", "A", "B"):
+    for side in ("src", "dst", "A", "E", "B"):
         reg = a.get(f"{side}_region")
         if reg is None or side not in a:
             continue
@@ -163,7 +163,7 @@ def _op_from(o: dict, p: Program, path: str, seen: set[int]) -> Op:
                                          f"of {buf.name})", f"{len(a['indices'])}")
             built.append(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"]))
         accesses = tuple(built)
-    for key in ("A", "B", "C", "src", "dst"):
+    for key in ("A", "E", "B", "C", "src", "dst"):
         if key in o["args"]:
             _declared(p, o["args"][key], f"{path}.args.{key}")
     _check_arg_ranks(o, p, path)
@@ -171,7 +171,7 @@ def _op_from(o: dict, p: Program, path: str, seen: set[int]) -> Op:
             for k, v in o["args"].items()}
     return Op(o["kind"], o["uid"], args, loop, accesses,
               tuple(dict.fromkeys([a.buffer for a in accesses] + [
-                  v for k, v in args.items() if k in ("A", "B", "C", "src", "dst")])))
+                  v for k, v in args.items() if k in ("A", "E", "B", "C", "src", "dst")])))
 
 
 def _jsonable(args: dict) -> dict:

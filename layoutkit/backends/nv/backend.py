@@ -66,15 +66,15 @@ class NvBackend(Backend):
 
     def thread_range(self, program) -> tuple[int, int]:
         """``(0, threads)``, or for sm_90+ warp specialisation (pipelined global -> shared copies feeding a
-        GEMM, at least one a TMA load) ``(128, threads)``: TileLang puts one 128-thread producer warp group
-        first and the ``threads`` consumers after it; when some producer copy cannot be a TMA load it runs
-        as SIMT code on a producer partition as wide as the consumers: ``(threads, threads)``."""
+        GEMM or a sparse GEMM, at least one a TMA load) ``(128, threads)``: TileLang puts one 128-thread
+        producer warp group first and the ``threads`` consumers after it; when some producer copy cannot be a
+        TMA load it runs as SIMT code on a producer partition as wide as the consumers: ``(threads, threads)``."""
         t = program.threads
         arch = program.target
         if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
             staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
                       and program.buffers[op.args["src"]].scope == GLOBAL]
-            if staged and any(op.kind == "gemm" for op in program.ops):
+            if staged and any(op.kind in ("gemm", "gemm_sp") for op in program.ops):
                 tma = [tma_capable(program, op) for op in staged]
                 if all(tma):
                     return (PRODUCER_THREADS, t)

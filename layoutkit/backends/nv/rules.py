@@ -77,6 +77,30 @@ def _layouts(operands, transpose_A, transpose_B, target, policy, rng, two_cta=Fa
                            arch=target, policy=policy, thread_range=rng, two_cta=two_cta)
 
 
+def gemm_sp_rule(op, ctx, level) -> RuleResult:
+    """``T.gemm_sp`` (``mma.sp``): definite at every level, worked out once per solve at the op's first
+    inference (TileLang's ``GemmSP`` is then complete), when a shared A / B that already has a layout (an
+    annotation, an earlier op's) is left as it is; E gets none."""
+    return ctx.once(gemm_sp_rule, (op.uid, ctx.rng), lambda: _gemm_sp_result(op, ctx))
+
+
+def _gemm_sp_result(op, ctx) -> RuleResult:
+    a = op.args
+    operands = tuple((ctx.buffer(a[k]).scope, ctx.shape(a[k]), ctx.buffer(a[k]).dtype,
+                      None if a.get(f"{k}_region") is None else tuple(a[f"{k}_region"][1][-2:]))
+                     for k in ("A", "E", "B", "C"))
+    laid_out = frozenset(k for k in ("A", "B") if a[k] in ctx.layouts and not ctx.is_fragment(a[k]))
+    r = _sparse_layouts(operands, a["transpose_A"], a["transpose_B"], a["transpose_E"], ctx.target, a["policy"],
+                        ctx.rng, laid_out)
+    return RuleResult({a[k]: r[k] for k in ("A", "B", "C") if k in r})
+
+
+@memoized(maxsize=256)
+def _sparse_layouts(operands, transpose_A, transpose_B, transpose_E, target, policy, rng, laid_out):
+    return nv.gemm_sp_layouts(*operands, transpose_A=transpose_A, transpose_B=transpose_B, transpose_E=transpose_E,
+                              threads=rng[1], arch=target, policy=policy, thread_range=rng, laid_out=laid_out)
+
+
 def copy_rule(op, ctx, level) -> RuleResult:
     """``T.copy`` on NVIDIA: the instruction TileLang would select decides the rule.  TMA copies
     (sm_90+: stores by default, loads issued by a warp-specialised producer) propose a layout for
@@ -154,4 +178,4 @@ def copy_instruction(src, dst, target: str, producer: bool):
         return nv.CopyInstruction.NORMAL
 
 
-RULES = {"gemm": gemm_rule, "copy": copy_rule, "atomic_add": atomic_add_rule}
+RULES = {"gemm": gemm_rule, "gemm_sp": gemm_sp_rule, "copy": copy_rule, "atomic_add": atomic_add_rule}

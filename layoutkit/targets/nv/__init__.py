@@ -3,6 +3,8 @@ the GEMM layout rule and an exact shared-memory bank model (REFERENCE.md section
 
 Modules: :mod:`.swizzle` (32/64/128B xor swizzles, padded, linear, fp64, Hopper/sm_100 and Volta
 rules, merging), :mod:`.mma` (mma.sync atoms, load/store fragments, ldmatrix/stmatrix maps),
+:mod:`.mma_sp` (mma.sp fragments and warp partition), :mod:`.gemm_sp` (the ``T.gemm_sp``
+layout rule), :mod:`.sparse_metadata` (CUTLASS's sparse metadata layouts),
 :mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.tcgen05` (sm_100 tensor memory: the
 TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition` (warp partition),
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
@@ -30,6 +32,7 @@ from .copy import (
 from .cute import cute_swizzle, cute_swizzled_layout, swizzle_kind
 from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
+from .gemm_sp import gemm_sp_layouts, gemm_sp_shape, select_gemm_sp_instruction
 from .hardware import WARP_SIZE
 from .mma import (
     MmaAtom,
@@ -41,8 +44,20 @@ from .mma import (
     mma_atom,
     stmatrix_layout,
 )
+from .mma_sp import (
+    compute_sparse_warp_partition,
+    make_mma_sp_load_layout,
+    make_mma_sp_store_layout,
+    metadata_factor,
+    mma_sp_k,
+)
 from .partition import WarpPartitionError, compute_warp_partition
 from .report import BankRow, bank_report, format_bank_report
+from .sparse_metadata import (
+    make_cutlass_metadata_layout,
+    make_cutlass_metadata_layout_sm8x,
+    make_cutlass_metadata_layout_sm90,
+)
 from .swizzle import (
     BANK_SWIZZLES,
     SHARED_LAYOUTS,
@@ -100,6 +115,17 @@ __all__ = [
     "element_bits",
     "format_bank_report",
     "gemm_layouts",
+    "gemm_sp_layouts",
+    "gemm_sp_shape",
+    "select_gemm_sp_instruction",
+    "compute_sparse_warp_partition",
+    "make_mma_sp_load_layout",
+    "make_mma_sp_store_layout",
+    "metadata_factor",
+    "mma_sp_k",
+    "make_cutlass_metadata_layout",
+    "make_cutlass_metadata_layout_sm8x",
+    "make_cutlass_metadata_layout_sm90",
     "gemm_shape",
     "instruction_spec",
     "ldmatrix_layout",

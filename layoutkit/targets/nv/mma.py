@@ -226,11 +226,28 @@ def make_mma_load_layout(
     if warp_order != "layoutkit":
         raise ShapeError(f"warp_order must be 'layoutkit' or 'triton'; found {warp_order!r}")
     ms_s = cfg.ms_x if op == "A" else cfg.ms_y
-    ms_k = cfg.ms_k
     warp_s = cfg.warp_rows if op == "A" else cfg.warp_cols
-    warp_r = int(chunk) // ms_k
-    local_size = _atom_extent(lambda s, k: atom.local(op, s, k), ms_s, ms_k)
-    lanes = _atom_extent(atom.lane, ms_s, ms_k)  # 32, or fewer for a small k (TileLang's max + 1)
+    return operand_fragment(op, atom.lane, lambda s, k: atom.local(op, s, k), ms_s, cfg.ms_k, warp_s,
+                            int(chunk) // cfg.ms_k, brw, bcw, transposed)
+
+
+def operand_fragment(op: str, lane: Callable, local: Callable, ms_s: int, ms_k: int, warp_s: int, warp_r: int,
+                     brw: int, bcw: int, transposed: bool = False) -> Fragment:
+    """The block fragment of register operand ``op`` (``"A"`` / ``"B"``) built from one instruction atom
+    ``lane(s, k)`` / ``local(s, k)`` on its ``ms_s x ms_k`` (spatial x reduction) tile, as TileLang's
+    emitters repeat it: ``warp_s`` atoms along the spatial dim and ``warp_r`` along K per warp
+    (``index = local + local_size*(ws + warp_s*wk)``), then the block's warps (A: ``thread = lane +
+    lanes*bs + lanes*brw*rep``, B: ``thread = lane + lanes*rep + lanes*brw*bs``).  ``local_size`` and
+    ``lanes`` are the atom's ``max + 1`` (TileLang's bounding box).  Shared by ``mma.sync``
+    (:func:`make_mma_load_layout`) and ``mma.sp`` (:mod:`.mma_sp`).
+
+    >>> F = operand_fragment("A", lambda s, k: 4 * (s % 8) + k % 4, lambda s, k: 2 * (k // 4) + s // 8,
+    ...                      16, 8, 1, 2, 1, 1)
+    >>> F.input_shape, F.thread_extent, F.local_size
+    ((16, 16), 32, 8)
+    """
+    local_size = _atom_extent(local, ms_s, ms_k)
+    lanes = _atom_extent(lane, ms_s, ms_k)  # 32, or fewer for a small k (TileLang's max + 1)
     block_s = brw if op == "A" else bcw
     replicate = bcw if op == "A" else brw
     extent_s, extent_k = ms_s * warp_s * block_s, ms_k * warp_r
@@ -238,17 +255,17 @@ def make_mma_load_layout(
     def parts(s, k):
         ss, kk = s % ms_s, k % ms_k
         ws, wk, bs = (s // ms_s) % warp_s, k // ms_k, s // (ms_s * warp_s)
-        return atom.lane(ss, kk), atom.local(op, ss, kk) + local_size * (ws + warp_s * wk), bs
+        return lane(ss, kk), local(ss, kk) + local_size * (ws + warp_s * wk), bs
 
     def sk(i, j):
         # A [M, K] and B^T [N, K] are (s, k) = (row, col); A^T [K, M] and B [K, N] are (col, row)
         return (i, j) if (op == "A") != bool(transposed) else (j, i)
 
     def thread(i, j, rep):
-        lane, _, bs = parts(*sk(i, j))
+        ln, _, bs = parts(*sk(i, j))
         if op == "A":
-            return lane + lanes * bs + lanes * brw * rep
-        return lane + lanes * rep + lanes * brw * bs
+            return ln + lanes * bs + lanes * brw * rep
+        return ln + lanes * rep + lanes * brw * bs
 
     def index(i, j):
         return parts(*sk(i, j))[1]
