@@ -42,6 +42,9 @@ _BITS: dict[str, int] = {
     "uint64": 64,
     "bool": 8,
     "float8_e8m0fnu": 8,
+    "float8_e3m4": 8,
+    "float8_e4m3b11fnuz": 8,
+    "float4_e2m1_unpacked": 8,  # TileLang's custom fp4 held one value per byte (custom[float4_e2m1_unpacked]8)
     "hifloat8": 8,
     "float4_e1m2": 4,
     "float6_e2m3fn": 6,

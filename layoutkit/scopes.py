@@ -5,7 +5,7 @@ These are the NVIDIA-style scopes TileLang writes and the target protocol
 :mod:`layoutkit.backends.ascend.scopes`).
 
 >>> SCOPES
-('global', 'shared', 'shared.dyn', 'local.fragment', 'local')
+('global', 'shared', 'shared.dyn', 'local.fragment', 'local', 'local.reducer')
 >>> is_shared(SHARED_DYN), is_shared(FRAGMENT)
 (True, False)
 """
@@ -19,12 +19,16 @@ FRAGMENT = "local.fragment"
 """Register fragments: a buffer distributed over the threads by a :class:`~layoutkit.Fragment`."""
 LOCAL = "local"
 """Per-thread local buffers."""
+REDUCER = "local.reducer"
+"""Reducers (TileLang's ``T.alloc_reducer``): registers laid out by a :class:`~layoutkit.PartialFragment`,
+whose replicas are addends of a pending reduction, touched only by ``reducer_init`` / parallel-loop updates /
+``finalize_reducer``."""
 
 TMEM = "shared.tmem"
 """Blackwell (sm_100) tensor memory: 128 datapaths x 512 32-bit columns per CTA, where TCGEN05 GEMMs
 accumulate; only the NVIDIA target allocates it (not in :data:`SCOPES`)."""
 
-SCOPES = (GLOBAL, SHARED, SHARED_DYN, FRAGMENT, LOCAL)
+SCOPES = (GLOBAL, SHARED, SHARED_DYN, FRAGMENT, LOCAL, REDUCER)
 SHARED_SCOPES = (SHARED, SHARED_DYN)
 
 
@@ -32,4 +36,5 @@ def is_shared(scope: str) -> bool:
     return scope in SHARED_SCOPES
 
 
-__all__ = ["FRAGMENT", "GLOBAL", "LOCAL", "SCOPES", "SHARED", "SHARED_DYN", "SHARED_SCOPES", "TMEM", "is_shared"]
+__all__ = ["FRAGMENT", "GLOBAL", "LOCAL", "REDUCER", "SCOPES", "SHARED", "SHARED_DYN", "SHARED_SCOPES", "TMEM",
+           "is_shared"]

@@ -21,6 +21,7 @@ from .tilelang_env import require_tilelang  # noqa: E402
 tilelang = require_tilelang()
 
 import layoutkit as lk  # noqa: E402
+from layoutkit.dtypes import canonical_dtype  # noqa: E402
 from layoutkit.errors import UnsupportedError  # noqa: E402
 from layoutkit.fragment.fragment import Fragment  # noqa: E402
 from layoutkit.frontends.tilelang import (  # noqa: E402
@@ -294,7 +295,7 @@ def test_fragment_view_at_another_width_is_refused():
 def test_every_tilelang_dtype_is_read_and_laid_out_as_tilelang_does(dtype):
     run = tilelang_inference(K.through_registers(dtype), TARGET)
     assert not run.failed, run.error
-    assert run.program.buffers["f"].dtype == dtype
+    assert run.program.buffers["f"].dtype == canonical_dtype(dtype)
     result = infer_layouts(run.program)
     assert sorted(run.layouts) == ["f", "g"] and len(run.loop_layouts) == 1
     for buf, theirs in run.layouts.items():

@@ -117,21 +117,6 @@ def test_refused_tile_op_names_statement_and_construct():
     assert "T.region(" in str(info.value)  # the statement as TileLang wrote it, with its operands
 
 
-@pytest.mark.parametrize("legacy", [False, True])
-def test_reducer_is_refused_by_name(legacy):
-    """TileLang 0.1.15 lays a ``local.reducer`` out as a PartialFragment (replicas are partial sums
-    its finalize collective combines); the legacy ``replication=`` form is rewritten into the same
-    before layout inference, so both are refused with the construct named."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the legacy form warns on construction
-        func = K.row_sum_reducer(legacy=legacy)
-    with pytest.raises(UnsupportedError, match=r"from_prim_func: reducer acc \(T\.alloc_reducer, scope local\.reducer; "
-                                               r"T\.reducer_update / T\.finalize_reducer.*PartialFragment"):
-        from_prim_func(func, "sm_80")
-
-
 def test_transpose_of_fragments_is_refused():
     """TileLang 0.1.15's transpose proposes no layout (its fragments would be laid out apart, by
     their copies); layoutkit's carries the source layout across, so the adapter refuses rather

@@ -541,9 +541,11 @@ def through_registers(dtype, M=64, N=64, threads=128):
 TILELANG_DTYPES = ("bool", "int1", "uint1", "int2", "uint2", "int4", "uint4", "int8", "uint8", "int16", "uint16",
                    "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64", "float8_e4m3",
                    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
-                   "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float4_e2m1fnx2")
+                   "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "float4_e2m1fnx2", "float8_e3m4",
+                   "float8_e4m3b11fnuz", "custom[float4_e2m1_unpacked]8")
 """Element types a TileLang 0.1.15 ``T.Tensor`` / ``T.alloc_fragment`` accepts (``float4_e2m1fnx2`` is a
-vector of two fp4 values per element)."""
+vector of two fp4 values per element; ``T.float4_e2m1_unpacked``, one fp4 value per byte, is a TVM custom
+type, spelled as TVM prints it)."""
 
 
 def shared_loops(M=256, N=128, bM=64, bN=128, threads=128, dtype="float16"):
@@ -745,8 +747,8 @@ def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
 def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
     """A row sum through a reducer (``T.alloc_reducer``): the first-class form (``T.reducer_init`` /
     ``T.reducer_update`` / ``T.finalize_reducer(acc, dst)``) or, with ``legacy``, the deprecated
-    ``replication="all"`` form TileLang rewrites into it before layout inference.  The adapter
-    refuses both by name (TileLang lays a reducer out as a ``PartialFragment``)."""
+    ``replication="all"`` form TileLang rewrites into it before layout inference.  TileLang lays the
+    reducer out as a ``PartialFragment`` (replicas awaiting the finalize collective)."""
 
     if legacy:
         @T.prim_func
@@ -1303,3 +1305,39 @@ def sparse_gemm_tiles(M=128, N=128, K=64, bM=128, bN=128, bK=32, trans_A=False, 
                 gemm_sp(a_r if use_a else a_s, e_s, b_r if use_b else b_s, c, trans_A, trans_A, trans_B)
             T.copy(c, C[by * bM, bx * bN])
     return main
+
+
+def sum_reducer_sites(n=8, threads=128, second=0, serial=1, dtype="float32"):
+    """A scalar sum through a reducer: ``T.Parallel(n)`` updates ``acc[0]`` (on 128 threads the loop is
+    replicated, so the partial has copy groups as well as addend lanes) and, with ``second``, a loop of
+    that extent updates it again (the two sites induce different partials: TileLang widens to every thread
+    an addend).  ``serial`` > 1 repeats the first site in a serial loop (one epoch across tiles)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), dtype), B: T.Tensor((max(second, 1),), dtype), C: T.Tensor((1,), dtype)):
+        with T.Kernel(1, threads=threads) as _:
+            a = T.alloc_fragment((n,), dtype)
+            b = T.alloc_fragment((max(second, 1),), dtype)
+            T.copy(A, a)
+            T.copy(B, b)
+            acc = T.alloc_reducer((1,), dtype, op="max")
+            T.reducer_init(acc)
+            for _s in T.serial(serial):
+                for i in T.Parallel(n):
+                    T.reducer_update(acc[0], a[i])
+            if second:
+                for j in T.Parallel(second):
+                    T.reducer_update(acc[0], b[j])
+            out = T.alloc_fragment((1,), dtype)
+            T.finalize_reducer(acc, out)
+            T.copy(out, C)
+    return main
+
+
+KERNELS.update({
+    # reducers (TileLang's PartialFragment): a row sum, its legacy form, scalar sums over one / two sites
+    "row_sum_reducer": lambda: row_sum_reducer(),
+    "row_sum_reducer_64": lambda: row_sum_reducer(M=32, N=128, threads=64),
+    "scalar_reducer": lambda: sum_reducer_sites(serial=4),
+    "two_site_reducer": lambda: sum_reducer_sites(second=16),
+})

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import CodegenInputError, DtypeError, UnsupportedError
 from ..fragment.fragment import Fragment
-from ..scopes import GLOBAL
+from ..scopes import GLOBAL, REDUCER
 from .ascend.scopes import GM
 
 GLOBAL_SCOPES = (GLOBAL, GM)
@@ -98,18 +98,19 @@ def check_result(program, result, what: str, requires_layouts: bool = True) -> N
 
 def _check_layout(program, name: str, buf, lay, what: str, plain_needs_layout: bool) -> None:
     shape = tuple(buf.shape)
+    register = buf.is_fragment or buf.scope == REDUCER  # a reducer's PartialFragment is a Fragment too
     found = tuple(getattr(lay, "input_shape", ()))
     if not hasattr(lay, "input_shape"):
         raise CodegenInputError(f"{what}: the layout of {name} is a {type(lay).__name__}; expected a layoutkit "
                                 "Layout or Fragment", name)
-    if buf.is_fragment and not isinstance(lay, Fragment):
+    if register and not isinstance(lay, Fragment):
         raise CodegenInputError(f"{what}: fragment {name} {shape} needs a Fragment (thread map); the result holds "
                                 f"a {type(lay).__name__} {found}", name)
-    if not buf.is_fragment and isinstance(lay, Fragment) and plain_needs_layout:
+    if not register and isinstance(lay, Fragment) and plain_needs_layout:
         raise CodegenInputError(f"{what}: {buf.scope} buffer {name} {shape} needs a Layout; the result holds a "
                                 f"Fragment {found}", name)
     stages = program.stages.get(name, 1) if isinstance(getattr(program, "stages", None), Mapping) else 1
-    allowed = {shape} | ({(stages, *shape)} if not buf.is_fragment else set())
+    allowed = {shape} | ({(stages, *shape)} if not register else set())
     if found not in allowed:
         raise CodegenInputError(f"{what}: {buf.scope} buffer {name} has shape {shape}"
                                 f"{f' x {stages} stages' if stages > 1 else ''}; its layout in the result has "

@@ -421,8 +421,10 @@ def _annotate_blocks(func, program: Program, result: InferenceResult):
     from tilelang import tvm
 
     tirx = tvm.tirx
+    # a reducer is not annotated: TileLang derives its partial from the (annotated) update loops again, where
+    # an annotated partial would be a strict pin deriving those loops instead
     theirs = {name: to_tilelang(_for_source_shape(lay, program, name)) for name, lay in result.layout_map.items()
-              if name in program.buffers and program.buffers[name].scope != "global"}
+              if name in program.buffers and program.buffers[name].scope not in ("global", "local.reducer")}
 
     def post(node):
         if not isinstance(node, tirx.SBlock) or not len(node.alloc_buffers):

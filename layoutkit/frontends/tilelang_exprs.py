@@ -23,6 +23,7 @@ from ..algebra.layout import Layout, placeholder
 from ..algebra.nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 from ..errors import UnsupportedError
 from ..fragment.fragment import REP_NAME, Fragment, rep_var
+from ..fragment.partial import PartialFragment
 
 
 def _tvm():
@@ -237,6 +238,9 @@ def to_tilelang(layout: Layout, xor: str = "bits", shape: Sequence | None = None
 
             return tvm_ffi.Array([to_prim_expr(e, env_of(vs), xor) for e in index])
 
+        if isinstance(layout, PartialFragment):  # a reducer's layout: TileLang's own partial kind
+            return tl_layout.PartialFragment(shape, forward_thread_fn=thread_fn, replicate=R, forward_index_fn=index_fn,
+                                             combine=layout.combine_size)
         return tl_layout.Fragment(shape, forward_thread_fn=thread_fn, replicate=R, forward_index_fn=index_fn)
     exprs = layout.forward_index
     return tl_layout.Layout(shape, lambda *vs: [to_prim_expr(e, env_of(vs), xor) for e in exprs])
@@ -259,7 +263,7 @@ def from_tilelang(obj, shape: Sequence[int] | None = None) -> Layout:
     if not isinstance(obj, tl_layout.Layout):
         raise UnsupportedError(f"from_tilelang: expected a tilelang.layout.Layout or Fragment; found "
                                f"{type(obj).__name__}")
-    if type(obj).__name__ not in ("Layout", "Fragment"):
+    if type(obj).__name__ not in ("Layout", "Fragment", "PartialFragment"):
         raise UnsupportedError(f"from_tilelang: {type(obj).__name__} has no layoutkit counterpart here; expected "
                                f"a Layout or a Fragment")
     given = list(obj.get_input_shape())
@@ -284,6 +288,9 @@ def from_tilelang(obj, shape: Sequence[int] | None = None) -> Layout:
         index = [from_prim_expr(e, lookup, what) for e in obj.index]
         rng = obj.thread_range
         bound = None if rng is None else (int(rng.min), int(rng.extent))
-        return Fragment.from_exprs(shape, index or None, thread, R, bound)
+        frag = Fragment.from_exprs(shape, index or None, thread, R, bound)
+        if type(obj).__name__ == "PartialFragment":  # a reducer's: the same maps, its low replicas addends
+            return PartialFragment(frag, int(obj.combine_size))
+        return frag
     lookup = _var_lookup(list(zip(tvars, ours)), by_name)
     return Layout.from_exprs(shape, [from_prim_expr(e, lookup, f"from_tilelang({obj})") for e in obj.index])

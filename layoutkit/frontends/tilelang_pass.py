@@ -36,6 +36,7 @@ from typing import Any
 
 from ..errors import LayoutError
 from ..fragment.fragment import Fragment
+from ..fragment.partial import PartialFragment
 from ..infer import infer_layouts
 from .tilelang import LAYOUT_MAP, LOOP_LAYOUT, _check_lowerable, _main, _nest_extents, _tag_loops, _target, _tilelang
 from .tilelang_exprs import to_tilelang
@@ -50,7 +51,7 @@ LOOP_PREDICATE = "parallel_loop_predicate"
 PADDING_GUARD = "parallel_loop_requires_padding_guard"
 COST_MODEL_CONFIG = "tl.layout_cost_model"
 _FRAGMENT = "local.fragment"
-_LAID_OUT = ("shared", "shared.dyn", "shared.tmem", _FRAGMENT)
+_LAID_OUT = ("shared", "shared.dyn", "shared.tmem", _FRAGMENT, "local.reducer")
 
 
 @dataclass
@@ -412,7 +413,9 @@ def _buffer_layouts(func, walked: Walked, result, scopes: _Scopes) -> dict:
             continue
         lay = result.layout_map[name]
         tl = to_tilelang(lay)
-        if isinstance(lay, Fragment):
+        if isinstance(lay, PartialFragment) and lay.thread_range is not None:  # the threads of its update sites
+            _set_thread_range(tl, *lay.thread_range)
+        elif isinstance(lay, Fragment):
             _set_thread_range(tl, *scopes.of_buffer(buf))
         out[buf] = tl
     return out
@@ -427,8 +430,10 @@ def _set_thread_range(tl_fragment, start: int, extent: int) -> None:
     TileLang's Python API has no ``BindThreadRange``, so the reflected field is set directly."""
     from tilelang import tvm
 
-    info = type(tl_fragment).__tvm_ffi_type_info__
-    fields = {f.name: f for f in info.fields}
+    fields = {}  # a PartialFragment's own type info lists only its combine size: its bases hold the rest
+    for cls in reversed(type(tl_fragment).__mro__):
+        info = cls.__dict__.get("__tvm_ffi_type_info__")
+        fields.update({f.name: f for f in getattr(info, "fields", ())})
     fields["thread_range"].setter(tl_fragment, tvm.ir.Range.from_min_extent(start, extent))
 
 

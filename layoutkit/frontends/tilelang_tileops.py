@@ -41,17 +41,18 @@ READ: dict[str, str] = {
     "tl.tileop.c2d_im2col": "T.c2d_im2col, the deprecated T.im2col",
     "tl.tileop.cumsum": "T.cumsum (TileLang's scan pins its shared operands to the linear layout: strict annotations)",
     "tl.tileop.cummax": "T.cummax (as T.cumsum)",
+    "tl.tileop.reducer_init": "T.reducer_init (opens a reducer's epoch; proposes no layout)",
+    "tl.tileop.finalize_reducer_v2": "T.finalize_reducer(acc, dst) (lays dst out as acc's partial after the "
+                                     "collective, see layoutkit.infer.reducers)",
 }
 """Tile ops the adapter reads, with the construct each is."""
 
 _NO_COUNTERPART = "has no layoutkit counterpart yet"
-_REDUCER = ("works on a local.reducer buffer, which TileLang 0.1.15 lays out as a PartialFragment (replicas "
-            "that are partial sums awaiting the finalize collective); a layoutkit Fragment cannot express it")
+_MATERIALIZED = ("is the collective TileLang's ReducerPlanAndMaterialize pass emits after LayoutInference (a user "
+                 "writes T.finalize_reducer(acc, dst)); it never reaches layout inference")
 
 REFUSED: dict[str, tuple[str, str]] = {
-    "tl.tileop.reducer_init": ("T.reducer_init", _REDUCER),
-    "tl.tileop.finalize_reducer": ("T.finalize_reducer", _REDUCER),
-    "tl.tileop.finalize_reducer_v2": ("T.finalize_reducer", _REDUCER),
+    "tl.tileop.finalize_reducer": ("the materialized finalize_reducer", _MATERIALIZED),
     "tl.tileop.gemm_blockscaled": ("T.gemm_blockscaled", _NO_COUNTERPART + " (block-scaled GEMM)"),
     "tl.tileop.wgmma_gemm_sp": ("T.wgmma_gemm_sp", _NO_COUNTERPART + " (structured-sparse GEMM forced onto "
                                 "wgmma.sp, with its asynchronous wait); missing: a Program form of the forced "

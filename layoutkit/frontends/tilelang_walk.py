@@ -12,8 +12,8 @@ stage dim; the Program declares them with their logical shape and records the st
 against the source ``PrimFunc``).  Serial loops, ``if`` statements, blocks and attributes are walked
 through; fragments read or written outside tile ops (an ``if`` condition, a scalar statement) are
 "floating" and, as in TileLang, fully replicated.  Anything else that could change a layout raises
-:class:`UnsupportedError` naming the statement; so does a ``local.reducer`` buffer (``T.alloc_reducer``:
-TileLang 0.1.15 lays it out as a ``PartialFragment``, whose replicas are partial sums, not copies).
+:class:`UnsupportedError` naming the statement.  Reducers (``T.alloc_reducer``, ``local.reducer``) are read
+by :mod:`.tilelang_reducers`: their updates belong to the parallel loop they are in.
 
 Global-memory starts and indices that use block or serial loop variables are read with those
 variables at 0 (clamped into the tensor): layout inference uses only their element types, never
@@ -42,6 +42,7 @@ from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
+from ..scopes import REDUCER
 from .tilelang_align import Alignment, _arch, atomic_vector_cap, scalar_atomic_cap
 from .tilelang_bounds import ThreadBounds
 from .tilelang_exprs import from_prim_expr, from_tilelang
@@ -55,6 +56,7 @@ from .tilelang_ir import (
     view_key,
 )
 from .tilelang_ir import int_value as _int
+from .tilelang_reducers import Reducers
 from .tilelang_select import Selection, outer_stride
 from .tilelang_starts import moving_shared_start
 from .tilelang_tileops import READ, refuse
@@ -93,22 +95,6 @@ _IM2COL = ("tl.tileop.im2col", "tl.tileop.c2d_im2col")
 _SCANS = ("tl.tileop.cumsum", "tl.tileop.cummax")
 
 
-_REDUCER = "local.reducer"
-
-
-def _reducer_refusal(name: str) -> str:
-    """Why a ``local.reducer`` buffer is refused (TileLang 0.1.15 lays it out as a ``PartialFragment``).
-
-    >>> _reducer_refusal("acc")[:86]
-    'from_prim_func: reducer acc (T.alloc_reducer, scope local.reducer; T.reducer_update / '
-    """
-    return (f"from_prim_func: reducer {name} (T.alloc_reducer, scope local.reducer; T.reducer_update / "
-            f"T.finalize_reducer, and the legacy replication= form TileLang rewrites into them) is not supported: "
-            f"TileLang 0.1.15 lays a reducer out as a PartialFragment, whose replicas are partial sums awaiting "
-            f"the finalize collective (combine lanes) and whose plan it chooses per update site; a layoutkit "
-            f"Fragment's replicas are equal copies, so it cannot express that layout")
-
-
 def _program_scope(scope: str) -> str:
     """The Program scope of a TileLang storage scope (``local.var`` scalars are per-thread locals)."""
     return _SCOPE_ALIASES.get(scope, scope)
@@ -138,7 +124,7 @@ class Walked:
         return next((n for n in names if self.views.get(n) == view_key(buf)), names[0] if names else None)
 
 
-class _Walker(TileOps, ThreadBounds):
+class _Walker(TileOps, ThreadBounds, Reducers):
     def __init__(self, func, arch: str, source_shapes: dict[str, tuple[int, ...]], threads: int | None = None):
         from tilelang import tvm
 
@@ -174,8 +160,6 @@ class _Walker(TileOps, ThreadBounds):
         scope = "global" if global_ else _program_scope(buf.scope())
         if scope in _NO_LAYOUT_SCOPES:
             return None
-        if scope == _REDUCER:
-            raise UnsupportedError(_reducer_refusal(buf.name))
         if scope not in SCOPES and not (scope == _TMEM and _arch(self.p.target) >= 100):
             what = _SCOPE_CONSTRUCTS.get(scope, "a storage scope with no layoutkit counterpart")
             dims = ", ".join(str(x) for x in buf.shape) + ("," if len(buf.shape) == 1 else "")
@@ -204,6 +188,8 @@ class _Walker(TileOps, ThreadBounds):
             shape, stages = src, shape[0]
         if global_:
             self.p.tensor(name, shape, str(buf.dtype))
+        elif scope == REDUCER:
+            self.p.alloc_reducer(name, shape, str(buf.dtype), self.reducer_op(buf))
         else:
             self.p.alloc(name, shape, str(buf.dtype), scope)
         if stages > 1:
@@ -261,6 +247,13 @@ class _Walker(TileOps, ThreadBounds):
     def _buffer(self, buf) -> Buffer | None:
         name = self._declare(buf)
         return None if name is None else self.p.buffers[name]
+
+    def _reducer_buffer(self, buf):
+        b = self._buffer(buf)
+        if b is None or b.scope != REDUCER:
+            raise UnsupportedError(f"from_prim_func: T.reducer_update of {buf.name} ({buf.scope()}); expected a "
+                                   f"reducer (T.alloc_reducer)")
+        return b
 
     # ---- statements -----------------------------------------------------------------------------
     def run(self) -> Walked:
@@ -344,6 +337,7 @@ class _Walker(TileOps, ThreadBounds):
                    "tl.tileop.gemm_sp": self.gemm_sp, "tl.tileop.reduce": self.reduce,
                    "tl.tileop.atomicadd": self.atomic_add, "tl.tileop.atomicmax": self.atomic_max,
                    "tl.tileop.atomicmin": self.atomic_min, "tl.tileop.transpose": self.transpose,
+                   "tl.tileop.reducer_init": self.reducer_init, "tl.tileop.finalize_reducer_v2": self.finalize_reducer,
                    **{c: self.copy for c in _COPIES}, **{c: self.im2col for c in _IM2COL},
                    **{c: self.scan for c in _SCANS}}.get(name)
         if handler is not None and name in READ:
@@ -479,7 +473,7 @@ class _Walker(TileOps, ThreadBounds):
         align: dict[str, int] = {}
         for node in nodes(s, t.BufferStore, t.BufferLoad):
             b = self._buffer(node.buffer)
-            if b is None:
+            if b is None or b.scope == REDUCER:  # a reducer is touched only through its updates
                 continue
             idx = self._indices(list(node.indices), b, loop_var, where)
             (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
@@ -490,10 +484,13 @@ class _Walker(TileOps, ThreadBounds):
         caps = [c for c in (atomic_vector_cap(s, self.p.target),
                             scalar_atomic_cap(s, loops[-1].loop_var, shape[-1], self._align.strides)) if c is not None]
         cap = min(caps) if caps else None
+        fused = len(loops) > 1 and all(n > 0 and n & (n - 1) == 0 and not dyn for n, dyn in bounds) \
+            and not any(b.is_fragment for b, _ in writes + reads)
+        updates = self.updates(s, loop_var, where, self._indices, fused)
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
                                  reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic),
-                                 align=align or None, vector_cap=cap)
+                                 align=align or None, vector_cap=cap, updates=updates)
         except LayoutError as err:
             raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
         op = self._record_selections(op, where)
@@ -558,6 +555,7 @@ class _Walker(TileOps, ThreadBounds):
         if name is None:
             raise UnsupportedError(f"from_prim_func: layout_map of {where} names a buffer the kernel does not "
                                    f"allocate: {data}")
+        self.check_reducer_annotation(name, where)
         layout = from_tilelang(tl_layout)
         want = self.p.shape_of(name)
         if layout.input_shape != want:

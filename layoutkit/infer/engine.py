@@ -33,11 +33,12 @@ from collections import deque
 from ..caches import clear_all
 from ..errors import LayoutConflictError, ShapeError
 from ..fragment.fragment import make_fully_replicated_fragment
-from ..scopes import FRAGMENT
+from ..scopes import FRAGMENT, REDUCER
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from .cost import get_cost_model
 from .free import free_component, statements
 from .guards import texts as guard_texts
+from .reducers import reservations, seed_wide
 from .result import InferenceResult, NameKeyed
 from .rules import COMMON, STRICT
 from .serialize import op_dict
@@ -84,7 +85,7 @@ def _components(ops, program) -> list[list]:
     for k, op in enumerate(ops):
         for b in op.buffers:
             buf = program.buffers[b]
-            if buf.scope != FRAGMENT:
+            if buf.scope not in (FRAGMENT, REDUCER):
                 continue
             key = buf.alias_of or b
             if key in owner:
@@ -129,7 +130,7 @@ def _unsolved(ctx: Context, comp) -> bool:
     for op in comp:
         if op.loop is not None and op.name not in ctx.loops:
             return True
-        if any(ctx.is_fragment(b) and b not in ctx.layouts for b in op.buffers):
+        if any(ctx.needs_layout(b) and b not in ctx.layouts for b in op.buffers):
             return True
     return False
 
@@ -148,6 +149,8 @@ def solve(program, ops=None, annotations=None, cost_model="register-count") -> C
     for name, lay in annotations.items():
         ctx._set(name, lay, "annotate_layout", STRICT, "annotation", "set")
         ctx.strict.add(name)
+    seed_wide(ctx, ops)
+    ctx.reserved = reservations(program, ops, annotations, ctx.rng)
     users = _users(ops)
     everything = {op.uid for op in ops}
     queue: deque = deque()

@@ -34,7 +34,7 @@ MAX_CHECKS = 4
 
 def fragments_unsolved(ctx: Context, comp) -> bool:
     """Some fragment of ``comp`` has no layout."""
-    return any(ctx.is_fragment(b) and b not in ctx.layouts for op in comp for b in op.buffers)
+    return any(ctx.needs_layout(b) and b not in ctx.layouts for op in comp for b in op.buffers)
 
 
 def statements(ctx: Context, comp) -> list[Statement]:

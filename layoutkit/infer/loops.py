@@ -31,6 +31,7 @@ from ..scopes import FRAGMENT, GLOBAL, LOCAL, is_shared
 from .completion import invert_completion
 from .guards import THREAD, Guard, Predicate
 from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
+from .reducers import update_partials
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
 from .vectorize import VectorAccess, loop_vector_width
 
@@ -286,6 +287,8 @@ def _laid_out(op, ctx, layout: Fragment, acc, guard: Guard | None) -> RuleResult
         if name not in ctx.layouts:
             res[name] = complete_buffer(layout, ix, ctx.shape(name), op.loop, w, ctx.rng)
     predicate = Predicate.of(guard or slot_guard(layout, ctx.rng[1]), replica_guard(op, ctx, layout))
+    if op.args.get("updates"):  # each reducer update proposes the partial its loop induces
+        res.update(update_partials(op, ctx, layout))
     return RuleResult(res, loop=layout, predicate=predicate)
 
 

@@ -32,7 +32,7 @@ from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
-from ..scopes import LOCAL, SHARED_DYN, TMEM
+from ..scopes import LOCAL, REDUCER, SHARED_DYN, TMEM
 from . import validate
 from .atomics import build_atomic
 from .gemm_sp import build_gemm_sp
@@ -65,6 +65,8 @@ class Program:
         self.modes: dict[str, Op] = {}
         """Builder state of the target's extra ops (e.g. the Ascend atomic store mode in force)."""
         self._bounds: tuple[int, int] | None = None
+        self.reducer_ops: dict[str, str] = {}
+        """The combine op of each reducer (``alloc_reducer``'s ``op``)."""
 
     @property
     def hooks(self):
@@ -110,6 +112,27 @@ class Program:
     def alloc_local(self, name: str, shape, dtype) -> Buffer:
         return self._add(name, shape, dtype, LOCAL)
 
+    def alloc_reducer(self, name: str, shape, dtype, op: str = "sum") -> Buffer:
+        """A reducer (``T.alloc_reducer``, combine ``op``): laid out by a PartialFragment, see :mod:`.reducers`."""
+        from .reducers import check_op
+
+        buf = self._add(name, shape, dtype, REDUCER)
+        self.reducer_ops[buf.name] = check_op(name, op)
+        return buf
+
+    def reducer_init(self, acc: Buffer) -> Op:
+        """Open the reducer's epoch (``T.reducer_init``); proposes no layout."""
+        from .reducers import check_reducer
+
+        check_reducer(self, acc, "reducer_init")
+        return self.emit("reducer_init", {"dst": acc.name})
+
+    def finalize_reducer(self, acc: Buffer, dst: Buffer) -> Op:
+        """Complete the reduction into fragment ``dst`` of the same shape (``T.finalize_reducer(acc, dst)``)."""
+        from .reducers import finalize_args
+
+        return self.emit("finalize_reducer", finalize_args(self, acc, dst, f"finalize_reducer#{self.next_uid}"))
+
     def alias(self, name: str, base: Buffer, shape=None, dtype=None) -> Buffer:
         """A view of ``base``'s storage (same scope); layouts are copied to it after inference,
         rescaled by the element-width ratio."""
@@ -144,7 +167,9 @@ class Program:
         validate.mapping(args, f"emit {kind}: args", "emit")
         names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
                                                                       if k in ("A", "E", "B", "C", "src", "dst")
-                                                                      and isinstance(v, str)]))
+                                                                      and isinstance(v, str)]
+                                    + [u["buffer"] for u in args.get("updates") or ()]))
+
         if self._bounds is not None:
             args = {**args, "thread_range": list(self._bounds)}
         op = Op(kind, self.next_uid, args, loop, tuple(accesses), names)
@@ -248,7 +273,7 @@ class Program:
 
     def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
                  dynamic: bool = False, align: Mapping[str, int] | None = None,
-                 vector_cap: int | None = None) -> Op:
+                 vector_cap: int | None = None, updates=()) -> Op:
         """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
         where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``).
         ``dynamic``: the outermost extent is a runtime value at most ``shape[0]`` (``T.Parallel(T.min(n,
@@ -256,7 +281,8 @@ class Program:
         touches no fragment, as TileLang requires).  ``align`` maps a buffer to the multiple its
         addresses are known to be only up to, beyond what the indices show (TileLang vectorises no wider
         than it can prove aligned); ``vector_cap`` bounds the loop's vector width (an element atomic
-        with no wider instruction)."""
+        with no wider instruction).  ``updates``: ``(reducer, fn)`` or ``(reducer, fn, flags)`` items, each a
+        ``T.reducer_update(acc[fn(i, ...)], value)`` (see :func:`.reducers.update_args`)."""
         loop = check_shape(shape, "parallel loop shape")
         what = f"parallel#{self.next_uid}"
         accesses = []
@@ -286,6 +312,10 @@ class Program:
                                                      what, buf.name)
         if dynamic:
             args["dynamic"] = True
+        if updates:
+            from .reducers import update_args
+
+            args["updates"] = update_args(self, updates, loop, what)
         return self.emit("parallel", args, loop, accesses)
 
     def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:

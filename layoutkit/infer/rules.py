@@ -21,7 +21,7 @@ from typing import Any
 
 from .. import deferred
 from ..errors import UnsupportedError
-from ..scopes import FRAGMENT
+from ..scopes import FRAGMENT, REDUCER
 from .guards import Predicate
 
 STRICT, COMMON, FREE = 2, 1, 0
@@ -63,6 +63,13 @@ class ProgramView:
 
     def is_fragment(self, name: str) -> bool:
         return self.program.buffers[name].scope == FRAGMENT
+
+    def is_reducer(self, name: str) -> bool:
+        return self.program.buffers[name].scope == REDUCER
+
+    def needs_layout(self, name: str) -> bool:
+        """A register buffer inference must lay out: a fragment or a reducer."""
+        return self.program.buffers[name].scope in (FRAGMENT, REDUCER)
 
 
 class RuleContext(ProgramView):

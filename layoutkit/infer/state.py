@@ -25,6 +25,7 @@ from ..fragment.fragment import Fragment
 from .conversions import MaskedLayouts
 from .guards import Predicate
 from .loops import RuleConflict
+from .reducers import commit_reducer
 from .result import Derivation
 from .rules import LEVEL_NAMES, STRICT, ProgramView, RuleContext, RuleResult, get_merge, get_rule, op_range
 
@@ -64,6 +65,7 @@ class Context(ProgramView):
         self.views: dict = {}                   # (op uid, fragment) -> the view's layout
         self.conversions: list = []             # LayoutConversion records kept by free mode
         self.siblings = _alias_siblings(program)
+        self.reserved: dict[str, set[str]] = {}  # finalize destination -> its finalize ops (see .reducers)
 
     def overlay(self) -> Context:
         """A trial context whose writes go to fresh maps layered over this one (O(1) to make)."""
@@ -115,7 +117,11 @@ class Context(ProgramView):
         """Record ``new`` for ``name``; True when the map changed.  Fragment containment upgrades,
         target swizzle merges, otherwise a :class:`Conflict`."""
         old = self.layouts.get(name)
+        if self.is_reducer(name):
+            return commit_reducer(self, name, old, new, op, level, rule)
         if old is None:
+            if level != STRICT and op not in self.reserved.get(name, (op,)):
+                return False  # a finalize destination takes its first layout from its finalize
             self._set(name, new, op, level, rule, "set")
             return True
         if old is new or old == new:
