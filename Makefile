@@ -92,7 +92,8 @@ test-tilelang:
 	$(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider -n auto tests/test_frontend_tilelang.py \
 		tests/test_frontend_tilelang_pass.py tests/test_tilelang_suite.py \
 		tests/test_frontend_tilelang_errors.py tests/test_frontend_tilelang_reads.py tests/test_fragment_oracle.py \
-		tests/test_frontend_tilelang_bounds.py
+		tests/test_frontend_tilelang_bounds.py tests/test_frontend_tilelang_tmem.py tests/test_frontend_tilelang_gemm_sp.py \
+		tests/test_reducers.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
 # wheel, installed into the bench environment only; TileLang from the bench environment when it installed)
