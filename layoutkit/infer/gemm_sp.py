@@ -15,18 +15,21 @@
 
 from __future__ import annotations
 
+from ..scopes import TMEM
 from . import validate
 from .ops import FRAGMENT, Buffer, Op, Region, is_shared
 
-__all__ = ["build_gemm_sp"]
+__all__ = ["build_gemm_sp", "operand_regions"]
 
 SPARSE_FACTOR = 2
 """Logical K per stored column of the compressed A."""
 
 
-def _operands(p, operands: dict, what: str) -> tuple[dict[str, Buffer], dict]:
-    """The buffers of ``operands`` (name -> Buffer | Region) and the ``{key}_region`` args of those that
-    are parts of shared buffers with unit leading extents (a pipeline stage or a K slice)."""
+def operand_regions(p, operands: dict, what: str, tmem_a: bool = False) -> tuple[dict[str, Buffer], dict]:
+    """The buffers of a GEMM's ``operands`` (name -> Buffer | Region) and the ``{key}_region`` args of
+    those that are parts of shared buffers with unit leading extents (a pipeline stage or a K slice);
+    ``tmem_a``: A may also be a region of tensor memory (a TCGEN05 TS GEMM).  Shared by ``gemm`` and
+    ``gemm_sp``; the accumulator C is always whole."""
     regions, bufs = {}, {}
     for key, x in operands.items():
         r = p.own(x)
@@ -35,10 +38,12 @@ def _operands(p, operands: dict, what: str) -> tuple[dict[str, Buffer], dict]:
             continue
         ext = tuple(r.extents if r.extents is not None else r.buffer.shape)
         validate.region_bounds(r.buffer, r.starts, ext, what)
-        if key == "C" or not is_shared(r.buffer.scope) or any(e != 1 for e in ext[:-2]):
+        laid_whole = is_shared(r.buffer.scope) or (tmem_a and key == "A" and r.buffer.scope == TMEM)
+        if key == "C" or not laid_whole or any(e != 1 for e in ext[:-2]):
+            shared = " / ".join(k for k in operands if k != "C")
             raise validate.OpValidationError(f"{what}: operand {key} is a region of {r.buffer.scope} buffer "
                                              f"{r.buffer.name} with extents {list(ext)}; expected whole buffers, "
-                                             f"or for A / E / B shared regions with unit leading extents", what,
+                                             f"or for {shared} shared regions with unit leading extents", what,
                                              r.buffer.name)
         if tuple(r.starts) != (0,) * len(ext) or ext != tuple(r.buffer.shape):
             regions[f"{key}_region"] = (tuple(r.starts), ext)
@@ -69,7 +74,7 @@ def build_gemm_sp(p, A: Buffer | Region, E: Buffer | Region, B: Buffer | Region,
                   transpose_B: bool, transpose_E: bool, policy: str, clear_accum: bool) -> Op:
     """The op :meth:`Program.gemm_sp` appends (see the module doc)."""
     what = f"gemm_sp#{p.next_uid}"
-    bufs, regions = _operands(p, {"A": A, "E": E, "B": B, "C": C}, what)
+    bufs, regions = operand_regions(p, {"A": A, "E": E, "B": B, "C": C}, what)
     args = {"A": bufs["A"].name, "E": bufs["E"].name, "B": bufs["B"].name, "C": bufs["C"].name,
             "transpose_A": validate.flag(transpose_A, "transpose_A", what),
             "transpose_B": validate.flag(transpose_B, "transpose_B", what),

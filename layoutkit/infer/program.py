@@ -32,10 +32,10 @@ from ..algebra.layout import Layout, check_shape, placeholder
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
-from ..scopes import LOCAL, REDUCER, SHARED_DYN, TMEM
+from ..scopes import LOCAL, REDUCER, SHARED_DYN
 from . import validate
 from .atomics import build_atomic
-from .gemm_sp import build_gemm_sp
+from .gemm_sp import build_gemm_sp, operand_regions
 from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
 from .soundness import fragment_violation
@@ -237,22 +237,7 @@ class Program:
         ((0, 32), (64, 32))
         """
         what = f"gemm#{self.next_uid}"
-        regions = {}
-        for b, key in ((A, "A"), (B, "B"), (C, "C")):
-            r = self.own(b)
-            if isinstance(b, Buffer):
-                continue
-            ext = tuple(r.extents if r.extents is not None else r.buffer.shape)
-            validate.region_bounds(r.buffer, r.starts, ext, what)
-            # a region of shared memory, or (a TCGEN05 TS GEMM) of A in tensor memory
-            laid_whole = is_shared(r.buffer.scope) or (key == "A" and r.buffer.scope == TMEM)
-            if key == "C" or not laid_whole or any(e != 1 for e in ext[:-2]):
-                raise validate.OpValidationError(f"{what}: operand {key} is a region of {r.buffer.scope} buffer "
-                                                 f"{r.buffer.name} with extents {list(ext)}; expected whole buffers, "
-                                                 f"or for A / B shared regions with unit leading extents", what,
-                                                 r.buffer.name)
-            if tuple(r.starts) != (0,) * len(ext) or ext != tuple(r.buffer.shape):
-                regions[f"{key}_region"] = (tuple(r.starts), ext)
+        _, regions = operand_regions(self, {"A": A, "B": B, "C": C}, what, tmem_a=True)
         A, B = (x.buffer if isinstance(x, Region) else x for x in (A, B))
         args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": validate.flag(transpose_A, "transpose_A", what),
                 "transpose_B": validate.flag(transpose_B, "transpose_B", what),
