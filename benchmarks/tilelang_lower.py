@@ -11,7 +11,10 @@ layoutkit's lowering is timed twice per run: as a user lowering the kernel again
 remembers the functions it solved, so it only recognises this one) and cold (that memory cleared
 first: the kernel walked, solved and annotated).
 
-    python benchmarks/tilelang_lower.py [--reps 5] [--arch sm_80] [kernel ...]
+    python benchmarks/tilelang_lower.py [--reps 5] [--arch sm_80] [--markdown FILE] [kernel ...]
+
+``--markdown`` also writes the report, with the machine and its load average before the run (both
+lowerings slow down under load, but not alike: compare runs made on a quiet machine).
 
 Without TileLang it prints "tilelang not installed: skipped" and exits 0.
 """
@@ -149,18 +152,38 @@ def where_time_goes(rows: list[dict], top: int = 6) -> list[str]:
             + f", outside any pass {max(total - inside, 0.0) / total:.0%}"]
 
 
+def header(args, load: tuple[float, float, float], seconds: float) -> list[str]:
+    """What the Markdown report says about how it was made: command, machine, load before the run."""
+    import platform
+
+    import tilelang
+
+    return ["# End to end: `tilelang.lower` with layoutkit as its layout pass", "",
+            f"Written by `python benchmarks/tilelang_lower.py --reps {args.reps} --arch {args.arch} --markdown "
+            f"{args.markdown.name}` in {seconds:.0f} s; times are medians over {args.reps} runs after a warm-up.",
+            "", f"* machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs; "
+            f"Python {platform.python_version()}, tilelang {tilelang.__version__}",
+            f"* load average before the run: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}", ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kernels", nargs="*", default=list(KERNELS))
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--arch", default="sm_80")
+    parser.add_argument("--markdown", type=Path, help="also write the report here, with the machine's load")
     args = parser.parse_args(argv)
     if importlib.util.find_spec("tilelang") is None:
         print("tilelang not installed: skipped")
         return 0
     os.environ.setdefault("TILELANG_CACHE_DIR", tempfile.mkdtemp(prefix="layoutkit-bench-tl-"))
+    load = os.getloadavg()
+    started = time.perf_counter()
     rows = [measure(name, args.reps, args.arch) for name in args.kernels]
-    print("\n".join(report(rows)))
+    lines = report(rows)
+    print("\n".join(lines))
+    if args.markdown:
+        args.markdown.write_text("\n".join([*header(args, load, time.perf_counter() - started), *lines]) + "\n")
     return 1 if any("error" in r for r in rows) else 0
 
 

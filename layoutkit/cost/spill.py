@@ -39,11 +39,13 @@ def thread_indexed(loop_layout: Fragment, frag: Fragment, indices, loop: tuple[i
         return False
     coords = element_table(indices, tuple(loop), frag.input_shape).reshape(-1, len(frag.input_shape))
     flat = np.ravel_multi_index(tuple(coords.T), frag.input_shape)
-    local = np.tile(np.asarray(loop_layout.index_table()).ravel(), loop_layout.replicate_size)
-    phys = np.tile(np.asarray(frag.index_table()).ravel()[flat], loop_layout.replicate_size)
-    order = np.lexsort((phys, local))
-    same_reg = local[order][1:] == local[order][:-1]
-    return bool((same_reg & (phys[order][1:] != phys[order][:-1])).any())
+    # replicas repeat the same (loop register, fragment register) pairs, so one copy decides
+    local = np.asarray(loop_layout.index_table()).ravel()
+    phys = np.asarray(frag.index_table()).ravel()[flat]
+    # one fragment register per loop register: scatter each pair, then every pair must read back its own
+    seen = np.empty(int(local.max()) + 1, dtype=phys.dtype)
+    seen[local] = phys
+    return bool((seen[local] != phys).any())
 
 
 def _same_registers(loop_layout: Fragment, frag: Fragment, indices, loop) -> bool:
