@@ -251,3 +251,26 @@ def test_program_refuses_a_dynamic_loop_over_a_fragment():
     x = p.alloc_fragment("x", (512,), "float32")
     with pytest.raises(LayoutError, match="a loop with a dynamic extent touches fragment x"):
         p.parallel((512,), writes=[(x, "lambda i: (i,)")], dynamic=True)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_runtime_shaped_shared_buffer_copied_to_and_from_global(arch):
+    """Dynamic shared memory (TileLang's runtime_dynamic_shared_memory test): TileLang lays nothing out
+    for the buffer or its copies of runtime extent, nor does layoutkit; as the pass it gives TileLang's
+    CUDA text."""
+    target = {**TARGET, "arch": arch}
+    run = tilelang_inference(K.dynamic_shared_copy(), target)
+    assert not run.failed and run.layouts == {} and run.loop_layouts == {}
+    assert "s" not in run.program.buffers and not run.program.ops
+    assert infer_layouts(run.program).layout_map == {}
+    from tilelang import tvm
+
+    with tvm.target.Target(target):
+        theirs = tilelang.lower(K.dynamic_shared_copy(), target=target).kernel_source
+    assert lower(K.dynamic_shared_copy(), target, fallback=False).kernel_source == theirs
+
+
+def test_runtime_shaped_shared_buffer_elsewhere_is_refused_by_name():
+    with pytest.raises(UnsupportedError, match=r"parallel loop `for i` \(64\): shared buffer s has the runtime shape "
+                                               r"\(n\); expected a constant shape"):
+        from_prim_func(K.dynamic_shared_in_loop(), "sm_80")

@@ -1341,3 +1341,31 @@ KERNELS.update({
     "scalar_reducer": lambda: sum_reducer_sites(serial=4),
     "two_site_reducer": lambda: sum_reducer_sites(second=16),
 })
+
+
+def dynamic_shared_copy(threads=32):
+    """A shared buffer of a runtime length (dynamic shared memory) filled from global memory and
+    copied back: TileLang lays nothing out for it, nor for the copies of runtime extent."""
+    n = T.dynamic("n", "int32")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), B: T.Tensor((n,), "int32")):
+        with T.Kernel(1, threads=threads) as _:
+            s = T.alloc_shared((n,), dtype="int32")
+            T.copy(A, s)
+            T.copy(s, B)
+    return main
+
+
+def dynamic_shared_in_loop(threads=32):
+    """The same buffer touched by a parallel loop, which layoutkit refuses by name."""
+    n = T.dynamic("n", "int32")
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "int32"), B: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=threads) as _:
+            s = T.alloc_shared((n,), dtype="int32")
+            T.copy(A, s)
+            for i in T.Parallel(64):
+                B[i] = s[i]
+    return main

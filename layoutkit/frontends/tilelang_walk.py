@@ -140,6 +140,7 @@ class _Walker(TileOps, ThreadBounds, Reducers):
         self._selected: list[tuple[str, tuple[int, ...]]] = []  # of the op being read
         self._periodic: list[tuple[str, int, int]] = []  # (fragment, dim, period) of the op being read
         self._scans: list[tuple[str, str]] = []
+        self.runtime_shaped: dict[str, str] = {}  # shared buffer -> its runtime shape, as written
         self._reach = global_reach(func)
         self._align = Alignment(func)
         for param in func.params:
@@ -173,6 +174,11 @@ class _Walker(TileOps, ThreadBounds, Reducers):
             # enter layout inference, so TileLang lays the kernel out as usual; the Program needs extents >= 1
             shape = tuple(max(n, 1) for n in shape)
         else:
+            if scope in _SHARED and not all(isinstance(x, self.tirx.IntImm) for x in buf.shape):
+                # TileLang lays out no shared buffer of a runtime shape (what proposes shared layouts, a GEMM
+                # or a TMA box, needs a static one): kept out of the Program; each use is checked instead
+                self.runtime_shaped[buf.name] = ", ".join(str(x) for x in buf.shape)
+                return None
             shape = tuple(_int(x, f"shape of buffer {buf.name}") for x in buf.shape)
             if 0 in shape:
                 raise UnsupportedError(f"from_prim_func: {scope} buffer {buf.name} has shape {list(shape)} (dim "
@@ -379,6 +385,7 @@ class _Walker(TileOps, ThreadBounds, Reducers):
             raise UnsupportedError(f"{what}: expected a buffer region; found `{arg}`")
         b = self._buffer(buf)
         if b is None:
+            self.check_sized(buf, what)
             raise UnsupportedError(f"{what}: {buf.name} ({buf.scope()}) has no element layout")
         if b.name in self.p.stages:  # the stage index picks one version; the Program's shape has none
             if extents[0] != 1:
@@ -473,6 +480,8 @@ class _Walker(TileOps, ThreadBounds, Reducers):
         align: dict[str, int] = {}
         for node in nodes(s, t.BufferStore, t.BufferLoad):
             b = self._buffer(node.buffer)
+            if b is None:
+                self.check_sized(node.buffer, where)
             if b is None or b.scope == REDUCER:  # a reducer is touched only through its updates
                 continue
             idx = self._indices(list(node.indices), b, loop_var, where)

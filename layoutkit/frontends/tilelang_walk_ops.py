@@ -24,6 +24,7 @@ class TileOps:
     p: Any
     tirx: Any
     _scans: list[tuple[str, str]]
+    runtime_shaped: dict[str, str]
 
     def region(self, arg, what: str, any_shared_start: bool = False):  # pragma: no cover - the walker's
         raise NotImplementedError
@@ -39,9 +40,38 @@ class TileOps:
 
     def copy(self, call) -> None:
         what = f"T.copy `{call}`"
+        if self._runtime_shaped_copy(call, what):
+            return
         src, dst = copy_loop_regions(self.region(call.args[0], what), self.region(call.args[1], what), what)
         op = self._record_selections(self.p.copy(src, dst), what)
         self._pin(op, getattr(call, "annotations", {}) or {}, what)
+
+    def check_sized(self, buf, what: str) -> None:
+        """Refuse a use of a shared buffer of a runtime shape (only its copies to or from global memory
+        are read, see :meth:`_runtime_shaped_copy`)."""
+        shape = self.runtime_shaped.get(buf.name)
+        if shape is not None:
+            raise UnsupportedError(f"{what}: shared buffer {buf.name} has the runtime shape ({shape}); expected a "
+                                   f"constant shape (a runtime one is read only in a T.copy to or from global "
+                                   f"memory of a runtime extent)")
+
+    def _runtime_shaped_copy(self, call, what: str) -> bool:
+        """A copy of a runtime extent between global memory and a shared buffer of a runtime shape
+        (dynamic shared memory) constrains no layout: TileLang's copy proposes layouts only for a
+        fragment, or for a TMA box (whose extents must be constants), and lowers this one to plain or
+        ``cp.async`` loads in a loop of runtime extent, so it is left out of the Program (TileLang lays
+        nothing out for it either, at sm_80 and sm_90)."""
+        bufs = [_region_buffer(a) for a in call.args[:2]]
+        shaped = [b is not None and b.name in self.runtime_shaped for b in bufs]
+        if not any(shaped):
+            return False
+        other = bufs[0] if shaped[1] else bufs[1]
+        constant = all(isinstance(e, self.tirx.IntImm) for e in _region_extents(call.args[0]))
+        if all(shaped) or other is None or other.scope() != "global" or constant:
+            for b in bufs:
+                if b is not None:
+                    self.check_sized(b, what)
+        return True
 
     def fill(self, call) -> None:
         what = f"T.fill `{call}`"
@@ -230,3 +260,18 @@ def global_reach(func) -> list[tuple[Any, tuple[int, ...]]]:
         else:
             reach.append((data, ext))
     return reach
+
+
+def _region_buffer(arg):
+    """The TIR buffer a tile op's region argument (``T.region``, a BufferRegion or a BufferLoad) names."""
+    load = arg.args[0] if getattr(getattr(arg, "op", None), "name", "") == "tl.region" else arg
+    return getattr(load, "buffer", None)
+
+
+def _region_extents(arg) -> list:
+    """The extents of a tile op's region argument (a BufferLoad's are all 1)."""
+    if getattr(getattr(arg, "op", None), "name", "") == "tl.region":
+        return list(arg.args[2:])
+    if hasattr(arg, "region"):
+        return [r.extent for r in arg.region]
+    return []
