@@ -17,6 +17,7 @@ from layoutkit.frontends.tilelang import (  # noqa: E402
     from_prim_func,
     from_tilelang,
     solve_prim_func,
+    tilelang_error,
     tilelang_inference,
     to_tilelang,
 )
@@ -158,3 +159,14 @@ def test_refused_scope_names_the_allocation_and_the_construct():
 def test_empty_shared_buffer_is_refused_by_name():
     with pytest.raises(UnsupportedError, match=r"buffer s has shape \[64, 0\] \(dim 1 is 0\)"):
         from_prim_func(_empty_shared(), "sm_80")
+
+
+def test_tilelang_error_is_tilelangs_own_outcome(gemm):
+    # TileLang alone: the GEMM is laid out; the 100 x 7 tile is not ("no available layout found"), and the
+    # error is TileLang's, the same tilelang_inference reports for the kernel
+    assert tilelang_error(gemm[0], "sm_80") is None
+    failing = K.KERNELS["tile_100x7"]
+    found = tilelang_error(failing(), "sm_80")
+    assert found and found == tilelang_inference(failing(), "sm_80").error
+    with pytest.raises(UnsupportedError, match="tilelang_error: expected a TileLang PrimFunc"):
+        tilelang_error("gemm", "sm_80")

@@ -228,7 +228,12 @@ def _cpu_torch(arch: str = "sm_80") -> None:
 def _compare(func) -> dict:
     """The status of one captured kernel (see the module docstring)."""
     from layoutkit.errors import LayoutError
-    from layoutkit.frontends.tilelang import TileLangLoweringError, check_selections, tilelang_inference
+    from layoutkit.frontends.tilelang import (
+        TileLangLoweringError,
+        check_selections,
+        tilelang_error,
+        tilelang_inference,
+    )
     from layoutkit.infer import infer_layouts
     from layoutkit.testing.assertions import same_tables
 
@@ -238,7 +243,11 @@ def _compare(func) -> dict:
     except LayoutError as err:  # any typed refusal of the adapter (an unsupported construct, dtype, shape)
         if isinstance(err, TileLangLoweringError):  # TileLang's own passes before LayoutInference fail
             return {"status": "tilelang-fails", "why": str(err)[:400]}
-        return {"status": "refused", "why": f"{type(err).__name__}: {str(err)[:400]}"}
+        why = f"{type(err).__name__}: {str(err)[:400]}"
+        theirs = tilelang_error(func, ARCH)  # a kernel TileLang cannot lay out either is no kernel it solves
+        if theirs is not None:
+            return {"status": "both-fail", "why": f"{why[:300]} (TileLang's pass: {theirs[:200]})"}
+        return {"status": "refused", "why": why}
     except Exception as err:  # noqa: BLE001 - an untyped exception is the finding
         return {"status": "crash", "why": f"{type(err).__name__}: {str(err)[:400]}"}
     t1 = time.perf_counter()
@@ -433,6 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--out")
     parser.add_argument("--markdown", help="also write the list as a Markdown table")
+    parser.add_argument("--update", help="a Markdown table written before: replace the rows of the files run now "
+                                         "(text above the table is kept) and print the new counts")
     parser.add_argument("--timeout", type=float, default=240.0)
     parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
     parser.add_argument("--compile", action="store_true",
@@ -474,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(json.dumps(results, indent=1))
     if args.markdown:
         Path(args.markdown).write_text("\n".join(markdown(results)) + "\n")
+    if args.update:
+        update_markdown(Path(args.update), results)
     return 1 if any(r["status"] == "crash" for r in results) else 0
 
 
@@ -514,6 +527,33 @@ def markdown(results: list[dict]) -> list[str]:
         note = " ".join(str(note).split()).replace("|", "\\|")[:200]
         rows.append(f"| `{r['where']}` | {r['status']} | {note} |")
     return rows
+
+
+def update_markdown(path: Path, results: list[dict]) -> None:
+    """Replace, in the table at ``path``, every row of a file among ``results`` by the new rows (each
+    file's rows where its old ones were; a file new to the table at the end), and print the counts of
+    the whole table."""
+    lines = path.read_text().splitlines()
+    start = lines.index(markdown([])[0])
+    new = markdown(results)[2:]
+    by_file: dict[str, list[str]] = {}
+    for r, row in zip(results, new):
+        by_file.setdefault(r["where"].split("::")[0], []).append(row)
+    table: list[str] = []
+    for row in lines[start + 2:]:
+        f = row.split("`")[1].split("::")[0] if row.startswith("| `") else None
+        if f in by_file:
+            table += by_file.pop(f)
+        elif f is None or not any(f == r["where"].split("::")[0] for r in results):
+            table.append(row)
+    table += [row for rows in by_file.values() for row in rows]
+    path.write_text("\n".join([*lines[:start + 2], *table]) + "\n")
+    counts: dict[str, int] = {}
+    for row in table:
+        if row.startswith("| `"):
+            status = row.split("|")[2].strip()
+            counts[status] = counts.get(status, 0) + 1
+    print(f"{path}: {sum(counts.values())} rows: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
 
 
 def summary(results: list[dict]) -> None:

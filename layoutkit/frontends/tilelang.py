@@ -51,7 +51,7 @@ from .tilelang_select import Selection, check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
 
 __all__ = ["TileLangLoweringError", "TileLangRun", "check_selections", "from_prim_func", "from_tilelang", "lower",
-           "solve_prim_func", "tilelang_inference", "to_tilelang"]
+           "solve_prim_func", "tilelang_error", "tilelang_inference", "to_tilelang"]
 
 LAYOUT_MAP = "layout_map"
 """Block annotation of ``T.annotate_layout``: buffer data var -> layout."""
@@ -277,6 +277,24 @@ class TileLangRun:
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+
+def tilelang_error(func, target) -> str | None:
+    """TileLang's own LayoutInference on ``func`` alone, layoutkit not involved: ``None`` when it lays the
+    kernel out, else the first line of its error (what a kernel the adapter refuses would get from
+    TileLang; :func:`tilelang_inference` reads the kernel before it looks at TileLang's answer).
+
+    Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
+
+    >>> tilelang_error(gemm, "sm_80") is None  # doctest: +SKIP
+    True
+    """
+    _tilelang("tilelang_error")
+    _check_func(func, "tilelang_error")
+    cap = _lower_to_layout_inference(_tag_loops(func), _target(target), run_inference=True)
+    if cap.error is None:
+        return None
+    return str(cap.error).strip().splitlines()[0][:300] if str(cap.error).strip() else type(cap.error).__name__
 
 
 def tilelang_inference(func, target) -> TileLangRun:
