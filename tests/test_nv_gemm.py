@@ -86,7 +86,7 @@ def test_errors():
     with pytest.raises(lk.ShapeError):  # K disagrees
         nv.gemm_layouts(("shared", (64, 32), "float16"), ("shared", (16, 64), "float16"),
                         ("local.fragment", (64, 64), "float32"))
-    with pytest.raises(lk.ShapeError):  # C in shared memory
+    with pytest.raises(nv.GemmScopeError, match="C is in 'shared'"):  # MMA accumulates into a fragment only
         nv.gemm_layouts(("shared", (64, 32), "float16"), ("shared", (32, 64), "float16"),
                         ("shared", (64, 64), "float32"))
     with pytest.raises(nv.WarpPartitionError):

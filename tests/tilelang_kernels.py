@@ -1369,3 +1369,80 @@ def dynamic_shared_in_loop(threads=32):
             for i in T.Parallel(64):
                 B[i] = s[i]
     return main
+
+
+# ---- GEMM operands outside registers and shared memory: not in KERNELS (MMA refuses them at sm_80) --------
+
+def local_gemm(M=128, N=96, K=64, bM=32, bN=32, bK=16, trans_A=False, trans_B=False, threads=128,
+               dtype="float32", accum_dtype="float32"):
+    """``T.gemm`` of per-thread ``T.alloc_local`` A / B into a ``local`` C (TileLang's CPU scalar-GEMM tests'
+    kernel): on sm_80 TileLang selects MMA, which reads no local operand; where no MMA fits the dtypes (float32
+    on sm_75) the FMA fallback takes it and lays none of the three out."""
+    a_shape = (bK, bM) if trans_A else (bM, bK)
+    b_shape = (bN, bK) if trans_B else (bK, bN)
+
+    @T.prim_func
+    def main(A: T.Tensor(((K, M) if trans_A else (M, K)), dtype), B: T.Tensor(((N, K) if trans_B else (K, N)), dtype),
+             C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_local = T.alloc_local(a_shape, dtype)
+            B_local = T.alloc_local(b_shape, dtype)
+            C_local = T.alloc_local((bM, bN), accum_dtype)
+            T.clear(C_local)
+            for ko in T.serial(T.ceildiv(K, bK)):
+                if trans_A:
+                    T.copy(A[ko * bK, by * bM], A_local)
+                else:
+                    T.copy(A[by * bM, ko * bK], A_local)
+                if trans_B:
+                    T.copy(B[bx * bN, ko * bK], B_local)
+                else:
+                    T.copy(B[ko * bK, bx * bN], B_local)
+                T.gemm(A_local, B_local, C_local, trans_A, trans_B)
+            T.copy(C_local, C[by * bM, bx * bN])
+    return main
+
+
+def shared_accumulator_gemm(M=128, N=128, K=128, bM=32, bN=32, bK=32, threads=128, a_fragment=False,
+                            dtype="float16", accum_dtype="float32"):
+    """``T.gemm`` of shared A / B into a shared C (TileLang's Metal GEMM tests' kernel, C allocated with
+    ``T.alloc_shared(..., scope="shared")``); ``a_fragment``: A is copied into a fragment first.  MMA and WGMMA
+    accumulate into fragments only (TileLang's inference stops); the FMA fallback accumulates anywhere."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), accum_dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            A_shared = T.alloc_shared((bM, bK), dtype, scope="shared")
+            B_shared = T.alloc_shared((bK, bN), dtype, scope="shared")
+            C_shared = T.alloc_shared((bM, bN), accum_dtype, scope="shared")
+            A_frag = T.alloc_fragment((bM, bK), dtype)
+            T.clear(C_shared)
+            for ko in T.Pipelined(T.ceildiv(K, bK), num_stages=0):
+                T.copy(A[by * bM, ko * bK], A_shared)
+                T.copy(B[ko * bK, bx * bN], B_shared)
+                if a_fragment:
+                    T.copy(A_shared, A_frag)
+                    T.gemm(A_frag, B_shared, C_shared)
+                else:
+                    T.gemm(A_shared, B_shared, C_shared)
+            T.copy(C_shared, C[by * bM, bx * bN])
+    return main
+
+
+GEMM_SCOPES: dict[str, tuple[Callable, str, str | None]] = {
+    "local_sm80": (lambda: local_gemm(), "sm_80", "A/B"),
+    "local_trans_a_sm80": (lambda: local_gemm(trans_A=True), "sm_80", "A/B"),
+    "local_fma_sm75": (lambda: local_gemm(), "sm_75", None),
+    "local_fma_trans_b_sm75": (lambda: local_gemm(trans_B=True), "sm_75", None),
+    "local_fp16_fma_sm70": (lambda: local_gemm(dtype="float16"), "sm_70", None),
+    "shared_c_sm80": (lambda: shared_accumulator_gemm(), "sm_80", "C"),
+    "shared_c_wgmma_sm90": (lambda: shared_accumulator_gemm(M=128, bM=64, bN=64), "sm_90", "C"),
+    "shared_c_volta_sm70": (lambda: shared_accumulator_gemm(), "sm_70", "C"),
+    "shared_c_16x16_sm80": (lambda: shared_accumulator_gemm(bM=16, bN=16, bK=16), "sm_80", "partition"),
+    "shared_c_fma_sm75": (lambda: shared_accumulator_gemm(dtype="float32"), "sm_75", None),
+    "fragment_a_shared_c_fma_sm75": (lambda: shared_accumulator_gemm(dtype="float32", a_fragment=True), "sm_75",
+                                     None),
+}
+"""GEMMs whose operands or accumulator live outside what MMA reads: name -> (builder, target, what both
+TileLang and layoutkit refuse: ``"A/B"`` the operand pairing, ``"C"`` the accumulator, ``"partition"`` the
+warp partition; None where both solve it, through the FMA fallback)."""

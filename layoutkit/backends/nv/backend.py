@@ -14,7 +14,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...infer import validate
-from ...scopes import FRAGMENT, GLOBAL, SCOPES, TMEM
+from ...scopes import FRAGMENT, GLOBAL, LOCAL, SCOPES, SHARED, SHARED_DYN, TMEM
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
 from ...targets.nv.mma import arch_number
@@ -49,8 +49,12 @@ class NvBackend(Backend):
         return 256 if global_only and arch_number(target) >= 100 else 128
 
     def check_gemm(self, A, B, C, args: dict, what: str) -> None:
-        """The generic GEMM check; C may also be in tensor memory (a TCGEN05 accumulator)."""
-        validate.gemm(A, B, C, args, what, accumulators=(FRAGMENT, TMEM))
+        """The generic GEMM check; C may be any on-chip buffer: a fragment, tensor memory (a TCGEN05
+        accumulator), or a per-thread ``local`` / shared buffer, which TileLang's ``T.gemm`` takes too; the
+        instruction the rule selects decides whether it can accumulate there
+        (:mod:`layoutkit.targets.nv.gemm_scopes`: the FMA fallback can, MMA and WGMMA refuse it at inference
+        time, as TileLang's do)."""
+        validate.gemm(A, B, C, args, what, accumulators=(FRAGMENT, TMEM, LOCAL, SHARED, SHARED_DYN))
 
     def local_rules(self):
         """The copy and atomic-add rules read only their own buffers' layouts (the instruction is a function

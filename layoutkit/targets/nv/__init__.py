@@ -8,7 +8,8 @@ layout rule), :mod:`.sparse_metadata` (CUTLASS's sparse metadata layouts),
 :mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.tcgen05` (sm_100 tensor memory: the
 TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition` (warp partition),
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
-selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.report` (swizzle x move cost table),
+selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.gemm_scopes` (the memory scopes each GEMM instruction
+reads), :mod:`.report` (swizzle x move cost table),
 :mod:`.dtype` (element types).
 
 >>> from layoutkit.targets import nv
@@ -32,6 +33,7 @@ from .copy import (
 from .cute import cute_swizzle, cute_swizzled_layout, swizzle_kind
 from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
+from .gemm_scopes import GemmScopeError, check_operand_scopes
 from .gemm_sp import gemm_sp_layouts, gemm_sp_shape, select_gemm_sp_instruction
 from .hardware import WARP_SIZE
 from .mma import (
@@ -101,6 +103,7 @@ __all__ = [
     "DtypeError",
     "GemmLayouts",
     "GemmOperand",
+    "GemmScopeError",
     "InstructionSpec",
     "MmaAtom",
     "SwizzleInfo",
@@ -109,6 +112,7 @@ __all__ = [
     "WarpPartitionError",
     "bank_conflicts", "phase_bank_hits",
     "bank_report",
+    "check_operand_scopes",
     "canonical_dtype",
     "compute_warp_partition",
     "copy_layout_requirement",

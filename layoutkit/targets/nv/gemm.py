@@ -7,7 +7,9 @@
 3. Layouts: A/B in shared memory get swizzles over the whole buffer, so leading (pipeline stage)
    dims pass through (``[S, R, C]`` -> ``swizzle.expand([S])``); C gets the accumulator (store)
    fragment; A/B in registers get the MMA load fragments.  Fragments are bound to the block's
-   thread range.
+   thread range.  Each instruction reads only some scopes (:mod:`.gemm_scopes`): an MMA / WGMMA of
+   ``T.alloc_local`` operands or into a shared accumulator is refused as TileLang's inference refuses it;
+   the FMA fallback lays out its fragment operands only.
 
 >>> from layoutkit.targets import nv
 >>> r = nv.gemm_layouts(("shared", (2, 32, 32), "float16"), ("shared", (2, 32, 32), "float16"),
@@ -32,6 +34,7 @@ from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .copy import FRAGMENT_SCOPES, SHARED_SCOPES, TMEM_SCOPES
 from .dtype import canonical_dtype, element_bits, is_float8
+from .gemm_scopes import check_operand_scopes
 from .hardware import WARP_SIZE
 from .mma import _arch_number, make_mma_load_layout, make_mma_store_layout
 from .partition import compute_warp_partition, normalize_policy
@@ -263,8 +266,10 @@ def gemm_layouts(
     def bind(frag: Fragment) -> Fragment:
         return frag.bind_thread_range(start, extent)
 
-    if not (C.fragment or C.tmem):
-        raise ShapeError(f"T.gemm accumulates into a fragment (local.fragment); C is in {C.scope!r}")
+    # the instruction, not the selection, decides which scopes it reads (FMA and TCGEN05 check their own);
+    # A / B first, as TileLang's infer_layout lays them out before it asks C for a fragment
+    key = "mma_sm70" if inst == "mma" and 70 <= sm < 75 else inst
+    check_operand_scopes(key, A.scope, B.scope, None if C.tmem else C.scope, str(arch))
     if C.tmem and inst != "tcgen05":
         raise UnsupportedError(f"T.gemm accumulates into tensor memory only as a TCGEN05 GEMM (sm_100, A shared or "
                                f"in tensor memory, B shared, a TCGEN05 atom for M={M} N={N} K={K} {A.dtype} -> "
@@ -278,9 +283,6 @@ def gemm_layouts(
                 out[name] = bind(_linear_fragment(op.shape, threads))
         return GemmLayouts(inst, (1, threads // WARP_SIZE), M, N, K, out)
     if inst == "wgmma":
-        if not B.shared or not (A.shared or A.fragment):
-            raise UnsupportedError(f"WGMMA needs B in shared memory and A in shared memory or registers; "
-                                   f"found A {A.scope}, B {B.scope}")
         cont_a = K if not transpose_A else 64
         from .wgmma import wgmma_inst_n
 
@@ -292,8 +294,6 @@ def gemm_layouts(
         out["C"] = bind(make_wgmma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, chunk=K))
         return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
     if 70 <= sm < 75:
-        if not B.shared:
-            raise UnsupportedError(f"sm_70 MMA needs B in shared memory; found {B.scope}")
         out["A"] = (make_volta_swizzled_layout(A.shape, A.dtype, True, not transpose_A) if A.shared else
                     bind(make_volta_load_layout("A", A.dtype, m_warp, n_warp, wrt, wct, K, transpose_A)))
         out["B"] = make_volta_swizzled_layout(B.shape, B.dtype, False, bool(transpose_B))
@@ -302,10 +302,8 @@ def gemm_layouts(
     for name, op, trans in (("A", A, transpose_A), ("B", B, transpose_B)):
         if op.shared:
             out[name] = make_swizzled_layout(op.shape, op.dtype)
-        elif op.fragment:
+        else:  # a fragment (check_operand_scopes)
             out[name] = bind(make_mma_load_layout(name, op.dtype, m_warp, n_warp, wrt, wct, K, trans, arch=arch))
-        else:
-            raise UnsupportedError(f"MMA takes {name} from shared memory or registers; found {op.scope!r}")
     out["C"] = bind(make_mma_store_layout(m_warp, n_warp, wrt, wct, dtype=A.dtype, accum_dtype=C.dtype,
                                              arch=arch, chunk=K))
     return GemmLayouts(inst, (m_warp, n_warp), M, N, K, out)
