@@ -1446,3 +1446,20 @@ GEMM_SCOPES: dict[str, tuple[Callable, str, str | None]] = {
 """GEMMs whose operands or accumulator live outside what MMA reads: name -> (builder, target, what both
 TileLang and layoutkit refuse: ``"A/B"`` the operand pairing, ``"C"`` the accumulator, ``"partition"`` the
 warp partition; None where both solve it, through the FMA fallback)."""
+
+
+def fused_copy_rows(n=192, threads=256):
+    """A parallel copy into shared memory over rows of ``n`` columns, ``n`` no power of two (flash
+    attention's head dim 192): TileLang's loop layout splits the fused index by the vector first."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((256, n), "float16"), O: T.Tensor((256, n), "float16")):
+        with T.Kernel(2, threads=threads) as bx:
+            Q_shared = T.alloc_shared((128, n), "float16")
+            for i, d in T.Parallel(128, n):
+                Q_shared[i, d] = Q[bx * 128 + i, d]
+            T.copy(Q_shared, O[bx * 128, 0])
+    return main
+
+
+KERNELS.update({"fused_copy_192": lambda: fused_copy_rows()})

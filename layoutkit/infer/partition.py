@@ -51,7 +51,9 @@ def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
         return Fragment.from_exprs(loop, (index,), thread, 1, rng), guard
     flat = _flat(variables, loop)
     thread = floormod(floordiv(flat, Const(vec)), Const(threads))
-    index = floordiv(flat, Const(vec * threads)) * vec + floormod(flat, Const(vec))
+    # divided by the vector first, as TileLang does: over a fused nest whose inner extent the vector
+    # divides (192 by 8) that keeps one split of the fused index, which TVM's iterator analysis needs
+    index = floordiv(floordiv(flat, Const(vec)), Const(threads)) * vec + floormod(flat, Const(vec))
     extent = _plan_thread_extent(total, vec, threads)
     replicas = threads // extent if has_fragment else 1
     if replicas > 1:
