@@ -1463,3 +1463,145 @@ def fused_copy_rows(n=192, threads=256):
 
 
 KERNELS.update({"fused_copy_192": lambda: fused_copy_rows()})
+
+
+def transpose_region(src_shape=(2, 3, 4), dst_shape=(2, 4, 3), src_region=None, dst_region=None,
+                     fill=True, dtype="float32"):
+    """``T.transpose`` of global tensors of rank >= 2 (TileLang's CPU transpose tests): whole tensors, or the
+    regions ``((starts), (extents))`` given, which may have unit dims and run past the tensor (TileLang
+    masks those elements with a boundary predicate); ``fill`` first fills the destination."""
+    def part(buf, region):
+        if region is None:
+            return buf
+        return buf[tuple(slice(s, s + e) for s, e in zip(*region))]
+
+    @T.prim_func
+    def main(src: T.Tensor(src_shape, dtype), dst: T.Tensor(dst_shape, dtype)):
+        with T.Kernel(1):
+            if fill:
+                T.fill(dst, -1.0)
+            T.transpose(part(src, src_region), part(dst, dst_region))
+    return main
+
+
+def transpose_shared_3d(M=256, b=32, threads=128, dtype="float16"):
+    """A ``b x b`` tile of a ``(1, M, M)`` tensor staged in shared buffers of shape ``(1, b, b)`` and transposed
+    there (a rank-3 ``T.transpose`` whose unit dim adds no loop), then scaled in registers as
+    :func:`transpose` does."""
+    @T.prim_func
+    def main(A: T.Tensor((1, M, M), dtype), B: T.Tensor((1, M, M), dtype)):
+        with T.Kernel(T.ceildiv(M, b), T.ceildiv(M, b), threads=threads) as (bx, by):
+            x = T.alloc_shared((1, b, b), dtype)
+            y = T.alloc_shared((1, b, b), dtype)
+            f = T.alloc_fragment((1, b, b), dtype)
+            T.copy(A[0, by * b, bx * b], x)
+            T.transpose(x, y)
+            T.copy(y, f)
+            for i, j in T.Parallel(b, b):
+                f[0, i, j] = f[0, i, j] * T.cast(2, dtype)
+            T.copy(f, B[0, bx * b, by * b])
+    return main
+
+
+def serial_inner_gemm(M=256, N=256, K=256, block=16, threads=128, dtype="float32", accum_dtype="float32"):
+    """A SIMT GEMM (TileLang's Metal codegen test): ``C_local[i, j] += A_s[i, k] * B_s[k, j]`` over a serial
+    ``k`` inside ``T.Parallel(block, block)``.  TileLang's vectoriser plans along ``k``: the accumulator store
+    does not move with it, so the loop is scalar."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block), T.ceildiv(M, block), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block, block), dtype)
+            B_s = T.alloc_shared((block, block), dtype)
+            C_local = T.alloc_fragment((block, block), accum_dtype)
+            T.clear(C_local)
+            for ko in T.Pipelined(T.ceildiv(K, block), num_stages=0):
+                T.copy(A[by * block, ko * block], A_s)
+                T.copy(B[ko * block, bx * block], B_s)
+                for i, j in T.Parallel(block, block):
+                    for k in T.serial(block):
+                        C_local[i, j] += A_s[i, k] * B_s[k, j]
+            T.copy(C_local, C[by * block, bx * block])
+    return main
+
+
+def serial_inner_store(M=64, rows=16, groups=4, width=4, threads=128, dtype="float32"):
+    """A fragment ``f[i, g]`` spread over a serial inner loop into shared memory, ``s[i, g, k] = f[i, g]``: the
+    store moves with ``k``, and the loop follows the layout the copy gave ``f``."""
+    @T.prim_func
+    def main(A: T.Tensor((M, groups), dtype), B: T.Tensor((M, groups, width), dtype)):
+        with T.Kernel(T.ceildiv(M, rows), threads=threads) as bx:
+            f = T.alloc_fragment((rows, groups), dtype)
+            s = T.alloc_shared((rows, groups, width), dtype)
+            T.copy(A[bx * rows, 0], f)
+            for i, g in T.Parallel(rows, groups):
+                for k in T.serial(width):
+                    s[i, g, k] = f[i, g]
+            T.copy(s, B[bx * rows, 0, 0])
+    return main
+
+
+def serial_inner_copy(M=64, rows=8, groups=8, width=4, threads=128, dtype="float32"):
+    """Global to shared through a serial inner loop, ``s[i, g, k] = A[.., g, k]``, no fragment: TileLang
+    vectorises along ``k`` (width 4) and its plan, which picks the width of least padding, divides the loop's
+    size down the chain of bodies, ``rows * groups * width`` = 256 (width 2; over the 64 parallel points
+    alone it would be 1)."""
+    @T.prim_func
+    def main(A: T.Tensor((M, groups, width), dtype), B: T.Tensor((M, groups, width), dtype)):
+        with T.Kernel(T.ceildiv(M, rows), threads=threads) as bx:
+            s = T.alloc_shared((rows, groups, width), dtype)
+            for i, g in T.Parallel(rows, groups):
+                for k in T.serial(width):
+                    s[i, g, k] = A[bx * rows + i, g, k]
+            T.copy(s, B[bx * rows, 0, 0])
+    return main
+
+
+def serial_inner_after_init(M=64, hc=4, h=64, threads=128, dtype="float32"):
+    """DeepSeek mHC's post mix: ``x[i, j] = c[i] * d[j]`` and then ``x[i, j] += a[k, i] * b[k, j]`` over a
+    serial ``k``.  TileLang judges the first store along ``j`` and the second along ``k``, which does not
+    move it: the loop is scalar."""
+    @T.prim_func
+    def main(A: T.Tensor((hc, hc), dtype), Bt: T.Tensor((hc, h), dtype), C: T.Tensor((hc,), dtype),
+             D: T.Tensor((h,), dtype), X: T.Tensor((M, hc, h), dtype)):
+        with T.Kernel(M, threads=threads) as bx:
+            a = T.alloc_fragment((hc, hc), dtype)
+            b = T.alloc_fragment((hc, h), dtype)
+            c = T.alloc_fragment((hc,), dtype)
+            d = T.alloc_fragment((h,), dtype)
+            x = T.alloc_fragment((hc, h), dtype)
+            T.copy(A, a)
+            T.copy(Bt, b)
+            T.copy(C, c)
+            T.copy(D, d)
+            for i, j in T.Parallel(hc, h):
+                x[i, j] = c[i] * d[j]
+                for k in T.serial(hc):
+                    x[i, j] += a[k, i] * b[k, j]
+            T.copy(x, X[bx, 0, 0])
+    return main
+
+
+GLOBAL_TRANSPOSES: dict[str, Callable] = {
+    "transpose_rank3": lambda: transpose_region(fill=False),
+    "transpose_rank4": lambda: transpose_region((2, 3, 4, 5), (2, 3, 5, 4), fill=False),
+    "transpose_dst_predicate": lambda: transpose_region(src_region=((0, 0, 0), (2, 3, 4)),
+                                                        dst_region=((0, 0, 1), (2, 4, 3))),
+    "transpose_singleton_dst": lambda: transpose_region((2, 3, 1), (2, 1, 3), ((0, 0, 0), (2, 3, 1)),
+                                                        ((0, 1, 0), (2, 1, 3))),
+    "transpose_singleton_src": lambda: transpose_region((2, 3, 1), (2, 1, 3), ((0, 0, 1), (2, 3, 1)),
+                                                        ((0, 0, 0), (2, 1, 3)), fill=False),
+}
+"""``T.transpose`` of global tensors of rank 3 and 4 (TileLang's CPU transpose tests): TileLang's tables are
+empty (its transpose and fill propose no layout), so they are not in :data:`KERNELS`, whose comparison
+expects a layout; ``tests/test_frontend_tilelang_inner.py`` compares them."""
+
+KERNELS.update({
+    # a rank-3 shared T.transpose whose unit dim adds no loop
+    "transpose_shared_3d": lambda: transpose_shared_3d(),
+    # parallel loops around serial inner loops: TileLang vectorises along the innermost loop
+    "serial_inner_gemm": lambda: serial_inner_gemm(),
+    "serial_inner_gemm_f16": lambda: serial_inner_gemm(dtype="float16"),
+    "serial_inner_store": lambda: serial_inner_store(),
+    "serial_inner_copy": lambda: serial_inner_copy(),
+    "serial_inner_after_init": lambda: serial_inner_after_init(),
+})

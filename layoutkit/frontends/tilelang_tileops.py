@@ -36,7 +36,8 @@ READ: dict[str, str] = {
     "tl.tileop.atomicmax": "T.atomic_max (TileLang's AtomicMax proposes no layout: a fragment operand follows "
                            "its other users)",
     "tl.tileop.atomicmin": "T.atomic_min (as T.atomic_max)",
-    "tl.tileop.transpose": "T.transpose of a whole 2-D shared buffer (proposes no layout, as in TileLang)",
+    "tl.tileop.transpose": "T.transpose of buffers or regions of rank >= 2, swapping the last two axes (proposes no "
+                           "layout, as in TileLang)",
     "tl.tileop.im2col": "T.im2col into shared memory (TileLang's Im2ColOp proposes no layout: not in the Program)",
     "tl.tileop.c2d_im2col": "T.c2d_im2col, the deprecated T.im2col",
     "tl.tileop.cumsum": "T.cumsum (TileLang's scan pins its shared operands to the linear layout: strict annotations)",

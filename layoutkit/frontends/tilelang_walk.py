@@ -26,6 +26,8 @@ selections, under the conditions :mod:`.tilelang_select` states.  A GEMM's share
 A / B may be sub-regions (``A_shared[:, bK:]``, a stage slice): M / N / K come from the regions.  A
 parallel loop whose outermost extent is a runtime value with a constant bound (``T.min(n, 512)``) is
 read over the bound as a ``dynamic`` Program loop (the loop keeps its extent, and so its guard).
+Loops inside a parallel nest's body are its inner loops, which TileLang's vectoriser plans along
+(:mod:`.tilelang_inner`).
 
 >>> _program_scope("local.var"), _program_scope("shared.dyn")
 ('local', 'shared.dyn')
@@ -46,6 +48,7 @@ from ..scopes import REDUCER
 from .tilelang_align import Alignment, _arch, atomic_vector_cap, scalar_atomic_cap
 from .tilelang_bounds import ThreadBounds
 from .tilelang_exprs import from_prim_expr, from_tilelang
+from .tilelang_inner import inner_loops
 from .tilelang_ir import (
     allocated_shapes,
     extent_bound,
@@ -474,9 +477,40 @@ class _Walker(TileOps, ThreadBounds, Reducers):
                     return ours
             return None
 
-        writes, reads = [], []
         where = f"parallel loop `for {', '.join(str(x.loop_var) for x in loops)}` ({'x'.join(map(str, shape))})"
+        inner = inner_loops(s, len(loops), where)
+        writes, reads, full, align = self._loop_accesses(s, loops, loop_var, inner, where)
+        caps = [c for c in (atomic_vector_cap(s, self.p.target),
+                            scalar_atomic_cap(s, loops[-1].loop_var, shape[-1], self._align.strides),
+                            1 if inner is not None and inner.scalar else None) if c is not None]
+        cap = min(caps) if caps else None
+        fused = len(loops) > 1 and all(n > 0 and n & (n - 1) == 0 and not dyn for n, dyn in bounds) \
+            and not any(b.is_fragment for b, _ in writes + reads)
+        updates = self.updates(s, loop_var, where, self._indices, fused)
+        try:
+            op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
+                                 reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic),
+                                 align=align or None, vector_cap=cap, updates=updates,
+                                 inner=None if inner is None or not inner.extents else
+                                 {"extents": inner.extents, "chained": inner.chained,
+                                  "indices": [_const_fn(ix) for ix in full]})
+        except LayoutError as err:
+            raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
+        op = self._record_selections(op, where)
+        if LOOP_TAG in root.annotations:
+            self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
+        self._pin(op, root.annotations, where, shape if dynamic else None)
+
+    def _loop_accesses(self, s, loops, loop_var, inner, where: str):
+        """The accesses of parallel body ``s``: ``(writes, reads, full, align)``, ``full`` each access's indices
+        over the parallel and inner loop variables (writes first; empty without inner loops) and ``align``
+        the alignment of global addresses beyond what the indices show."""
+        t = self.tirx
+        writes, reads = [], []
+        full_w: list[tuple[Expr, ...]] = []
+        full_r: list[tuple[Expr, ...]] = []
         lets = {b.var: b.value for b in nodes(s, t.Bind)}
+        vector_vars = [x.loop_var for x in loops] + ([f.loop_var for f in inner.loops] if inner else [])
         align: dict[str, int] = {}
         for node in nodes(s, t.BufferStore, t.BufferLoad):
             b = self._buffer(node.buffer)
@@ -485,27 +519,16 @@ class _Walker(TileOps, ThreadBounds, Reducers):
             if b is None or b.scope == REDUCER:  # a reducer is touched only through its updates
                 continue
             idx = self._indices(list(node.indices), b, loop_var, where)
-            (writes if isinstance(node, t.BufferStore) else reads).append((b, idx))
+            is_store = isinstance(node, t.BufferStore)
+            (writes if is_store else reads).append((b, idx))
+            if inner is not None and inner.extents:
+                ix = list(node.indices)[1:] if b.name in self.p.stages else list(node.indices)
+                (full_w if is_store else full_r).append(inner.indices(ix, b.shape, idx, loop_var, b.scope == "global"))
             if b.scope == "global":
-                a = self._align.address_alignment(node.buffer, list(node.indices), [x.loop_var for x in loops], lets)
+                a = self._align.address_alignment(node.buffer, list(node.indices), vector_vars, lets)
                 if a and a < max(1, 128 // element_bits(b.dtype)):  # only where it narrows the vector
                     align[b.name] = min(a, align.get(b.name, a))
-        caps = [c for c in (atomic_vector_cap(s, self.p.target),
-                            scalar_atomic_cap(s, loops[-1].loop_var, shape[-1], self._align.strides)) if c is not None]
-        cap = min(caps) if caps else None
-        fused = len(loops) > 1 and all(n > 0 and n & (n - 1) == 0 and not dyn for n, dyn in bounds) \
-            and not any(b.is_fragment for b, _ in writes + reads)
-        updates = self.updates(s, loop_var, where, self._indices, fused)
-        try:
-            op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
-                                 reads=[(b, _const_fn(ix)) for b, ix in reads], dynamic=bool(dynamic),
-                                 align=align or None, vector_cap=cap, updates=updates)
-        except LayoutError as err:
-            raise UnsupportedError(f"from_prim_func: {where}: {err}") from None
-        op = self._record_selections(op, where)
-        if LOOP_TAG in root.annotations:
-            self.walked.loop_tags[op.name] = _int(root.annotations[LOOP_TAG], LOOP_TAG)
-        self._pin(op, root.annotations, where, shape if dynamic else None)
+        return writes, reads, full_w + full_r, align
 
     def _pin(self, op, annotations, where: str, shape: tuple[int, ...] | None = None) -> None:
         """A ``loop_layout=`` the kernel gives (``parallel_loop_layout``): TileLang's loop op takes it

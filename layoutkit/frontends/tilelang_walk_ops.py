@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UnsupportedError
+from ..errors import LayoutError, UnsupportedError
 from ..infer.program import Buffer
 from .tilelang_ir import copy_loop_regions, nodes
 from .tilelang_ir import int_value as _int
@@ -115,16 +115,20 @@ class TileOps:
             self.p.annotate_layout({b: linear})
 
     def transpose(self, call) -> None:
+        """``T.transpose(src, dst)`` of whole buffers or regions at any rank >= 2 (TileLang swaps the last two
+        axes and loops over the src region's non-unit extents).  Global starts are read as every global
+        start is (clamped into the tensor: TileLang's boundary predicate only masks elements, and positions
+        never reach layout inference)."""
         what = f"T.transpose `{call}`"
-        src, dst = self._whole(call.args[0], what), self._whole(call.args[1], what)
-        if len(src.shape) != 2:
-            raise UnsupportedError(f"{what}: {src.name} has rank {len(src.shape)}; expected a 2-D buffer (the "
-                                   f"Program's transpose swaps two dims)")
-        for b in (src, dst):
+        src, dst = self.region(call.args[0], what), self.region(call.args[1], what)
+        for b in (src.buffer, dst.buffer):
             if b.is_fragment:  # layoutkit's transpose carries a layout across; TileLang's proposes none
                 raise UnsupportedError(f"{what}: operand {b.name} is a fragment; expected shared memory (TileLang "
                                        f"0.1.15's transpose lays out no fragment, layoutkit's would)")
-        self.p.transpose(src, dst)
+        try:
+            self.p.transpose(src, dst)
+        except LayoutError as err:
+            raise UnsupportedError(f"{what}: {err}") from None
 
     def im2col(self, call) -> None:
         """TileLang's ``Im2ColOp::InferLayout`` proposes no layout: the op constrains nothing, so the

@@ -30,6 +30,7 @@ from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_va
 from ..scopes import FRAGMENT, GLOBAL, LOCAL, is_shared
 from .completion import invert_completion
 from .guards import THREAD, Guard, Predicate
+from .inner import plan_extent, vector_domain
 from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .reducers import update_partials
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
@@ -296,13 +297,16 @@ def _plan_width(op, ctx, loop, threads: int, has_fragment: bool) -> int:
     """The vector width a free-level plan uses.  A loop whose outermost extent is a runtime value
     (``args["dynamic"]``: ``T.Parallel(T.min(n, 512))``, planned over its bound) is planned as TileLang
     plans the symbolic loop: no vectors when that dim is the innermost (its extent is not provably a
-    multiple of any width), else the vectoriser's width as is (a symbolic size has no least padding)."""
+    multiple of any width), else the vectoriser's width as is (a symbolic size has no least padding).
+    With inner loops (``args["inner"]``) the vectoriser plans along the innermost of them and the
+    partition divides the size down the loops' chain of bodies (see :mod:`.inner`)."""
+    full, indices = vector_domain(op)
     # gcd with 0 is the width itself: no cap
-    vector = math.gcd(loop_vector_width(loop, _vector_accesses(op, ctx), _max_vector_bits(op, ctx)),
+    vector = math.gcd(loop_vector_width(full, _vector_accesses(op, ctx, indices), _max_vector_bits(op, ctx)),
                       op.args.get("vector_cap") or 0)
     if op.args.get("dynamic"):
-        return 1 if len(loop) == 1 else vector
-    return partition_width(loop, vector, threads, has_fragment)
+        return 1 if len(full) == 1 else vector
+    return partition_width(plan_extent(op), vector, threads, has_fragment)
 
 
 def replica_guard(op, ctx, layout: Fragment) -> Guard | None:
@@ -353,12 +357,13 @@ def _max_vector_bits(op, ctx) -> int:
     return get_target(ctx.target).max_vector_bits(ctx.target, global_only)
 
 
-def _vector_accesses(op, ctx) -> tuple[VectorAccess, ...]:
+def _vector_accesses(op, ctx, indices=None) -> tuple[VectorAccess, ...]:
+    """The op's accesses as the vectoriser sees them (``indices``: each access's, over the vector domain)."""
     out = []
     align = op.args.get("align") or {}
-    for a in op.accesses:
+    for a, ix in zip(op.accesses, indices or [a.indices for a in op.accesses]):
         buf = ctx.buffer(a.buffer)
-        out.append(VectorAccess(a.indices, ctx.shape(a.buffer), element_bits(buf.dtype),
+        out.append(VectorAccess(tuple(ix), ctx.shape(a.buffer), element_bits(buf.dtype),
                                 buf.scope in (FRAGMENT, LOCAL), a.is_write, ctx.layouts.get(a.buffer),
                                 int(align.get(a.buffer, 0))))
     return tuple(out)

@@ -150,4 +150,26 @@ def region_access(buf: Buffer, region, loop: tuple[int, ...], is_write: bool) ->
     return Access(buf.name, tuple(idx), is_write)
 
 
+
+def transpose_access(buf: Buffer, starts, src_extents, loop: tuple[int, ...]) -> Access:
+    """Indices of a transpose's destination (TileLang's ``TransposeNode::MakeIndices``): dst axis ``d``
+    reads the loop var of src axis ``d`` (the last two axes exchanged) plus its start, or its start alone
+    where that src axis has extent 1 (the loop runs over the src region's non-unit extents).
+
+    >>> d = Buffer("d", (2, 1, 3), "float32", "global")
+    >>> [str(e) for e in transpose_access(d, (0, 0, 0), (2, 3, 1), (2, 3)).indices]
+    ['_i', '0', '_j']
+    """
+    var_of: dict[int, Expr] = {}
+    for axis, e in enumerate(src_extents):
+        if e != 1:
+            k = len(var_of)
+            var_of[axis] = placeholder(k, loop[k])
+    rank = len(starts)
+    idx: list[Expr] = []
+    for d, s in enumerate(starts):
+        v = var_of.get({rank - 2: rank - 1, rank - 1: rank - 2}.get(d, d))
+        idx.append(as_expr(s) if v is None else (v + s if s else v))
+    return Access(buf.name, tuple(idx), True)
+
 IndexFn = Callable[..., object]

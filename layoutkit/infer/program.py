@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ..algebra.layout import Layout, check_shape, placeholder
+from ..algebra.layout import Layout, check_shape
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
@@ -36,7 +36,7 @@ from ..scopes import LOCAL, REDUCER, SHARED_DYN
 from . import validate
 from .atomics import build_atomic
 from .gemm_sp import build_gemm_sp, operand_regions
-from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access
+from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access, transpose_access
 from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
 from .soundness import fragment_violation
 from .target import SCOPES, get_builder, get_target
@@ -258,7 +258,7 @@ class Program:
 
     def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
                  dynamic: bool = False, align: Mapping[str, int] | None = None,
-                 vector_cap: int | None = None, updates=()) -> Op:
+                 vector_cap: int | None = None, updates=(), inner: Mapping | None = None) -> Op:
         """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
         where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``).
         ``dynamic``: the outermost extent is a runtime value at most ``shape[0]`` (``T.Parallel(T.min(n,
@@ -266,8 +266,10 @@ class Program:
         touches no fragment, as TileLang requires).  ``align`` maps a buffer to the multiple its
         addresses are known to be only up to, beyond what the indices show (TileLang vectorises no wider
         than it can prove aligned); ``vector_cap`` bounds the loop's vector width (an element atomic
-        with no wider instruction).  ``updates``: ``(reducer, fn)`` or ``(reducer, fn, flags)`` items, each a
-        ``T.reducer_update(acc[fn(i, ...)], value)`` (see :func:`.reducers.update_args`)."""
+        with no wider instruction, an inner loop TileLang keeps scalar).  ``updates``: ``(reducer, fn)``
+        or ``(reducer, fn, flags)`` items, each a ``T.reducer_update(acc[fn(i, ...)], value)`` (see
+        :func:`.reducers.update_args`).  ``inner``: loops the body nests around its accesses, as
+        TileLang's vectoriser sees them (see :mod:`.inner`)."""
         loop = check_shape(shape, "parallel loop shape")
         what = f"parallel#{self.next_uid}"
         accesses = []
@@ -301,6 +303,10 @@ class Program:
             from .reducers import update_args
 
             args["updates"] = update_args(self, updates, loop, what)
+        if inner is not None:
+            from .inner import inner_args
+
+            args["inner"] = inner_args(inner, loop, [self.buffers[a.buffer] for a in accesses], what)
         return self.emit("parallel", args, loop, accesses)
 
     def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:
@@ -332,13 +338,17 @@ class Program:
                 raise validate.OpValidationError(f"{what}: expected whole buffers; found a region of {b.buffer.name}",
                                                  what, b.buffer.name)
 
-    def transpose(self, src: Buffer, dst: Buffer) -> Op:
-        self._whole(f"transpose#{self.next_uid}", src, dst)
-        validate.transpose(src, dst, f"transpose#{self.next_uid}")
-        n, m = src.shape
-        i, j = placeholder(0, n), placeholder(1, m)
-        acc = (Access(src.name, (i, j), False), Access(dst.name, (j, i), True))
-        return self.emit("transpose", {"src": src.name, "dst": dst.name}, (n, m), acc)
+    def transpose(self, src: Buffer | Region, dst: Buffer | Region) -> Op:
+        """``T.transpose(src, dst)``: ``dst`` takes ``src`` with its last two axes swapped, at any rank >= 2,
+        over whole buffers or regions (unit dims of the src region add no loop; see
+        :func:`.validate.transpose_regions`).  Its accesses constrain no layout of their own (TileLang's
+        transpose proposes none)."""
+        what = f"transpose#{self.next_uid}"
+        s, d = self.own(src), self.own(dst)
+        sr, dr, loop = validate.transpose_regions(s, d, what)
+        acc = (region_access(s.buffer, sr, loop, False), transpose_access(d.buffer, dr[0], sr[1], loop))
+        return self.emit("transpose", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
+                                        "dst_region": dr}, loop, acc)
 
     def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False,
                    use_tma: bool = False) -> Op:

@@ -197,10 +197,33 @@ def reduce(src: Buffer, dst: Buffer, dim: int, kind: str, what: str) -> int:
     return d
 
 
-def transpose(src: Buffer, dst: Buffer, what: str) -> None:
-    if len(src.shape) != 2 or dst.shape != src.shape[::-1]:
-        raise OpValidationError(f"{what}: transpose needs 2-D {src.name} {src.shape} and {dst.name} of the "
-                                f"reversed shape; found {dst.shape}", what, dst.name)
+def swap_last_two(extents: Sequence[int]) -> tuple[int, ...]:
+    """``extents`` with its last two entries exchanged (the axes a transpose swaps)."""
+    e = tuple(extents)
+    return e[:-2] + (e[-1], e[-2])
+
+
+def transpose_regions(src: Region, dst: Region, what: str):
+    """Check a transpose's two regions (TileLang's ``T.transpose``: dst axis ``d`` takes src axis ``d``,
+    the last two exchanged, at any rank >= 2); returns ``(src_region, dst_region, loop_shape)``, the loop
+    over the src region's non-unit extents in order (``(1,)`` when there are none).  A start point takes
+    its extents from the other side; both regions must lie inside their buffers (TileLang guards indices
+    past a buffer with a predicate, so the Program, whose accesses are in bounds, takes no such region)."""
+    rank = len(src.buffer.shape)
+    if rank < 2 or len(dst.buffer.shape) != rank:
+        raise OpValidationError(f"{what}: transpose needs {src.buffer.name} and {dst.buffer.name} of one rank >= 2; "
+                                f"found {src.buffer.shape} and {dst.buffer.shape}", what, dst.buffer.name)
+    if src.extents is None and dst.extents is None:
+        raise OpValidationError(f"{what}: both sides are start points; one side needs extents", what, src.buffer.name)
+    se = src.extents if src.extents is not None else swap_last_two(dst.extents or ())
+    de = dst.extents if dst.extents is not None else swap_last_two(se)
+    if tuple(de) != swap_last_two(se):
+        raise OpValidationError(f"{what}: {dst.buffer.name} region extents {tuple(de)}; expected {src.buffer.name}'s "
+                                f"{tuple(se)} with the last two swapped, {swap_last_two(se)}", what, dst.buffer.name)
+    for b, starts, ext in ((src.buffer, src.starts, se), (dst.buffer, dst.starts, de)):
+        region_bounds(b, starts, ext, what)
+    loop = tuple(e for e in se if e != 1) or (1,)
+    return (tuple(src.starts), tuple(se)), (tuple(dst.starts), tuple(de)), loop
 
 
 def atomic_scalar(dst: Region, what: str) -> None:
