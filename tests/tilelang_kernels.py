@@ -1605,3 +1605,119 @@ KERNELS.update({
     "serial_inner_copy": lambda: serial_inner_copy(),
     "serial_inner_after_init": lambda: serial_inner_after_init(),
 })
+
+
+# ---- parallel loops: opaque calls, conditions that pin a loop variable, a ragged copy root -------------
+
+def opaque_calls(M=64, N=64, bM=16, bN=16, group=1, dtype="float32", threads=128):
+    """A call TileLang's vectoriser cannot vectorise (``T.ieee_add`` / ``T.ieee_fsqrt``: no
+    ``TVectorizable`` attribute) inside a parallel loop over global tensors: TileLang vectorises no wider
+    than the width over which every address the call reads stays the same, 1 when it reads ``A[i, j]``;
+    ``group`` > 1 reads ``S[i, j // group]`` instead (invariant over ``group`` lanes) beside a plain
+    ``A[i, j]``, so the loop is ``group`` wide."""
+    if group == 1:
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype), C: T.Tensor((M, N), dtype)):
+            with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+                for i, j in T.Parallel(bM, bN):
+                    C[by * bM + i, bx * bN + j] = T.ieee_add(A[by * bM + i, bx * bN + j],
+                                                             B[by * bM + i, bx * bN + j], "rn")
+        return main
+
+    @T.prim_func
+    def grouped(A: T.Tensor((M, N), dtype), S: T.Tensor((M, N // group), dtype), C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, bN), T.ceildiv(M, bM), threads=threads) as (bx, by):
+            for i, j in T.Parallel(bM, bN):
+                C[by * bM + i, bx * bN + j] = A[by * bM + i, bx * bN + j] + T.ieee_fsqrt(
+                    S[by * bM + i, (bx * bN + j) // group], "rn")
+    return grouped
+
+
+def pinned_row(rows=48, feat=8192, dtype="uint8", else_branch=False, condition=True):
+    """A parallel loop over tensors with a runtime row stride known only even (``T.assume``), under
+    ``if token < 1``: TileLang's analyzer knows ``token`` is 0 there, so the stride drops out of the
+    address and the loop is 16 uint8 wide (without the ``condition``: 2).  ``else_branch`` writes in the
+    else branch of ``if token >= 1`` (the negated condition pins it the same way).  With a power-of-two
+    ``rows`` (64: TileLang's issue 2883 kernel) TileLang fuses the nest into one loop before planning it
+    and never sees the stride: 16 wide with or without the condition."""
+    stride = T.dynamic("stride")
+    height = 1 if condition else rows  # the tensors hold the rows the loop stores
+
+    @T.prim_func
+    def main(dst: T.StridedTensor((height, feat), (stride, 1), dtype),
+             src: T.StridedTensor((height, feat), (stride, 1), dtype)):
+        T.assume(stride % 2 == 0)
+        with T.Kernel(1):
+            for token, feature in T.Parallel(rows, feat):
+                if else_branch:
+                    if token >= 1:
+                        T.evaluate(0)
+                    else:
+                        dst[token, feature] = src[token, feature]
+                elif condition:
+                    if token < 1:
+                        dst[token, feature] = src[token, feature]
+                else:
+                    dst[token, feature] = src[token, feature]
+    return main
+
+
+def ragged_copy_root(rows=16, cols=14, group=32, threads=128, dtype="int32"):
+    """A ``rows x cols`` fragment copied in (a plan of ``rows * cols`` points, not a multiple of the
+    threads: TileLang's attempt from that copy fails) and read as ``A_local[i, j // group]`` by a
+    ``rows x cols * group`` loop: TileLang lays the loop out first and completes the fragment from it
+    (replicated over the threads that share a column group)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, cols), dtype), B: T.Tensor((rows, cols * group), dtype)):
+        with T.Kernel(1, threads=threads) as _:
+            A_local = T.alloc_fragment((rows, cols), dtype)
+            T.copy(A, A_local)
+            for i, j in T.Parallel(rows, cols * group):
+                B[i, j] += A_local[i, j // group]
+    return main
+
+
+def conditioned(kind="bound", rows=64, cols=64, threads=128, dtype="float16"):
+    """A parallel loop under a condition on its inner variable: TileLang vectorises an ``if`` (or an
+    ``if_then_else``) only as wide as the condition stays the same: ``bound`` checks the column against a
+    runtime width (scalar), ``mod`` is ``j % 4 < 2`` (2 wide), ``select`` is ``T.if_then_else(j < 8, ...)``
+    (8 wide, as without it)."""
+    N = T.dynamic("N")
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, N), dtype), B: T.Tensor((rows, N), dtype)):
+        with T.Kernel(T.ceildiv(N, cols), threads=threads) as bx:
+            for i, j in T.Parallel(rows, cols):
+                if kind == "bound":
+                    if bx * cols + j < N:
+                        B[i, bx * cols + j] = A[i, bx * cols + j]
+                elif kind == "mod":
+                    if j % 4 < 2:
+                        B[i, bx * cols + j] = A[i, bx * cols + j]
+                else:
+                    B[i, bx * cols + j] = T.if_then_else(j < 8, A[i, bx * cols + j], T.cast(0, dtype))
+    return main
+
+
+KERNELS.update({
+    # conditions on the inner loop variable: vectorised only as wide as they stay the same
+    "condition_bound": lambda: conditioned(),
+    "condition_mod": lambda: conditioned("mod"),
+    "condition_select": lambda: conditioned("select"),
+    # opaque calls (no TVectorizable): vectorised only as wide as their addresses stay the same
+    "opaque_call_f32": lambda: opaque_calls(),
+    "opaque_call_f16": lambda: opaque_calls(dtype="float16"),
+    "opaque_call_grouped": lambda: opaque_calls(group=2, dtype="float16"),
+    # a ragged fragment copy: TileLang's attempt from it fails, the loop's succeeds
+    "ragged_copy_root": lambda: ragged_copy_root(),
+})
+NOT_LOWERED.update({
+    # runtime strides (not lowered, as assumed_strides): a condition pins the row of a 48-row nest; a
+    # 64-row nest is fused by TileLang, with or without it
+    "pinned_row": lambda: pinned_row(),
+    "pinned_row_else": lambda: pinned_row(else_branch=True),
+    "unpinned_row": lambda: pinned_row(condition=False),
+    "fused_pinned_row": lambda: pinned_row(rows=64),
+    "fused_unpinned_row": lambda: pinned_row(rows=64, condition=False),
+})

@@ -1,6 +1,8 @@
 """What bounds a parallel loop's vector width in TileLang's vectoriser beyond what a Program access shows:
-how aligned a global address is (:class:`Alignment`), and element atomics (:func:`atomic_vector_cap`;
-:func:`scalar_atomic_cap` for the atomics with no vector form).
+how aligned a global address is (:class:`Alignment`), element atomics (:func:`atomic_vector_cap`), calls
+the vectoriser cannot vectorise (:func:`opaque_call_cap`: ``T.ieee_add``, ``T.atomic_max``, an extern
+call), the RNG's source width (:func:`rng_vector_cap`) and conditions on the inner loop variable
+(:func:`condition_cap`).
 
 TileLang's ``VectorizePlanner`` takes a global access's element offset ``sum(index_k * stride_k)`` over the
 buffer's own strides (runtime ones included) and vectorises only as wide as its analyzer proves that
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import math
 from contextlib import ExitStack
+from typing import Any
 
-__all__ = ["Alignment", "atomic_vector_cap", "scalar_atomic_cap"]
+__all__ = ["PLANNED_CALLS", "Alignment", "access_conditions", "atomic_vector_cap", "condition_cap", "opaque_call_cap",
+           "rng_vector_cap"]
 
 
 def _low_bit(n: int) -> int:
@@ -53,19 +57,36 @@ class Alignment:
             acc = acc * n
         return out[::-1]
 
-    def _proved(self, expr) -> int:
-        """The power of two the analyzer proves ``expr`` a multiple of (0: it is 0)."""
+    def _proved(self, expr, scope=()) -> int:
+        """The power of two the analyzer proves ``expr`` a multiple of (0: every power, e.g. it is 0), with
+        the kernel's facts and the conditions ``scope`` (loop ranges, enclosing ``if`` conditions) in force:
+        the modular set of ``expr``, or, where the conditions pin a variable (``if token < 1`` inside
+        ``T.Parallel(64, ...)``), the widest ``floormod(expr, 2**k) == 0`` they prove."""
+        tirx = self.tirx
         with ExitStack() as stack:
-            for fact in self.facts:
+            for fact in [*self.facts, *scope]:
                 stack.enter_context(self.analyzer.constraint_scope(fact))
             m = self.analyzer.modular_set(self.analyzer.simplify(expr))
-        return _low_bit(math.gcd(int(m.coeff), int(m.base)))
+            modular = _low_bit(math.gcd(int(m.coeff), int(m.base)))
+            if not modular or not scope:
+                return modular
+            p = 1
+            while p < _PROVE_LIMIT and self.analyzer.can_prove_equal(
+                    tirx.FloorMod(expr, tirx.IntImm(expr.dtype, 2 * p)), tirx.IntImm(expr.dtype, 0)):
+                p *= 2
+        return 0 if p >= _PROVE_LIMIT else max(p, modular)
 
-    def address_alignment(self, buf, indices, loop_vars, lets) -> int:
+    def address_alignment(self, buf, indices, loops, lets, conds=(), fused: bool = False) -> int:
         """The alignment (a power of two; 0 when unconstrained) TileLang proves for the part of ``buf``'s
         offset a Program access cannot show: the offset at the loop origin, and, where the buffer's
-        strides are its own (not the row-major ones layoutkit assumes), the step of every outer loop
-        variable.  ``lets`` maps a variable bound inside the loop to its value (the analyzer sees
+        strides are its own (not the row-major ones layoutkit assumes), the offset at the innermost loop
+        variable's origin with the outer ones over their ranges (their steps).  As in TileLang's planner,
+        the analyzer knows each loop variable's range and the conditions ``conds`` of the ``if``
+        statements (and ``if_then_else`` branches) around the access (``if token < 1`` pins ``token``
+        to 0, and its stride drops out).  A ``fused`` nest (TileLang fuses a fragment-free nest of
+        power-of-two extents into one loop before planning) has one loop variable there, whose origin
+        is every variable's: only the offset at the loop origin counts.  ``loops`` are the nest's
+        ``For`` nodes; ``lets`` maps a variable bound inside the loop to its value (the analyzer sees
         through those bindings)."""
         tirx = self.tirx
         sub = tirx.stmt_functor.substitute
@@ -74,14 +95,50 @@ class Alignment:
             offset = offset + tirx.Cast("int64", x) * tirx.Cast("int64", s)
         for _ in range(len(lets) + 1):  # a binding may use an earlier one
             offset = sub(offset, lets)
-        zero = {v: tirx.IntImm(v.dtype, 0) for v in loop_vars}
-        base = sub(offset, zero)
-        bits = [self._proved(base)]
-        if len(buf.strides) and not all(isinstance(s, tirx.IntImm) for s in buf.strides):
-            for v in loop_vars[:-1]:
-                bits.append(self._proved(sub(offset, {**zero, v: tirx.IntImm(v.dtype, 1)}) - base))
-        found = [b for b in bits if b]
-        return min(found) if found else 0
+        loop_vars = [x.loop_var for x in loops]
+        own = len(buf.strides) and not all(isinstance(s, tirx.IntImm) for s in buf.strides)
+        pinned = loop_vars[-1:] if own and not fused else loop_vars
+        base = sub(offset, {v: tirx.IntImm(v.dtype, 0) for v in pinned})
+        ranges = [tirx.And(x.loop_var >= x.min, x.loop_var < x.min + x.extent) for x in loops] if conds else []
+        return self._proved(base, [*ranges, *conds])
+
+    def narrowing(self, accesses, loops, lets, fused: bool) -> dict[str, int]:
+        """The loop's ``align``: each global buffer's :meth:`address_alignment` over its accesses
+        ``(name, element bits, access node, conditions)``, kept where it narrows the widest vector (128
+        bits of the element type)."""
+        align: dict[str, int] = {}
+        for name, bits, node, conds in accesses:
+            a = self.address_alignment(node.buffer, list(node.indices), loops, lets, conds, fused)
+            if a and a < max(1, 128 // bits):
+                align[name] = min(a, align.get(name, a))
+        return align
+
+
+_PROVE_LIMIT = 512
+"""Above the widest vector of any element type (256 bits of 1-byte elements is 32 lanes): an offset proved a
+multiple of this constrains no vector."""
+
+
+def access_conditions(body) -> list[tuple[Any, list]]:
+    """``(access, conditions)`` for every ``BufferStore`` / ``BufferLoad`` under ``body``: the conditions
+    of the ``if`` statements and ``if_then_else`` calls whose branch holds it (an else branch gives the
+    negated condition), the constraint scopes TileLang's analyzer enters on its way to the access."""
+    from tilelang import tvm
+
+    from .tilelang_ir import nodes
+
+    t = tvm.tirx
+    branches = []
+    for ite in nodes(body, t.IfThenElse):
+        branches.append((ite.then_case, ite.condition))
+        if ite.else_case is not None:
+            branches.append((ite.else_case, t.Not(ite.condition)))
+    for call in nodes(body, t.Call):
+        if getattr(call.op, "name", "") == "tirx.if_then_else" and len(call.args) == 3:
+            branches += [(call.args[1], call.args[0]), (call.args[2], t.Not(call.args[0]))]
+    inside = [(nodes(branch, t.BufferStore, t.BufferLoad), cond) for branch, cond in branches]
+    return [(n, [cond for held, cond in inside if any(h.same_as(n) for h in held)])
+            for n in nodes(body, t.BufferStore, t.BufferLoad)]
 
 
 def _arch(target: str) -> int:
@@ -132,40 +189,94 @@ def atomic_vector_cap(body, target: str) -> int | None:
     return min(caps) if caps else None
 
 
-def _scalar_atomic(name: str) -> bool:
-    """The element atomics TileLang's vectoriser treats as opaque calls (no vector form: ``T.atomic_max`` /
-    ``atomic_min`` / ``atomic_load`` / ``atomic_store`` / ``atomic_or`` ..., and ``T.atomic_add(...,
-    return_prev=True)``); ``atomic_add_elem_op`` has its own width (:func:`atomic_vector_cap`).
-
-    >>> _scalar_atomic("tl.atomic_max_elem_op"), _scalar_atomic("tl.atomic_add_elem_op"), _scalar_atomic("tirx.exp")
-    (True, False, False)
-    """
-    return name.startswith("tl.atomic_") and name.endswith("_elem_op") and name != "tl.atomic_add_elem_op"
+PLANNED_CALLS = frozenset({
+    "tirx.if_then_else", "tirx.tvm_access_ptr", "tirx.address_of", "tl.access_ptr", "tl.atomic_add_elem_op",
+    "tirx.ptx_cp_async", "tl.ptx_cp_async", "tl.reducer_update", "tl.rng_rand_float"})
+"""Calls TileLang's ``VectorizePlanner`` gives a rule of their own (a condition, a pointer whose loads it
+reads as plain accesses, the element atomic add's and cp.async's widths, a reducer update shaped by its
+operands, the RNG's source width): every other call is opaque to it unless its op is ``TVectorizable``."""
 
 
-def scalar_atomic_cap(body, inner, extent, strides) -> int | None:
-    """The widest vector the opaque element atomics of a loop body allow (None when it has none), as
-    TileLang's ``VectorizePlanner`` finds it for a call it cannot vectorise: the largest power of two
-    (from ``gcd(128, extent)`` down) over which every buffer offset the call reads stays the same along
-    the innermost loop variable ``inner``, i.e. 1 unless each atomic's address is invariant in it.
-    ``strides(buffer)`` gives a buffer's strides."""
+def _opaque(call) -> bool:
+    """Whether TileLang's vectoriser treats ``call`` as opaque: an op outside :data:`PLANNED_CALLS` without
+    the ``TVectorizable`` attribute (``T.ieee_add``, ``T.rsqrt``, ``T.call_extern``, ``T.atomic_max``,
+    ``T.atomic_add(..., return_prev=True)``; ``T.exp`` and ``T.fma`` are vectorisable)."""
+    op = call.op
+    name = getattr(op, "name", None)
+    if not isinstance(name, str) or name in PLANNED_CALLS or not hasattr(op, "get_attr"):
+        return False
+    return not bool(op.get_attr("TVectorizable"))
+
+
+def rng_vector_cap(body) -> int | None:
+    """The widest vector ``T.rng_rand_float`` calls allow (None without any): TileLang keeps the source
+    width of the scalar value, ``max(1, min(4, 128 // value bits))``, as a call constraint."""
+    from tilelang import tvm
+
+    from .tilelang_ir import nodes
+
+    caps = [max(1, min(4, 128 // (c.dtype.bits * c.dtype.lanes))) for c in nodes(body, tvm.tirx.Call)
+            if getattr(c.op, "name", "") == "tl.rng_rand_float" and c.dtype.bits]
+    return min(caps) if caps else None
+
+
+def opaque_call_cap(body, inner, extent, strides) -> int | None:
+    """The widest vector the opaque calls of a loop body allow (None when it has none; see :func:`_opaque`),
+    as TileLang's ``VectorizePlanner`` finds it for a call it cannot vectorise: the largest power of two
+    (from ``gcd(256, extent)``, the widest the target may allow, down) over which every buffer offset the
+    call reads or writes (and every ``tvm_access_ptr`` offset inside it) depends on the innermost loop
+    variable ``inner`` only through ``inner // size``.  A call that touches no buffer allows any width.
+    ``strides(buffer)`` gives a buffer's strides.  The offsets are the buffers' own, untransformed by a
+    layout: an injective layout (shared memory) keeps an offset invariant exactly where the raw one is; a
+    fragment TileLang has laid out already is read at its register index there, which stays the same
+    wherever the logical index does (so this cap is never wider than TileLang's; it is narrower only where
+    a fragment puts lanes the index tells apart on one register)."""
     from tilelang import tvm
 
     from .tilelang_ir import nodes
 
     t = tvm.tirx
-    calls = [c for c in nodes(body, t.Call) if _scalar_atomic(getattr(c.op, "name", ""))]
+    calls = [c for c in nodes(body, t.Call) if _opaque(c)]
     if not calls:
         return None
     ana = tvm.arith.Analyzer()
     ana.bind(inner, tvm.ir.Range.from_min_extent(0, extent))
-    start = math.gcd(128, int(extent)) if isinstance(extent, int) else 1
+    start = math.gcd(256, int(extent)) if isinstance(extent, int) else 1
     caps = []
     for call in calls:
         offsets = [sum((x * s for x, s in zip(n.indices, strides(n.buffer))), t.IntImm("int32", 0))
                    for n in nodes(call, t.BufferLoad, t.BufferStore)]
+        offsets += [c.args[2] for c in nodes(call, t.Call)
+                    if getattr(c.op, "name", "") == "tirx.tvm_access_ptr" and len(c.args) >= 3]
         size = start
         while size > 1 and not all(_invariant(ana, o, inner, size) for o in offsets):
+            size //= 2
+        caps.append(size)
+    return min(caps)
+
+
+def condition_cap(body, inner, extent) -> int | None:
+    """The widest vector the conditions of a loop body allow (None when it has none): TileLang's planner
+    vectorises an ``if`` statement or an ``if_then_else`` only as wide as its (simplified) condition stays
+    the same, the largest power of two from ``gcd(256, extent)`` down over which the condition depends on
+    the innermost loop variable ``inner`` only through ``inner // size`` (``if j % 4 < 2``: 2; a bound
+    check on the inner index against a runtime size: 1)."""
+    from tilelang import tvm
+
+    from .tilelang_ir import nodes
+
+    t = tvm.tirx
+    conds = [ite.condition for ite in nodes(body, t.IfThenElse)]
+    conds += [c.args[0] for c in nodes(body, t.Call) if getattr(c.op, "name", "") == "tirx.if_then_else" and c.args]
+    if not conds:
+        return None
+    ana = tvm.arith.Analyzer()
+    ana.bind(inner, tvm.ir.Range.from_min_extent(0, extent))
+    caps = []
+    for cond in conds:
+        cond = ana.simplify(cond)
+        size = math.gcd(256, int(extent)) if isinstance(extent, int) else 1
+        while size > 1 and not _invariant(ana, cond, inner, size):
             size //= 2
         caps.append(size)
     return min(caps)

@@ -45,7 +45,15 @@ from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.program import SCOPES, Buffer, Program, Region
 from ..scopes import REDUCER
-from .tilelang_align import Alignment, _arch, atomic_vector_cap, scalar_atomic_cap
+from .tilelang_align import (
+    Alignment,
+    _arch,
+    access_conditions,
+    atomic_vector_cap,
+    condition_cap,
+    opaque_call_cap,
+    rng_vector_cap,
+)
 from .tilelang_bounds import ThreadBounds
 from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_inner import inner_loops
@@ -479,13 +487,18 @@ class _Walker(TileOps, ThreadBounds, Reducers):
 
         where = f"parallel loop `for {', '.join(str(x.loop_var) for x in loops)}` ({'x'.join(map(str, shape))})"
         inner = inner_loops(s, len(loops), where)
-        writes, reads, full, align = self._loop_accesses(s, loops, loop_var, inner, where)
-        caps = [c for c in (atomic_vector_cap(s, self.p.target),
-                            scalar_atomic_cap(s, loops[-1].loop_var, shape[-1], self._align.strides),
-                            1 if inner is not None and inner.scalar else None) if c is not None]
-        cap = min(caps) if caps else None
+        writes, reads, full, (in_global, vector_loops, lets) = self._loop_accesses(s, loops, loop_var, inner, where)
+        # TileLang fuses a nest of power-of-two extents that touches no fragment into one loop before
+        # planning it: its vectoriser then sees one loop variable, and an outer variable's stride no more
+        # (unless an inner serial loop is the one it vectorises)
         fused = len(loops) > 1 and all(n > 0 and n & (n - 1) == 0 and not dyn for n, dyn in bounds) \
             and not any(b.is_fragment for b, _ in writes + reads)
+        align = self._align.narrowing(in_global, vector_loops, lets, fused and len(vector_loops) == len(loops))
+        var = loops[-1].loop_var
+        caps = [c for c in (atomic_vector_cap(s, self.p.target), rng_vector_cap(s), condition_cap(s, var, shape[-1]),
+                            opaque_call_cap(s, var, shape[-1], self._align.strides),
+                            1 if inner is not None and inner.scalar else None) if c is not None]
+        cap = min(caps) if caps else None
         updates = self.updates(s, loop_var, where, self._indices, fused)
         try:
             op = self.p.parallel(shape, writes=[(b, _const_fn(ix)) for b, ix in writes],
@@ -502,17 +515,19 @@ class _Walker(TileOps, ThreadBounds, Reducers):
         self._pin(op, root.annotations, where, shape if dynamic else None)
 
     def _loop_accesses(self, s, loops, loop_var, inner, where: str):
-        """The accesses of parallel body ``s``: ``(writes, reads, full, align)``, ``full`` each access's indices
-        over the parallel and inner loop variables (writes first; empty without inner loops) and ``align``
-        the alignment of global addresses beyond what the indices show."""
+        """The accesses of parallel body ``s``: ``(writes, reads, full, (global accesses, loops, lets))``,
+        ``full`` each access's indices over the parallel and inner loop variables (writes first; empty without
+        inner loops), then what :meth:`Alignment.narrowing` needs: each global access with its name, element
+        bits and the conditions around it, the loops TileLang's planner sees (the parallel ones, then any
+        inner serial ones) and the body's let bindings."""
         t = self.tirx
         writes, reads = [], []
         full_w: list[tuple[Expr, ...]] = []
         full_r: list[tuple[Expr, ...]] = []
         lets = {b.var: b.value for b in nodes(s, t.Bind)}
-        vector_vars = [x.loop_var for x in loops] + ([f.loop_var for f in inner.loops] if inner else [])
-        align: dict[str, int] = {}
-        for node in nodes(s, t.BufferStore, t.BufferLoad):
+        vector_loops = list(loops) + (list(inner.loops) if inner else [])
+        in_global = []
+        for node, conds in access_conditions(s):
             b = self._buffer(node.buffer)
             if b is None:
                 self.check_sized(node.buffer, where)
@@ -525,10 +540,8 @@ class _Walker(TileOps, ThreadBounds, Reducers):
                 ix = list(node.indices)[1:] if b.name in self.p.stages else list(node.indices)
                 (full_w if is_store else full_r).append(inner.indices(ix, b.shape, idx, loop_var, b.scope == "global"))
             if b.scope == "global":
-                a = self._align.address_alignment(node.buffer, list(node.indices), vector_vars, lets)
-                if a and a < max(1, 128 // element_bits(b.dtype)):  # only where it narrows the vector
-                    align[b.name] = min(a, align.get(b.name, a))
-        return writes, reads, full_w + full_r, align
+                in_global.append((b.name, element_bits(b.dtype), node, conds))
+        return writes, reads, full_w + full_r, (in_global, vector_loops, lets)
 
     def _pin(self, op, annotations, where: str, shape: tuple[int, ...] | None = None) -> None:
         """A ``loop_layout=`` the kernel gives (``parallel_loop_layout``): TileLang's loop op takes it

@@ -31,7 +31,7 @@ from ..scopes import FRAGMENT, GLOBAL, LOCAL, is_shared
 from .completion import invert_completion
 from .guards import THREAD, Guard, Predicate
 from .inner import plan_extent, vector_domain
-from .partition import partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
+from .partition import deals_rows, partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .reducers import update_partials
 from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
 from .vectorize import VectorAccess, loop_vector_width
@@ -265,6 +265,11 @@ def loop_rule(op, ctx, level) -> RuleResult:
     elif level == FREE:
         threads = ctx.rng[1]
         width = _plan_width(op, ctx, loop, threads, bool(acc))
+        if not ctx.fallback and deals_rows(loop, width, threads, bool(acc), op.kind == "fill"):
+            # TileLang has no plan here (its fused split is not exact): this attempt fails, as TileLang's
+            # does, so another root may lay the fragments out; only the fallback attempts deal rows
+            raise RuleConflict(f"{op.name}: no partition of the {'x'.join(map(str, loop))} loop over "
+                               f"{threads} threads (not a multiple of them)", op.name)
         plan, guard = plan_partition(loop, width, threads, bool(acc), ctx.rng, op.kind == "fill")
         # the plan's slot guard follows from its arithmetic (slot_guard would tabulate the layout)
         guard = guard or plan_slot_guard(loop, width, threads, bool(acc), op.kind == "fill")

@@ -23,10 +23,11 @@ def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
     a guard predicate over ``_thread`` / ``_index`` when the domain does not fill every slot.
 
     Beyond TileLang: a fragment loop whose size exceeds the thread count without being a multiple of
-    it (TileLang finds no layout: the fused split is not exact) deals whole rows (the last dim stays
-    in one thread) to the most threads that divide the row count and guards the idle threads;
-    ``whole_rows`` (fills nothing else lays out, which TileLang cannot infer at all) also deals whole
-    rows when rows would straddle thread vectors.
+    it (TileLang finds no layout: the fused split is not exact, see :func:`deals_rows`) deals whole rows
+    (the last dim stays in one thread) to the most threads that divide the row count and guards the idle
+    threads; ``whole_rows`` (fills nothing else lays out, which TileLang cannot infer at all) also deals
+    whole rows when rows would straddle thread vectors.  The loop rule asks for such a plan only in the
+    engine's fallback attempts, after every TileLang-like attempt failed.
 
     >>> f, guard = plan_partition((8, 8), 1, 128, True, (0, 128))
     >>> print(f.forward_thread, f.replicate_size, guard, sep=" | ")
@@ -67,6 +68,20 @@ def plan_partition(loop, vec: int, threads: int, has_fragment: bool, rng,
         text = f"_index // {vec} * {vec * threads} + _thread * {vec} + _index % {vec} < {total}"
         guard = Guard.less(cond, total, text)
     return Fragment.from_exprs(loop, (index,), thread, replicas, rng), guard
+
+
+def deals_rows(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool = False) -> bool:
+    """Whether :func:`plan_partition` deals whole rows (a plan TileLang does not have) rather than
+    TileLang's round-robin plan: a fragment loop of more points than threads, not a multiple of them
+    (TileLang's attempt fails there: "no available layout found" when no other root lays the
+    fragments out), or, with ``whole_rows``, rows that straddle thread vectors.
+
+    >>> deals_rows((16, 14), 1, 128, True), deals_rows((24, 16), 1, 128, True), deals_rows((16, 14), 1, 128, False)
+    (True, False, False)
+    >>> deals_rows((8, 8), 1, 128, True)
+    False
+    """
+    return _row_threads(loop, vec, threads, has_fragment, whole_rows) is not None
 
 
 def _row_threads(loop, vec: int, threads: int, has_fragment: bool, whole_rows: bool) -> int | None:
