@@ -94,6 +94,7 @@ test-tilelang:
 		tests/test_frontend_tilelang_errors.py tests/test_frontend_tilelang_reads.py tests/test_fragment_oracle.py \
 		tests/test_frontend_tilelang_bounds.py tests/test_frontend_tilelang_tmem.py tests/test_frontend_tilelang_gemm_sp.py \
 		tests/test_reducers.py tests/test_frontend_tilelang_gemm_scopes.py tests/test_frontend_tilelang_inner.py \
+		tests/test_frontend_tilelang_differences.py \
 		tests/test_frontend_tilelang_loops.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump

@@ -1721,3 +1721,22 @@ NOT_LOWERED.update({
     "fused_pinned_row": lambda: pinned_row(rows=64),
     "fused_unpinned_row": lambda: pinned_row(rows=64, condition=False),
 })
+
+
+def tma_store_runtime_row(threads=128):
+    """A tile stored through shared memory to rows chosen at run time (``r = Idx[0]``): TileLang 0.1.15
+    cannot prove the store in bounds, so at sm_90 it picks a 2-D TMA store and swizzles ``C_shared``;
+    layoutkit reads the start at 0 and leaves ``C_shared`` row-major (a 1-D store's layout)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((64, 64), "float16"), Idx: T.Tensor((1,), "int32"), D: T.Tensor((256, 64), "float16")):
+        with T.Kernel(1, threads=threads) as _:
+            r = Idx[0]
+            C_local = T.alloc_fragment((64, 64), "float16")
+            C_shared = T.alloc_shared((64, 64), "float16")
+            T.copy(A, C_local)
+            for i, j in T.Parallel(64, 64):
+                C_local[i, j] = C_local[i, j] * 2
+            T.copy(C_local, C_shared)
+            T.copy(C_shared, D[r * 64:(r + 1) * 64, :])
+    return main
