@@ -1740,3 +1740,27 @@ def tma_store_runtime_row(threads=128):
             T.copy(C_local, C_shared)
             T.copy(C_shared, D[r * 64:(r + 1) * 64, :])
     return main
+
+
+def pinned_nest_copy(vec=1, threads=128):
+    """A global copy over a 128 x 32 nest with ``loop_layout=`` pinned (TileLang's annotate-loop-layout
+    tests): the nest touches no fragment, so it is fused first and the pinned layout read over the fused
+    loop, row-major.  ``vec`` 1: row ``i`` in thread ``i``; 4: float4 vectors dealt round-robin."""
+    if vec == 1:
+        def fn(i, j):
+            return i, j
+    else:
+        def fn(i, j):
+            e = i * 32 + j
+            return (e // vec) % threads, e % vec + (e // (vec * threads)) * vec
+    layout = T.Fragment((128, 32), forward_fn=fn)
+
+    @T.prim_func
+    def main(A: T.Tensor((128, 32), "float32"), B: T.Tensor((128, 32), "float32")):
+        with T.Kernel(1, threads=threads):
+            for i, j in T.Parallel(128, 32, loop_layout=layout):
+                B[i, j] = A[i, j]
+    return main
+
+
+KERNELS.update({"pinned_nest_rows": lambda: pinned_nest_copy(), "pinned_nest_vec4": lambda: pinned_nest_copy(4)})

@@ -39,7 +39,7 @@ from ..fragment.fragment import Fragment
 from ..fragment.partial import PartialFragment
 from ..infer import infer_layouts
 from .tilelang import LAYOUT_MAP, LOOP_LAYOUT, _check_lowerable, _main, _nest_extents, _tag_loops, _target, _tilelang
-from .tilelang_exprs import to_tilelang
+from .tilelang_exprs import from_tilelang, to_tilelang
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_select import check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
@@ -287,8 +287,12 @@ def _fused(chain):
         vmap[loop.loop_var] = analyzer.simplify(tirx.floormod(tirx.floordiv(var, stride), e))
         stride *= e
     body = tirx.stmt_functor.substitute(chain[-1].body, vmap)
+    annotations = dict(chain[0].annotations)
+    if annotations.get(LOOP_LAYOUT) is not None:
+        # a loop layout the kernel pins over the nest: TileLang reads it over the fused loop, row-major
+        annotations[LOOP_LAYOUT] = to_tilelang(from_tilelang(annotations[LOOP_LAYOUT]).reshape((total,)))
     return tirx.For(var, tirx.IntImm("int32", 0), tirx.IntImm("int32", total), tirx.ForKind.PARALLEL, body,
-                    None, dict(chain[0].annotations))
+                    None, annotations)
 
 
 # ---- annotations ----------------------------------------------------------------------------------
