@@ -239,20 +239,14 @@ def opaque_call_cap(body, inner, extent, strides) -> int | None:
     calls = [c for c in nodes(body, t.Call) if _opaque(c)]
     if not calls:
         return None
-    ana = tvm.arith.Analyzer()
-    ana.bind(inner, tvm.ir.Range.from_min_extent(0, extent))
-    start = math.gcd(256, int(extent)) if isinstance(extent, int) else 1
-    caps = []
+    groups = []
     for call in calls:
         offsets = [sum((x * s for x, s in zip(n.indices, strides(n.buffer))), t.IntImm("int32", 0))
                    for n in nodes(call, t.BufferLoad, t.BufferStore)]
         offsets += [c.args[2] for c in nodes(call, t.Call)
                     if getattr(c.op, "name", "") == "tirx.tvm_access_ptr" and len(c.args) >= 3]
-        size = start
-        while size > 1 and not all(_invariant(ana, o, inner, size) for o in offsets):
-            size //= 2
-        caps.append(size)
-    return min(caps)
+        groups.append(offsets)
+    return _widest_invariant(groups, inner, extent)
 
 
 def condition_cap(body, inner, extent) -> int | None:
@@ -270,13 +264,23 @@ def condition_cap(body, inner, extent) -> int | None:
     conds += [c.args[0] for c in nodes(body, t.Call) if getattr(c.op, "name", "") == "tirx.if_then_else" and c.args]
     if not conds:
         return None
+    return _widest_invariant([[c] for c in conds], inner, extent, simplify=True)
+
+
+def _widest_invariant(groups, inner, extent, simplify: bool = False) -> int:
+    """The smallest over ``groups`` (lists of expressions) of the widest power of two, from ``gcd(256,
+    extent)`` down (1 for a runtime extent), over which every expression of the group depends on ``inner``
+    (bound to ``[0, extent)``) only through ``inner // size``; ``simplify`` first simplifies each one."""
+    from tilelang import tvm
+
     ana = tvm.arith.Analyzer()
     ana.bind(inner, tvm.ir.Range.from_min_extent(0, extent))
+    start = math.gcd(256, int(extent)) if isinstance(extent, int) else 1
     caps = []
-    for cond in conds:
-        cond = ana.simplify(cond)
-        size = math.gcd(256, int(extent)) if isinstance(extent, int) else 1
-        while size > 1 and not _invariant(ana, cond, inner, size):
+    for exprs in groups:
+        exprs = [ana.simplify(e) for e in exprs] if simplify else exprs
+        size = start
+        while size > 1 and not all(_invariant(ana, e, inner, size) for e in exprs):
             size //= 2
         caps.append(size)
     return min(caps)

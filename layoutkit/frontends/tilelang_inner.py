@@ -19,7 +19,7 @@ from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
 from ..errors import UnsupportedError
 from .tilelang_exprs import from_prim_expr
-from .tilelang_ir import nodes
+from .tilelang_ir import expr_nodes, nodes
 
 __all__ = ["InnerLoops", "inner_loops"]
 
@@ -128,8 +128,4 @@ def _uses(indices, var) -> bool:
     """Whether any of the TIR ``indices`` mentions ``var``."""
     from tilelang import tvm
 
-    found: list = []
-    for x in indices:
-        tvm.tirx.stmt_functor.post_order_visit(tvm.tirx.Evaluate(x), lambda n: found.append(n) if n.same_as(var)
-                                               else None)
-    return bool(found)
+    return any(n.same_as(var) for x in indices for n in expr_nodes(x, tvm.tirx.Var))

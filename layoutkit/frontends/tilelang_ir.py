@@ -10,8 +10,8 @@ from ..errors import UnsupportedError
 from ..infer.program import Region
 from .tilelang_exprs import from_prim_expr
 
-__all__ = ["allocated_shapes", "copy_loop_regions", "extent_bound", "int_value", "launch_threads", "nodes",
-           "selection_index", "thread_extent", "view_key"]
+__all__ = ["allocated_shapes", "copy_loop_regions", "expr_nodes", "extent_bound", "int_value", "launch_threads",
+           "nodes", "selection_index", "thread_extent", "view_key"]
 
 
 def int_value(x, what: str) -> int:
@@ -65,6 +65,17 @@ def nodes(stmt, *types) -> list:
 
     out: list = []
     tvm.tirx.stmt_functor.post_order_visit(stmt, lambda n: out.append(n) if isinstance(n, types) else None)
+    return out
+
+
+def expr_nodes(e, *types) -> list:
+    """The nodes of ``types`` inside the expression ``e`` (collected, not handled, in the callback, as
+    :func:`nodes` collects a statement's)."""
+    from tilelang import tvm
+
+    out: list = []
+    tvm.tirx.stmt_functor.post_order_visit(tvm.tirx.Evaluate(e), lambda n: out.append(n) if isinstance(n, types)
+                                           else None)
     return out
 
 

@@ -59,6 +59,7 @@ from .tilelang_exprs import from_prim_expr, from_tilelang
 from .tilelang_inner import inner_loops
 from .tilelang_ir import (
     allocated_shapes,
+    expr_nodes,
     extent_bound,
     launch_threads,
     nodes,
@@ -290,7 +291,7 @@ class _Walker(TileOps, ThreadBounds, Reducers):
         for e in exprs:
             found = [e] if isinstance(e, (t.BufferLoad, t.BufferStore)) else []
             if isinstance(e, t.PrimExpr):
-                found += [n for n in _expr_nodes(e, t.BufferLoad)]
+                found += [n for n in expr_nodes(e, t.BufferLoad)]
             elif isinstance(e, t.Stmt):
                 found += nodes(e, t.BufferLoad, t.BufferStore)
             for n in found:
@@ -628,17 +629,7 @@ def _uses_loop_var(x, loop_var) -> bool:
     """Whether the TIR expression ``x`` mentions a variable of the loop."""
     from tilelang import tvm
 
-    return any(loop_var(v) is not None for v in _expr_nodes(x, tvm.tirx.Var))
-
-
-def _expr_nodes(e, *types) -> list:
-    """Nodes of ``types`` inside the expression ``e`` (collected, not handled, in the callback)."""
-    from tilelang import tvm
-
-    out: list = []
-    tvm.tirx.stmt_functor.post_order_visit(tvm.tirx.Evaluate(e), lambda n: out.append(n) if isinstance(n, types)
-                                           else None)
-    return out
+    return any(loop_var(v) is not None for v in expr_nodes(x, tvm.tirx.Var))
 
 
 def _or_zero(e: Expr | None) -> Expr:

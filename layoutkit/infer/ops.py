@@ -150,7 +150,6 @@ def region_access(buf: Buffer, region, loop: tuple[int, ...], is_write: bool) ->
     return Access(buf.name, tuple(idx), is_write)
 
 
-
 def transpose_access(buf: Buffer, starts, src_extents, loop: tuple[int, ...]) -> Access:
     """Indices of a transpose's destination (TileLang's ``TransposeNode::MakeIndices``): dst axis ``d``
     reads the loop var of src axis ``d`` (the last two axes exchanged) plus its start, or its start alone
@@ -171,5 +170,6 @@ def transpose_access(buf: Buffer, starts, src_extents, loop: tuple[int, ...]) ->
         v = var_of.get({rank - 2: rank - 1, rank - 1: rank - 2}.get(d, d))
         idx.append(as_expr(s) if v is None else (v + s if s else v))
     return Access(buf.name, tuple(idx), True)
+
 
 IndexFn = Callable[..., object]
