@@ -95,7 +95,7 @@ test-tilelang:
 		tests/test_frontend_tilelang_bounds.py tests/test_frontend_tilelang_tmem.py tests/test_frontend_tilelang_gemm_sp.py \
 		tests/test_reducers.py tests/test_frontend_tilelang_gemm_scopes.py tests/test_frontend_tilelang_inner.py \
 		tests/test_frontend_tilelang_differences.py \
-		tests/test_frontend_tilelang_loops.py
+		tests/test_frontend_tilelang_loops.py tests/test_frontend_tilelang_gemm.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
 # wheel, installed into the bench environment only; TileLang from the bench environment when it installed)

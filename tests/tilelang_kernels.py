@@ -422,7 +422,7 @@ def transpose(M=256, N=256, b=64, threads=128, dtype="float16"):
 
 
 def conv_im2col(N=2, C=64, H=16, W=16, F=64, KS=3, S=1, D=1, P=1, bM=64, bN=64, bK=32, threads=128,
-                dtype="float16", accum_dtype="float32"):
+                dtype="float16", accum_dtype="float32", stages=2):
     """An NHWC 2-D convolution as an implicit GEMM over ``T.im2col`` tiles (after TileLang's
     examples/convolution/example_convolution.py, small parameters)."""
     OH = (H + 2 * P - D * (KS - 1) - 1) // S + 1
@@ -437,7 +437,7 @@ def conv_im2col(N=2, C=64, H=16, W=16, F=64, KS=3, S=1, D=1, P=1, bM=64, bN=64, 
             kernel_shared = T.alloc_shared((bK, bN), dtype)
             out_local = T.alloc_fragment((bM, bN), accum_dtype)
             T.clear(out_local)
-            for k in T.Pipelined(T.ceildiv(KK, bK), num_stages=2):
+            for k in T.Pipelined(T.ceildiv(KK, bK), num_stages=stages):
                 T.im2col(data, data_shared, by, k, KS, S, D, P)
                 T.copy(kernel[k * bK, bx * bN], kernel_shared)
                 T.gemm(data_shared, kernel_shared, out_local)

@@ -32,9 +32,13 @@ gets one status:
 With ``--compile`` every kernel both solve (``equal`` or ``differ``) is then lowered by TileLang's
 pipeline with layoutkit *as* its layout-inference pass (no fallback to TileLang's own) and the CUDA
 source compiled with nvcc for the pass's arch: the row gets ``compiled`` (``ok`` or the first error line;
-``tilelang-fails-too`` where ``tilelang.lower`` alone and nvcc fail on the kernel as well).
+``tilelang-fails-too`` where ``tilelang.lower`` alone and nvcc fail on the kernel as well).  The
+lowering uses layoutkit's ``T.gemm`` lowering too, and must give the CUDA text TileLang's GEMM
+lowering gives over the same layouts.  ``--gemm-text`` checks only that (no nvcc): the row gets
+``gemm_text`` (``same``, ``same, no mma.sync`` for a kernel without an MMA GEMM, ``differs``, or
+the lowering's failure).
 
-    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile] [--out results.json]
+    python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile | --gemm-text] [--out results.json]
                                    [--markdown list.md] [--log STDERR_DIR]
 
 Each row also gives ``seconds``: ``build`` (the example up to its kernel), ``read`` (TileLang's pass
@@ -63,6 +67,7 @@ CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", 
 
 
 COMPILE = os.environ.get("LAYOUTKIT_SUITE_COMPILE") == "1"
+GEMM_TEXT = os.environ.get("LAYOUTKIT_SUITE_GEMM_TEXT") == "1"
 """Set in each child by ``--compile``: lower and nvcc-compile every kernel both solve."""
 
 ARCH = "sm_80"
@@ -324,16 +329,20 @@ def _tilelang_alone_fails(func) -> bool:
 
 
 def _lower_and_compile(func) -> str:
-    """``ok`` when TileLang lowers ``func`` with layoutkit as its layout pass and nvcc compiles the CUDA
-    source; else which step failed and its first line, prefixed ``tilelang-fails-too`` where TileLang's
-    own lowering and compile of the kernel fail as well."""
+    """``ok`` when TileLang lowers ``func`` with layoutkit as its layout pass (and its ``T.gemm``
+    lowering, which must give the CUDA text TileLang's GEMM lowering gives over the same layouts) and
+    nvcc compiles the CUDA source; else which step failed and its first line, prefixed
+    ``tilelang-fails-too`` where TileLang's own lowering and compile of the kernel fail as well."""
     from layoutkit.errors import LayoutError
     from layoutkit.frontends.tilelang_pass import lower
 
     if shutil.which("nvcc") is None:
         return "not run: nvcc is not installed"
     try:
-        failure = _nvcc(lower(func, _tvm_target(), fallback=False).kernel_source)
+        source = lower(_fresh(func), _tvm_target(), fallback=False).kernel_source
+        if source != lower(_fresh(func), _tvm_target(), fallback=False, lower_gemm=False).kernel_source:
+            return "GEMM lowering differs: layoutkit's T.gemm lowering and TileLang's give other CUDA text"
+        failure = _nvcc(source)
     except LayoutError as err:
         return f"lowering refused: {_first_line(err)}"
     except Exception as err:  # noqa: BLE001 - TileLang's later passes rejecting the annotations is the finding
@@ -341,6 +350,32 @@ def _lower_and_compile(func) -> str:
     if failure is None:
         return "ok"
     return f"tilelang-fails-too: {failure}" if _tilelang_alone_fails(func) else failure
+
+
+def _gemm_text(func) -> str:
+    """Whether layoutkit's ``T.gemm`` lowering and TileLang's give the same CUDA text, both with
+    layoutkit as the layout pass, each lowering a fresh copy of ``func`` (lowering a GEMM renames the
+    kernel's thread variable, which later lowerings of the same objects would see).  ``varies`` where
+    TileLang's own lowering of two copies gives two texts (the comparison says nothing there)."""
+    from layoutkit.frontends.tilelang_pass import lower
+
+    try:
+        ours = lower(_fresh(func), _tvm_target(), fallback=False).kernel_source
+        theirs = [lower(_fresh(func), _tvm_target(), fallback=False, lower_gemm=False).kernel_source for _ in "ab"]
+    except Exception as err:  # noqa: BLE001 - a lowering failure is reported, as with --compile
+        return f"lowering failed: {_first_line(err)}"
+    if theirs[0] != theirs[1]:
+        return "varies: TileLang's own CUDA text differs between two lowerings"
+    if ours != theirs[0]:
+        return "differs"
+    return "same" if "tl::mma_sync" in ours else "same, no mma.sync"
+
+
+def _fresh(func):
+    """A copy of ``func`` sharing no IR object with it (through TVM's JSON form)."""
+    from tilelang import tvm
+
+    return tvm.ir.load_json(tvm.ir.save_json(func))
 
 
 def _capture_and_compare(run, label: str) -> dict:
@@ -378,6 +413,8 @@ def _capture_and_compare(run, label: str) -> dict:
         result["arch"] = ARCH
     if COMPILE and result["status"] in ("equal", "differ"):
         result["compiled"] = _lower_and_compile(funcs[0])
+    elif GEMM_TEXT and result["status"] in ("equal", "differ"):
+        result["gemm_text"] = _gemm_text(funcs[0])
     return result
 
 
@@ -448,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tests", type=int, default=4, help="test functions run per test file")
     parser.add_argument("--compile", action="store_true",
                         help="lower each solved kernel with layoutkit as the layout pass, compile it with nvcc")
+    parser.add_argument("--gemm-text", action="store_true",
+                        help="check layoutkit's T.gemm lowering gives TileLang's CUDA text (no nvcc)")
     parser.add_argument("--child")
     parser.add_argument("--arch", default="sm_80", choices=sorted(DEVICES), help=argparse.SUPPRESS)
     parser.add_argument("--log", help="keep each child's stderr (tracebacks of files that built no kernel) here")
@@ -461,7 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     src = Path(args.src)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "TILELANG_CACHE_DIR": tempfile.mkdtemp(prefix="layoutkit-suite-"),
-           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0", "LAYOUTKIT_SUITE_SRC": str(src.resolve())}
+           "LAYOUTKIT_SUITE_COMPILE": "1" if args.compile else "0", "LAYOUTKIT_SUITE_SRC": str(src.resolve()),
+           "LAYOUTKIT_SUITE_GEMM_TEXT": "1" if args.gemm_text else "0"}
     results = []
     for path in files(src, args.only):
         rel = str(path.relative_to(src))
@@ -478,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
             note = r.get("why") or " ".join(r.get("differ", []) + r.get("missing", []))
             if "compiled" in r:
                 note = f"compiled: {r['compiled']} {note}"
+            if "gemm_text" in r:
+                note = f"gemm text: {r['gemm_text']} {note}"
             print(f"{r['status']:15s} {r['where']}{' @' + r['arch'] if 'arch' in r else ''}  {note[:150]}  "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
     summary(results)
@@ -567,6 +609,11 @@ def summary(results: list[dict]) -> None:
         theirs = sum(c.startswith("tilelang-fails-too") for c in compiled)
         print(f"lowered with layoutkit as the pass and compiled with nvcc: {compiled.count('ok')} of "
               f"{len(compiled) - theirs} ({theirs} more that TileLang alone fails to lower or compile too)")
+    texts = [r["gemm_text"] for r in results if "gemm_text" in r]
+    if texts:
+        by_text = {t: texts.count(t) for t in sorted(set(texts))}
+        print("layoutkit's T.gemm lowering vs TileLang's, CUDA text: "
+              + ", ".join(f"{k} {v}" for k, v in by_text.items()))
     if solved_by_tl:
         print(f"equal on {counts.get('equal', 0)} of {solved_by_tl} kernels that constructed and were not refused by "
               f"TileLang's pass ({counts.get('equal', 0) / solved_by_tl:.0%}; refusals count as not equal)")

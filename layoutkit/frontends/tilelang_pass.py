@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from ..fragment.partial import PartialFragment
 from ..infer import infer_layouts
 from .tilelang import LAYOUT_MAP, LOOP_LAYOUT, _check_lowerable, _main, _nest_extents, _tag_loops, _target, _tilelang
 from .tilelang_exprs import from_tilelang, to_tilelang
+from .tilelang_gemm import layoutkit_mma_lowering
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_select import check_selections
 from .tilelang_walk import LOOP_TAG, Walked, walk
@@ -76,14 +77,18 @@ class _State:
 
 
 @contextmanager
-def layoutkit_inference(cost_model: str | None = None, fallback: bool = True) -> Iterator[PassRecord]:
+def layoutkit_inference(cost_model: str | None = None, fallback: bool = True,
+                        lower_gemm: bool = True) -> Iterator[PassRecord]:
     """Within the block, every TileLang lowering (``tilelang.lower``, ``tilelang.compile``,
     ``@tilelang.jit`` kernels compiled there) runs layoutkit in place of TileLang's LayoutInference;
     yields the :class:`PassRecord`.  ``cost_model`` None takes TileLang's own setting (the
     ``tl.layout_cost_model`` pass config, else ``TILELANG_LAYOUT_COST_MODEL``, else register count);
-    every other pass config acts on TileLang's passes around this one as usual.  The pass factories
-    are swapped on the ``tilelang.transform`` module and restored on exit; lowerings in other threads
-    meanwhile see the swap too.
+    every other pass config acts on TileLang's passes around this one as usual.  ``lower_gemm`` also
+    lowers ``T.gemm`` on the ``mma.sync`` path from layoutkit's MMA facts instead of TileLang's
+    parsed macros (:mod:`.tilelang_gemm`; same statement, a fraction of the time; GEMMs it does not
+    cover are lowered by TileLang).  The pass factories (and the GEMM implementation entry) are
+    swapped on TileLang's modules and restored on exit; lowerings in other threads meanwhile see
+    the swap too.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
 
@@ -115,7 +120,8 @@ def layoutkit_inference(cost_model: str | None = None, fallback: bool = True) ->
 
     tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch = inference, launch
     try:
-        yield state.record
+        with layoutkit_mma_lowering() if lower_gemm else nullcontext():
+            yield state.record
     except Exception as err:
         # TVM wraps an exception raised inside a Python pass in its own RuntimeError: give back ours
         if state.error is not None and not isinstance(err, LayoutError):
@@ -125,10 +131,11 @@ def layoutkit_inference(cost_model: str | None = None, fallback: bool = True) ->
         tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch = original, original_launch
 
 
-def lower(func, target, cost_model: str | None = None, fallback: bool = True, **kwargs):
+def lower(func, target, cost_model: str | None = None, fallback: bool = True, lower_gemm: bool = True, **kwargs):
     """``tilelang.lower(func, target=...)`` with layoutkit as its layout-inference pass (TileLang's
-    own is not run); returns TileLang's ``CompiledArtifact`` (``kernel_source`` the CUDA text).
-    ``target`` as for :func:`layoutkit.frontends.tilelang.from_prim_func`; ``kwargs`` go to
+    own is not run), and layoutkit's ``T.gemm`` lowering unless ``lower_gemm`` is false (see
+    :func:`layoutkit_inference`); returns TileLang's ``CompiledArtifact`` (``kernel_source`` the
+    CUDA text).  ``target`` as for :func:`layoutkit.frontends.tilelang.from_prim_func`; ``kwargs`` go to
     ``tilelang.lower``.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
@@ -138,7 +145,7 @@ def lower(func, target, cost_model: str | None = None, fallback: bool = True, **
     """
     tilelang = _tilelang("lower")
     tgt = _target(target)
-    with layoutkit_inference(cost_model, fallback), tilelang.tvm.target.Target(tgt):
+    with layoutkit_inference(cost_model, fallback, lower_gemm), tilelang.tvm.target.Target(tgt):
         return tilelang.lower(func, target=tgt, **kwargs)
 
 
