@@ -400,7 +400,8 @@ def lower(func, target, cost_model: str | None = None, fallback: bool = True, **
     """``tilelang.lower(func, target=...)`` with layoutkit's solver substituted for TileLang's
     LayoutInference pass; the same artifact (and, where both solve, the same CUDA text).  A kernel
     layoutkit refuses is handed to TileLang's own pass (``fallback=True``) or raises the typed error.
-    ``cost_model`` None follows TileLang's ``tl.layout_cost_model`` pass config.  See
+    ``cost_model`` None follows TileLang's ``tl.layout_cost_model`` pass config; ``lower_gemm=False``
+    (a keyword) keeps TileLang's own ``T.gemm`` lowering instead of layoutkit's.  See
     :func:`layoutkit.frontends.tilelang_pass.lower`.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:

@@ -20,7 +20,9 @@ Loop partitioning, vectorisation and the predicates' use all happen later, in Ti
 (:func:`clear_cache` forgets them): lowering the same ``PrimFunc`` again only hashes and compares it.
 
 Switch it on with :func:`lower` (``tilelang.lower`` with the pass substituted) or, around
-``tilelang.compile`` / ``@tilelang.jit`` calls, with :func:`layoutkit_inference`.  A kernel
+``tilelang.compile`` / ``@tilelang.jit`` calls, with :func:`layoutkit_inference`.  Both also
+substitute layoutkit's lowering of ``T.gemm`` on the ``mma.sync`` path for TileLang's parsed macros
+(:mod:`.tilelang_gemm`: the same statement; ``lower_gemm=False`` keeps TileLang's).  A kernel
 layoutkit cannot read or solve falls back to TileLang's own pass (``fallback=True``, recorded in
 :attr:`PassRecord.fallbacks`) or raises the typed error (``fallback=False``).
 """
