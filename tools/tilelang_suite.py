@@ -339,8 +339,10 @@ def _lower_and_compile(func) -> str:
     if shutil.which("nvcc") is None:
         return "not run: nvcc is not installed"
     try:
-        source = lower(_fresh(func), _tvm_target(), fallback=False).kernel_source
-        if source != lower(_fresh(func), _tvm_target(), fallback=False, lower_gemm=False).kernel_source:
+        restore = _names(func)
+        source = lower(func, _tvm_target(), fallback=False).kernel_source
+        restore()
+        if source != lower(func, _tvm_target(), fallback=False, lower_gemm=False).kernel_source:
             return "GEMM lowering differs: layoutkit's T.gemm lowering and TileLang's give other CUDA text"
         failure = _nvcc(source)
     except LayoutError as err:
@@ -354,16 +356,22 @@ def _lower_and_compile(func) -> str:
 
 def _gemm_text(func) -> str:
     """Whether layoutkit's ``T.gemm`` lowering and TileLang's give the same CUDA text, both with
-    layoutkit as the layout pass, each lowering a fresh copy of ``func`` (lowering a GEMM renames the
-    kernel's thread variable, which later lowerings of the same objects would see).  ``varies`` where
-    TileLang's own lowering of two copies gives two texts (the comparison says nothing there)."""
+    layoutkit as the layout pass, each lowering starting from the same variable names (lowering a GEMM
+    renames the kernel's thread variable, which a later lowering of the same objects would see).
+    ``varies`` where TileLang's own lowering gives two texts twice (the comparison says nothing there)."""
     from layoutkit.frontends.tilelang_pass import lower
 
+    restore = _names(func)
     try:
-        ours = lower(_fresh(func), _tvm_target(), fallback=False).kernel_source
-        theirs = [lower(_fresh(func), _tvm_target(), fallback=False, lower_gemm=False).kernel_source for _ in "ab"]
+        ours = lower(func, _tvm_target(), fallback=False).kernel_source
+        theirs = []
+        for _ in "ab":
+            restore()
+            theirs.append(lower(func, _tvm_target(), fallback=False, lower_gemm=False).kernel_source)
     except Exception as err:  # noqa: BLE001 - a lowering failure is reported, as with --compile
         return f"lowering failed: {_first_line(err)}"
+    finally:
+        restore()
     if theirs[0] != theirs[1]:
         return "varies: TileLang's own CUDA text differs between two lowerings"
     if ours != theirs[0]:
@@ -371,11 +379,24 @@ def _gemm_text(func) -> str:
     return "same" if "tl::mma_sync" in ours else "same, no mma.sync"
 
 
-def _fresh(func):
-    """A copy of ``func`` sharing no IR object with it (through TVM's JSON form)."""
+def _names(func):
+    """A function that gives every variable of ``func`` back the name it has now."""
     from tilelang import tvm
+    from tvm.script.ir_builder import IRBuilder
 
-    return tvm.ir.load_json(tvm.ir.save_json(func))
+    tirx = tvm.tirx
+    seen: list = []
+    tirx.stmt_functor.post_order_visit(func.body, seen.append)
+    found = [*(n for n in seen if isinstance(n, tirx.Var)), *(n.var for n in seen if isinstance(n, tirx.Bind)),
+             *(n.loop_var for n in seen if isinstance(n, tirx.For)), *func.params]
+    names = [(v, v.name) for v in {id(v): v for v in found}.values()]
+
+    def restore() -> None:
+        for v, name in names:
+            if v.name != name:
+                IRBuilder.name(name, v)
+
+    return restore
 
 
 def _capture_and_compare(run, label: str) -> dict:
