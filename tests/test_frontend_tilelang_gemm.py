@@ -1,10 +1,8 @@
 """layoutkit's ``T.gemm`` lowering on the ``mma.sync`` path (``layoutkit.frontends.tilelang_gemm``)
 against TileLang 0.1.15's own (``cuda.mma``, its parsed MMA macros): over a grid of dtypes,
-transpositions, operand scopes, warp policies, tile shapes and sub-regions, every GEMM TileLang
-lowers is lowered by layoutkit to the same statement (same TIR, same names), and the GEMMs layoutkit
-hands back (tf32, a cleared accumulator) lower through TileLang's class to TileLang's CUDA."""
-
-from contextlib import contextmanager
+transpositions, operand scopes, warp policies, tile shapes, sub-regions and cleared accumulators, every
+GEMM TileLang lowers is lowered by layoutkit to the same statement (same TIR, same names), and the
+GEMMs layoutkit hands back (tf32, fp64) lower through TileLang's class to TileLang's CUDA."""
 
 import pytest
 
@@ -15,7 +13,7 @@ tilelang = require_tilelang()
 import tilelang.language as T  # noqa: E402
 from tilelang.layout import make_swizzled_layout  # noqa: E402,F401 - TileLang's GEMM layouts import it
 
-from layoutkit.frontends.tilelang_gemm import MMA_IMPL, layoutkit_mma_lowering, lower_mma_gemm  # noqa: E402
+from layoutkit.frontends.tilelang_gemm import MMA_IMPL, both_mma_lowerings, layoutkit_mma_lowering  # noqa: E402
 from layoutkit.frontends.tilelang_pass import layoutkit_inference  # noqa: E402
 
 pytestmark = pytest.mark.oracle
@@ -56,35 +54,6 @@ def gemm_kernel(dtype="float16", accum="float32", trans_a=False, trans_b=False, 
     return main
 
 
-@contextmanager
-def both_lowerings():
-    """Within the block TileLang lowers every ``cuda.mma`` GEMM itself; the list collects, per GEMM,
-    (TileLang's PrimFunc, layoutkit's PrimFunc or None)."""
-    import tilelang.cuda.op.gemm  # noqa: F401
-    from tilelang.tileop.gemm import registry
-
-    entry = next(e for e in registry._GEMM_IMPLS if e.name == MMA_IMPL)
-    seen: list = []
-
-    class Both:
-        def __init__(self, node):
-            self.theirs = entry.impl_class(node)
-
-        def infer_layout(self, target, thread_nums):
-            return self.theirs.infer_layout(target, thread_nums)
-
-        def lower(self, layout_map, target, thread_bounds, thread_index, mbar_phase_expr=None):
-            theirs = self.theirs.lower(layout_map, target, thread_bounds, thread_index, mbar_phase_expr)
-            seen.append((theirs, lower_mma_gemm(self.theirs.gemm_node, target, thread_bounds, thread_index)))
-            return theirs
-
-    registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, Both)
-    try:
-        yield seen
-    finally:
-        registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, entry.impl_class)
-
-
 def _lower(func, arch="sm_80"):
     target = {"kind": "cuda", "arch": arch}
     with tilelang.tvm.target.Target(target):
@@ -113,12 +82,14 @@ LOWERED = {
     "rr_fp16": {"scopes": "rr"},
     "rs_fp16_trans_b": {"scopes": "rs", "trans_b": True},
     "rs_int8_trans_b": {"scopes": "rs", "dtype": "int8", "accum": "int32", "bK": 64, "trans_b": True},
+    "cleared_accumulator": {"clear": True},
+    "cleared_accumulator_rr": {"clear": True, "scopes": "rr"},
 }
 
 
 @pytest.mark.parametrize("name", sorted(LOWERED))
 def test_layoutkit_lowers_the_gemm_as_tilelang(name):
-    with both_lowerings() as seen:
+    with both_mma_lowerings() as seen:
         _lower(gemm_kernel(**LOWERED[name]))
     assert seen, "no GEMM went through the mma path"
     for theirs, ours in seen:
@@ -132,7 +103,7 @@ def test_layoutkit_lowers_the_gemm_as_tilelang(name):
 def test_layoutkit_lowers_sub_region_gemms_as_tilelang(name):
     from . import tilelang_kernels as K
 
-    with both_lowerings() as seen:
+    with both_mma_lowerings() as seen:
         _lower(K.KERNELS[name]())
     assert seen
     for theirs, ours in seen:
@@ -141,13 +112,13 @@ def test_layoutkit_lowers_sub_region_gemms_as_tilelang(name):
 
 HANDED_BACK = {
     "tf32": {"dtype": "float32"},
-    "cleared_accumulator": {"clear": True},
+    "fp64": {"dtype": "float64", "accum": "float64", "bK": 16},
 }
 
 
 @pytest.mark.parametrize("name", sorted(HANDED_BACK))
 def test_gemms_without_a_plan_lower_through_tilelang(name):
-    with both_lowerings() as seen:
+    with both_mma_lowerings() as seen:
         theirs = _lower(gemm_kernel(**HANDED_BACK[name]))
     assert seen and all(ours is None for _, ours in seen)
     target = {"kind": "cuda", "arch": "sm_80"}

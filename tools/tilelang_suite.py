@@ -35,8 +35,9 @@ source compiled with nvcc for the pass's arch: the row gets ``compiled`` (``ok``
 ``tilelang-fails-too`` where ``tilelang.lower`` alone and nvcc fail on the kernel as well).  The
 lowering uses layoutkit's ``T.gemm`` lowering too, and must give the CUDA text TileLang's GEMM
 lowering gives over the same layouts.  ``--gemm-text`` checks only that (no nvcc): the row gets
-``gemm_text`` (``same``, ``same, no mma.sync`` for a kernel without an MMA GEMM, ``differs``, or
-the lowering's failure).
+``gemm_text`` (``same``, ``same, no mma.sync`` for a kernel without an MMA GEMM, ``differs``, the
+lowering's failure, or ``varies`` where TileLang's own text differs between two lowerings: then each
+GEMM's statement is compared instead, both lowered from the same node).
 
     python tools/tilelang_suite.py --src CHECKOUT [--only SUBSTRING ...] [--compile | --gemm-text] [--out results.json]
                                    [--markdown list.md] [--log STDERR_DIR]
@@ -373,10 +374,29 @@ def _gemm_text(func) -> str:
     finally:
         restore()
     if theirs[0] != theirs[1]:
-        return "varies: TileLang's own CUDA text differs between two lowerings"
+        return f"varies (TileLang's own CUDA text differs between two lowerings); {_gemm_statements(func)}"
     if ours != theirs[0]:
         return "differs"
     return "same" if "tl::mma_sync" in ours else "same, no mma.sync"
+
+
+def _gemm_statements(func) -> str:
+    """How many of the kernel's ``mma.sync`` GEMMs layoutkit lowers to TileLang's statement (same TIR
+    text), each GEMM lowered both ways from the same node in one lowering."""
+    from layoutkit.frontends.tilelang_gemm import both_mma_lowerings
+    from layoutkit.frontends.tilelang_pass import lower
+
+    restore = _names(func)
+    try:
+        with both_mma_lowerings() as seen:
+            lower(func, _tvm_target(), fallback=False, lower_gemm=False)
+    except Exception as err:  # noqa: BLE001 - reported like the other lowering failures
+        return f"GEMM statements: lowering failed: {_first_line(err)}"
+    finally:
+        restore()
+    planned = [(theirs, ours) for theirs, ours in seen if ours is not None]
+    same = sum(ours.body.script() == theirs.body.script() for theirs, ours in planned)
+    return f"GEMM statements: {same} of {len(planned)} same ({len(seen) - len(planned)} lowered by TileLang)"
 
 
 def _names(func):

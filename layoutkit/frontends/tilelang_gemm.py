@@ -18,7 +18,8 @@ unchanged, so the switch never narrows what lowers):
   columns (``mma.m16n8k{16,32}``, ``n = 16`` issued as two ``n = 8`` instructions);
 - ``ldmatrix.x4`` / ``.x2`` (``.trans`` for 16-bit) where the instruction can read the operand, one
   load per register otherwise (8-bit A transposed, 8-bit B not transposed);
-- constant ``clear_accum`` false (true clears through TileLang's fill: handed over).
+- a constant ``clear_accum`` (true: the accumulator is filled with zeros first, through TileLang's
+  ``T.clear``, as TileLang's lowering does; a runtime condition is handed over).
 
 The addresses are the instruction facts of :mod:`layoutkit.targets.nv` (checked against them in the
 tests): ``ldmatrix`` lane ``t`` gives the row address of row ``t % 8`` of matrix ``t // 8``
@@ -44,8 +45,8 @@ from typing import Any
 
 from ..targets.nv import WarpPartitionError, compute_warp_partition, element_bits
 
-__all__ = ["MMA_IMPL", "MmaPlan", "address_a", "address_b", "layoutkit_mma_lowering", "lower_mma_gemm", "mma_plan",
-           "plan_of", "register_a", "register_b"]
+__all__ = ["MMA_IMPL", "MmaPlan", "address_a", "address_b", "both_mma_lowerings", "layoutkit_mma_lowering",
+           "lower_mma_gemm", "mma_plan", "plan_of", "register_a", "register_b"]
 
 MMA_IMPL = "cuda.mma"
 """The name of TileLang's GEMM implementation entry this lowering stands in for."""
@@ -63,7 +64,8 @@ _POLICIES = {0: "square", 1: "fullrow", 2: "fullcol"}
 class MmaPlan:
     """The instruction-level shape of one warp-tiled GEMM: ``mma.m16n8k{k}`` tiles, ``warps`` =
     ``(m_warps, n_warps)``, each warp ``warp_rows x warp_cols`` instruction tiles of ``16 x n_dim``;
-    ``local_*`` registers per lane of one A / B / C tile; whether ``ldmatrix`` reads A / B."""
+    ``local_*`` registers per lane of one A / B / C tile; whether ``ldmatrix`` reads A / B; ``clear``
+    whether the accumulator is zeroed first."""
 
     a_dtype: str
     b_dtype: str
@@ -76,6 +78,7 @@ class MmaPlan:
     trans_b: bool
     k: int
     n_dim: int
+    clear: bool = False
 
     @property
     def bits(self) -> int:
@@ -122,7 +125,7 @@ class MmaPlan:
 
 
 def mma_plan(a_dtype: object, b_dtype: object, c_dtype: object, M: int, N: int, K: int, threads: int,
-             warps: tuple[int, int], trans_a: bool, trans_b: bool) -> MmaPlan | None:
+             warps: tuple[int, int], trans_a: bool, trans_b: bool, clear: bool = False) -> MmaPlan | None:
     """The :class:`MmaPlan` of a GEMM this module lowers, or None for one it hands to TileLang
     (dtypes by TileLang's names)."""
     a, b, c = (str(d) for d in (a_dtype, b_dtype, c_dtype))
@@ -133,7 +136,7 @@ def mma_plan(a_dtype: object, b_dtype: object, c_dtype: object, M: int, N: int, 
     if threads != _WARP * m_warps * n_warps or K % k or M % (m_warps * _M) or N % (n_warps * 8):
         return None
     n_dim = 16 if (N // n_warps) % 16 == 0 else 8
-    return MmaPlan(a, b, c, M, N, K, (m_warps, n_warps), bool(trans_a), bool(trans_b), k, n_dim)
+    return MmaPlan(a, b, c, M, N, K, (m_warps, n_warps), bool(trans_a), bool(trans_b), k, n_dim, bool(clear))
 
 
 # ---- addresses: expressions over the lane id, in TileLang's form ----------------------------------------
@@ -194,13 +197,39 @@ def layoutkit_mma_lowering() -> Iterator[None]:
     TileLang's own, which still validates each GEMM, infers its layouts and lowers what no plan
     covers.  The entry is swapped in TileLang's GEMM implementation registry (its extension point
     for backend GEMMs) and restored on exit."""
+    with _swapped(_Lowering):
+        yield
+
+
+@contextmanager
+def both_mma_lowerings() -> Iterator[list]:
+    """Within the block TileLang lowers every ``cuda.mma`` GEMM itself, and layoutkit lowers each one
+    beside it (from the same node, thread range and thread variable) without using its statement; the
+    list collects ``(TileLang's PrimFunc, layoutkit's PrimFunc or None)`` per GEMM, to check that the
+    two agree on kernels whose whole CUDA text cannot be compared."""
+    seen: list = []
+
+    class Both(_Lowering):
+        def lower(self, layout_map, target, thread_bounds, thread_index, mbar_phase_expr=None):
+            ours = lower_mma_gemm(self.theirs.gemm_node, target, thread_bounds, thread_index)
+            theirs = self.theirs.lower(layout_map, target, thread_bounds, thread_index, mbar_phase_expr)
+            seen.append((theirs, ours))
+            return theirs
+
+    with _swapped(Both):
+        yield seen
+
+
+@contextmanager
+def _swapped(wrapper) -> Iterator[None]:
+    """TileLang's ``cuda.mma`` registry entry made ``wrapper(TileLang's implementation object)``."""
     import tilelang.cuda.op.gemm  # noqa: F401 - registers TileLang's CUDA GEMM implementations
     from tilelang.tileop.gemm import registry
 
     entry = next(e for e in registry._GEMM_IMPLS if e.name == MMA_IMPL)  # noqa: SLF001 - TileLang's table
 
     def impl(node):
-        return _Lowering(entry.impl_class(node))
+        return wrapper(entry.impl_class(node))
 
     registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, impl)
     try:
@@ -240,8 +269,8 @@ def lower_mma_gemm(node, target, thread_bounds, thread_index):
 
 
 def plan_of(node, thread_extent, target) -> MmaPlan | None:
-    """The plan of a TileLang ``tl.Gemm`` node over ``thread_extent`` threads, or None: a policy,
-    accumulator clear, thread count or region this module does not lower, or no warp partition."""
+    """The plan of a TileLang ``tl.Gemm`` node over ``thread_extent`` threads, or None: a policy, a
+    runtime accumulator clear, thread count or region this module does not lower, or no warp partition."""
     from tilelang import tvm
 
     tirx = tvm.tirx
@@ -249,7 +278,7 @@ def plan_of(node, thread_extent, target) -> MmaPlan | None:
     policy = _POLICIES.get(int(node.policy.policy_type))
     if policy is None or not isinstance(thread_extent, tirx.IntImm) or int(thread_extent) % _WARP:
         return None
-    if not (isinstance(clear, tirx.IntImm) and int(clear.value) == 0) or not _whole_fragments(node):
+    if not isinstance(clear, tirx.IntImm) or not _whole_fragments(node):
         return None
     arch = str(target.attrs["arch"]) if "arch" in target.attrs else "sm_80"
     threads = int(thread_extent)
@@ -258,7 +287,7 @@ def plan_of(node, thread_extent, target) -> MmaPlan | None:
     except WarpPartitionError:
         return None
     return mma_plan(node.a.dtype, node.b.dtype, node.c.dtype, int(node.m), int(node.n), int(node.k), threads, warps,
-                    bool(node.transA), bool(node.transB))
+                    bool(node.transA), bool(node.transB), bool(int(clear.value)))
 
 
 def _whole_fragments(node) -> bool:

@@ -24,6 +24,7 @@ def build(plan: MmaPlan, node, thread) -> Any:
     """The simplified ``PrimFunc`` (no parameters, one root block allocating the register tiles)
     TileLang's ``LowerTileOp`` splices in place of ``node``; ``thread`` the thread index relative
     to the GEMM's thread range."""
+    from tilelang import language as T
     from tilelang import tvm
     from tilelang.transform.simplify import apply_simplify
 
@@ -45,11 +46,12 @@ def build(plan: MmaPlan, node, thread) -> Any:
     a = node.aRegion.buffer if a_local is None else a_local
     b = node.bRegion.buffer if b_local is None else b_local
     steps.append(_mma(plan, a, b, node.cRegion.buffer, ki))
-    loop = tirx.For(ki, _i32(0), _i32(plan.K // plan.k), tirx.ForKind.SERIAL, _seq(steps))
+    body = tirx.For(ki, _i32(0), _i32(plan.K // plan.k), tirx.ForKind.SERIAL, _seq(steps))
+    if plan.clear:  # TileLang's fill tile op, lowered by LowerTileOp after this statement is spliced in
+        body = tirx.SeqStmt([tirx.Evaluate(T.clear(node.cRegion.buffer)), body])
     allocs = [buf for buf in (a_local, b_local) if buf is not None]
-    body = loop
     if allocs:  # a root block only to allocate the register tiles, as TileLang's builder makes it
-        body = tirx.SBlockRealize([], tirx.const(True, "bool"), tirx.SBlock([], [], [], "root", loop, None, allocs))
+        body = tirx.SBlockRealize([], tirx.const(True, "bool"), tirx.SBlock([], [], [], "root", body, None, allocs))
     func = tirx.PrimFunc([], body)
     return apply_simplify(func.with_attr("global_symbol", "_gemm_layoutkit"), inline_let=True)
 
