@@ -11,7 +11,6 @@ from .tilelang_env import require_tilelang
 tilelang = require_tilelang()
 
 import tilelang.language as T  # noqa: E402
-from tilelang.layout import make_swizzled_layout  # noqa: E402,F401 - TileLang's GEMM layouts import it
 
 from layoutkit.frontends.tilelang_gemm import MMA_IMPL, both_mma_lowerings, layoutkit_mma_lowering  # noqa: E402
 from layoutkit.frontends.tilelang_pass import layoutkit_inference  # noqa: E402

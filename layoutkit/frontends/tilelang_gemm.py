@@ -43,7 +43,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..targets.nv import WarpPartitionError, compute_warp_partition, element_bits
+from ..scopes import FRAGMENT
+from ..targets.nv import WARP_SIZE, WarpPartitionError, compute_warp_partition, element_bits
+from .tilelang_walk_ops import WARP_POLICIES
 
 __all__ = ["MMA_IMPL", "MmaPlan", "address_a", "address_b", "both_mma_lowerings", "layoutkit_mma_lowering",
            "lower_mma_gemm", "mma_plan", "plan_of", "register_a", "register_b"]
@@ -52,12 +54,10 @@ MMA_IMPL = "cuda.mma"
 """The name of TileLang's GEMM implementation entry this lowering stands in for."""
 
 _M = 16
-_WARP = 32
 _OPERANDS = {"float16": "fp16", "bfloat16": "bf16", "int8": "int8", "uint8": "uint8", "float8_e4m3": "e4m3",
              "float8_e4m3fn": "e4m3", "float8_e4m3fnuz": "e4m3", "float8_e5m2": "e5m2", "float8_e5m2fnuz": "e5m2"}
 """Operand dtypes (TileLang's names) and their PTX type in ``mma.sync``."""
 _ACCUMULATORS = {"float32": "fp32", "float16": "fp16", "int32": "int32"}
-_POLICIES = {0: "square", 1: "fullrow", 2: "fullcol"}
 
 
 @dataclass(frozen=True)
@@ -98,15 +98,15 @@ class MmaPlan:
 
     @property
     def local_a(self) -> int:
-        return _M * self.k // _WARP
+        return _M * self.k // WARP_SIZE
 
     @property
     def local_b(self) -> int:
-        return self.n_dim * self.k // _WARP
+        return self.n_dim * self.k // WARP_SIZE
 
     @property
     def local_c(self) -> int:
-        return _M * self.n_dim // _WARP
+        return _M * self.n_dim // WARP_SIZE
 
     @property
     def ptx_types(self) -> tuple[str, str, str]:
@@ -133,7 +133,7 @@ def mma_plan(a_dtype: object, b_dtype: object, c_dtype: object, M: int, N: int, 
         return None
     k = 256 // element_bits(a)
     m_warps, n_warps = warps
-    if threads != _WARP * m_warps * n_warps or K % k or M % (m_warps * _M) or N % (n_warps * 8):
+    if threads != WARP_SIZE * m_warps * n_warps or K % k or M % (m_warps * _M) or N % (n_warps * 8):
         return None
     n_dim = 16 if (N // n_warps) % 16 == 0 else 8
     return MmaPlan(a, b, c, M, N, K, (m_warps, n_warps), bool(trans_a), bool(trans_b), k, n_dim, bool(clear))
@@ -148,10 +148,8 @@ def address_a(lane, bits: int, trans: bool) -> tuple[Any, Any]:
     >>> [address_a(t, 16, False) for t in (0, 15, 16, 31)]
     [(0, 0), (15, 0), (0, 8), (15, 8)]
     """
-    if bits == 16 and trans:
-        return 8 * (lane // 16) + lane % 8, 8 * (lane % 16 // 8)
     if bits == 16:
-        return lane % 16, 8 * (lane // 16)
+        return _address_16(lane, trans)
     return lane % 16, lane // 16 * 16
 
 
@@ -162,11 +160,17 @@ def address_b(lane, bits: int, trans: bool) -> tuple[Any, Any]:
     >>> [address_b(t, 16, True) for t in (0, 8, 16, 31)]
     [(0, 0), (0, 8), (8, 0), (15, 8)]
     """
-    if bits == 16 and trans:
-        return 8 * (lane // 16) + lane % 8, 8 * (lane % 16 // 8)
     if bits == 16:
-        return lane % 16, 8 * (lane // 16)
+        return _address_16(lane, trans)
     return lane // 16 * 8 + lane % 8, 16 * (lane % 16 // 8)
+
+
+def _address_16(lane, trans: bool) -> tuple[Any, Any]:
+    """16-bit operands: A and B tiles share the lane map (matrices down the rows, then across), or,
+    stored transposed, its transpose (matrices across the columns first)."""
+    if trans:
+        return 8 * (lane // 16) + lane % 8, 8 * (lane % 16 // 8)
+    return lane % 16, 8 * (lane // 16)
 
 
 def register_a(lane, reg) -> tuple[Any, Any]:
@@ -240,7 +244,7 @@ def _swapped(wrapper) -> Iterator[None]:
 
 class _Lowering:
     """One GEMM: TileLang's implementation object ``theirs`` (built, so TileLang's operand checks
-    ran), lowered by layoutkit when :func:`_plan_of` finds a plan."""
+    ran), lowered by layoutkit when :func:`plan_of` finds a plan."""
 
     def __init__(self, theirs):
         self.theirs = theirs
@@ -275,15 +279,15 @@ def plan_of(node, thread_extent, target) -> MmaPlan | None:
 
     tirx = tvm.tirx
     clear = node.clearAccum
-    policy = _POLICIES.get(int(node.policy.policy_type))
-    if policy is None or not isinstance(thread_extent, tirx.IntImm) or int(thread_extent) % _WARP:
+    policy = WARP_POLICIES.get(int(node.policy.policy_type))
+    if policy is None or not isinstance(thread_extent, tirx.IntImm) or int(thread_extent) % WARP_SIZE:
         return None
     if not isinstance(clear, tirx.IntImm) or not _whole_fragments(node):
         return None
     arch = str(target.attrs["arch"]) if "arch" in target.attrs else "sm_80"
     threads = int(thread_extent)
     try:
-        warps = compute_warp_partition(int(node.m), int(node.n), threads // _WARP, policy, arch, instruction="mma")
+        warps = compute_warp_partition(int(node.m), int(node.n), threads // WARP_SIZE, policy, arch, instruction="mma")
     except WarpPartitionError:
         return None
     return mma_plan(node.a.dtype, node.b.dtype, node.c.dtype, int(node.m), int(node.n), int(node.k), threads, warps,
@@ -291,15 +295,9 @@ def plan_of(node, thread_extent, target) -> MmaPlan | None:
 
 
 def _whole_fragments(node) -> bool:
-    """Every operand in registers (and C) is used whole, from index 0 (TileLang asserts it)."""
+    """C and every operand in registers are used whole, from index 0 (TileLang asserts it)."""
     from tilelang import tvm
 
-    for region in (node.aRegion, node.bRegion, node.cRegion):
-        buf = region.buffer
-        if buf.scope() != "local.fragment" and region is not node.cRegion:
-            continue
-        for r, extent in zip(region.region, buf.shape):
-            if not (isinstance(r.min, tvm.tirx.IntImm) and int(r.min) == 0 and tvm.ir.structural_equal(r.extent,
-                                                                                                      extent)):
-                return False
-    return True
+    regions = [r for r in (node.aRegion, node.bRegion) if r.buffer.scope() == FRAGMENT] + [node.cRegion]
+    return all(isinstance(r.min, tvm.tirx.IntImm) and int(r.min) == 0 and tvm.ir.structural_equal(r.extent, extent)
+               for region in regions for r, extent in zip(region.region, region.buffer.shape))

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..scopes import FRAGMENT
+from ..targets.nv import WARP_SIZE
 from .tilelang_gemm import MmaPlan, address_a, address_b, register_a, register_b
-
-_WARP = 32
-_FRAGMENT = "local.fragment"
 
 
 def build(plan: MmaPlan, node, thread) -> Any:
@@ -32,9 +31,9 @@ def build(plan: MmaPlan, node, thread) -> Any:
     if isinstance(thread, tirx.Var) and not (_in_registers(node.a) and _in_registers(node.b)):
         _rename_as_tilelang(thread)
     m_warps = plan.warps[0]
-    lane = thread % _WARP
-    warp_m = thread // _WARP % m_warps
-    warp_n = thread // (_WARP * m_warps) % plan.warps[1]
+    lane = thread % WARP_SIZE
+    warp_m = thread // WARP_SIZE % m_warps
+    warp_n = thread // (WARP_SIZE * m_warps) % plan.warps[1]
     a_local = None if _in_registers(node.a) else _local("A_local", plan.warp_rows * plan.local_a, plan.a_dtype)
     b_local = None if _in_registers(node.b) else _local("B_local", plan.warp_cols * plan.local_b, plan.b_dtype)
     ki = tirx.Var("ki", "int32")
@@ -68,7 +67,7 @@ def _rename_as_tilelang(thread) -> None:
 
 
 def _in_registers(buf) -> bool:
-    return buf.scope() == _FRAGMENT
+    return buf.scope() == FRAGMENT
 
 
 def _local(name: str, size: int, dtype: str):

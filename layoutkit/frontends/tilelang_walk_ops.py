@@ -12,9 +12,11 @@ from ..infer.program import Buffer
 from .tilelang_ir import copy_loop_regions, nodes
 from .tilelang_ir import int_value as _int
 
-__all__ = ["TileOps", "global_reach"]
+__all__ = ["WARP_POLICIES", "TileOps", "global_reach"]
 
 _SHARED = ("shared", "shared.dyn")
+WARP_POLICIES = {0: "square", 1: "fullrow", 2: "fullcol"}
+"""TileLang's ``GemmWarpPolicy.policy_type`` -> layoutkit's warp policy name."""
 
 
 class TileOps:
@@ -154,7 +156,7 @@ class TileOps:
         # TileLang takes M / N / K from the regions and lays out the whole buffers
         A, B = (self._operand(x, what) for x in a[:2])
         C = self._accumulator(a[2], what)
-        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[8], what))
+        policy = WARP_POLICIES.get(_int(a[8], what))
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
         ann = getattr(call, "annotations", None) or {}
@@ -179,7 +181,7 @@ class TileOps:
         a = call.args
         A, E, B = (self._operand(x, what) for x in a[:3])
         C = self._whole(a[3], what)
-        policy = {0: "square", 1: "fullrow", 2: "fullcol"}.get(_int(a[10], what))
+        policy = WARP_POLICIES.get(_int(a[10], what))
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[10]}")
         self.p.gemm_sp(A, E, B, C, transpose_A=bool(_int(a[4], what)), transpose_B=bool(_int(a[6], what)),
