@@ -22,7 +22,8 @@ from harness import Budget, fmt_ratio, measure, print_table, section, span, stan
 
 from layoutkit import cost, infer  # noqa: E402
 from layoutkit.infer import programs  # noqa: E402
-from layoutkit.infer.engine import solve, statements  # noqa: E402
+from layoutkit.infer.engine import solve  # noqa: E402
+from layoutkit.infer.free import statements  # noqa: E402
 
 MODELS = ("register-count", "io-aware", "smem-aware")
 

@@ -16,7 +16,8 @@ from layoutkit.backends.nv import SharedMemoryAwareModel, conversion_cost
 from layoutkit.backends.nv.smem_cost import shared_rows
 from layoutkit.cost import IOAwareModel, Operand, RegisterCountModel, Statement
 from layoutkit.infer import programs
-from layoutkit.infer.engine import solve, statements
+from layoutkit.infer.engine import solve
+from layoutkit.infer.free import statements
 
 # ---- programs whose choice the models change ---------------------------------------------------
 

@@ -299,7 +299,8 @@ def test_floating_fragment_fully_replicated():
 
 
 def _context(p: infer.Program):
-    from layoutkit.infer.engine import Context, thread_range
+    from layoutkit.infer.engine import thread_range
+    from layoutkit.infer.state import Context
 
     return Context(p, thread_range(p))
 
@@ -392,7 +393,7 @@ def test_reduced_layout_of_a_mixed_thread_map_puts_two_rows_on_one_register():
     """The transpose loop planned first gives ``y`` the thread ``(_i * 48 + _j) % 128``; reducing
     along ``i`` turns ``i`` into replicas that wrap around the 128 threads, so rows 0 and 32 share
     thread 0's only register: no inverse, so TileLang's containment proofs throw."""
-    from layoutkit.infer import loops
+    from layoutkit.infer import loops, reduce
 
     y = lk.Fragment([16, 48], forward_thread_fn=lambda i, j, rep: (i * 48 + j) % 128,
                     forward_index_fn=lambda i, j: ((i * 48 + j) // 128,))

@@ -13,7 +13,7 @@ from layoutkit.errors import UnsupportedError
 from layoutkit.fragment.fragment import Fragment
 from layoutkit.infer import Program, infer_layouts
 from layoutkit.infer.completion import invert_completion, unused_digits
-from layoutkit.infer.program import Region
+from layoutkit.infer.ops import Region
 
 
 def _dequant(bN: int, bK: int, pack_rows: int = 1, threads: int = 128) -> tuple[Program, str]:

@@ -9,8 +9,8 @@ import pytest
 
 from layoutkit import infer
 from layoutkit.infer import free
-from layoutkit.infer.engine import Conflict, solve
-from layoutkit.infer.rules import EMPTY
+from layoutkit.infer.engine import solve
+from layoutkit.infer.rules import EMPTY, Conflict
 
 
 def _ident(i, j):

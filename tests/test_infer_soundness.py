@@ -96,10 +96,13 @@ def test_the_solver_refuses_to_return_a_non_injective_fragment(monkeypatch):
     def broken(op, ctx, level):
         return rules.RuleResult({op.args["dst"]: bad.bind_thread_range(0, 32)})
 
-    monkeypatch.setitem(rules._RULES["reduce"], "*", broken)
+    infer.register_rule("reduce", "sm_*", broken)
     infer.clear_caches()
-    with pytest.raises(UnsoundLayoutError, match=r"f1 .*\(0,\) and \(4,\) are both in thread 0, register 0") as e:
-        infer.infer_layouts(_reduce_program(8, 12, 32))
+    try:
+        with pytest.raises(UnsoundLayoutError, match=r"f1 .*\(0,\) and \(4,\) are both in thread 0, register 0") as e:
+            infer.infer_layouts(_reduce_program(8, 12, 32))
+    finally:
+        infer.unregister_rule("reduce", "sm_*")
     assert e.value.buffer == "f1" and isinstance(e.value, lk.LayoutError)
 
 

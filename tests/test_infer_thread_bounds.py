@@ -1,6 +1,6 @@
 """Program constructs TileLang kernels need, checked without TileLang: ops bound to part of the block
 (``Program.thread_bounds``, TileLang's thread bounds under ``if tx < 128``), the tile atomics
-``atomic_max`` / ``atomic_min`` and scalars onto regions, and ``gemm(..., wgmma=True)``
+``atomic_max`` / ``atomic_min`` and scalars onto regions, and ``wgmma_gemm(...)``
 (``T.wgmma_gemm``).  The TileLang kernels that use them are compared with TileLang in
 ``tests/test_frontend_tilelang_bounds.py``."""
 
@@ -89,7 +89,7 @@ def _gemm(target: str, wgmma: bool):
     p = Program(threads=128, target=target)
     A, B = p.alloc_shared("A_s", (64, 32), "float16"), p.alloc_shared("B_s", (32, 64), "float16")
     C = p.alloc_fragment("C", (64, 64), "float32")
-    p.gemm(A, B, C, wgmma=wgmma)
+    (p.wgmma_gemm if wgmma else p.gemm)(A, B, C)
     return p
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from layoutkit.errors import LayoutError, ShapeError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts
+from layoutkit.infer.library import TILE_OPS
 from layoutkit.infer.schema import load_document
 from layoutkit.targets import nv
 from layoutkit.targets.nv.mma_sp import sparse_b_lane, sparse_b_local
@@ -199,11 +200,11 @@ def test_program_with_gemm_sp_round_trips_and_requires_e():
     p = _program(transpose_B=False, policy="fullrow")
     q = Program.from_json(p.to_json())
     assert q.to_json() == p.to_json() and set(q.ops[0].buffers) == {"A", "E", "B", "C"}
-    doc = load_document(p.to_json())
+    doc = load_document(p.to_json(), TILE_OPS)
     del doc["ops"][0]["args"]["E"]
     import json
 
     with pytest.raises(LayoutError, match="'E'"):
-        load_document(json.dumps(doc))
+        load_document(json.dumps(doc), TILE_OPS)
     r = infer_layouts(q)
     assert np.array_equal(r.layout_map["C"].thread_table(), infer_layouts(p).layout_map["C"].thread_table())

@@ -30,6 +30,9 @@ class OpTable:
 
         return add
 
+    def unregister(self, kind: str) -> None:
+        self._handlers.pop(kind, None)
+
     def lookup(self, kind: str, default: Callable | None = None) -> Callable | None:
         return self._handlers.get(kind, default)
 

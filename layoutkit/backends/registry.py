@@ -40,6 +40,15 @@ class Backend(Target):
     def print_source(self, kernel) -> str:
         raise UnsupportedError(f"emit: backend {self.name} prints no source")
 
+    def register_lowering(self, kind: str, fn) -> None:
+        """``fn`` lowers the ops of ``kind`` (a tile op defined anywhere, :func:`layoutkit.infer.register_op`) on
+        this backend; its signature is the backend's (NVIDIA: ``fn(op, lowering)``, see
+        :data:`layoutkit.backends.nv.lower_frag.LOWERINGS`; Ascend: ``fn(lowering, op)``)."""
+        raise UnsupportedError(f"register_lowering: backend {self.name} lowers no ops")
+
+    def unregister_lowering(self, kind: str) -> None:
+        """Forget the lowering :meth:`register_lowering` added for ``kind``."""
+
     def storage_dtype(self, dtype: str):
         """The numpy dtype ``execute`` requires of an array of ``dtype`` (None: any floating type)."""
         return None

@@ -7,7 +7,7 @@ import math
 
 from ..algebra.nodes import Const, Expr
 from ..errors import UnsupportedError
-from ..infer.program import Region
+from ..infer.ops import Region
 from .tilelang_exprs import from_prim_expr
 
 __all__ = ["allocated_shapes", "copy_loop_regions", "expr_nodes", "extent_bound", "int_value", "launch_threads",

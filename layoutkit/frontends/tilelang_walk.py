@@ -43,8 +43,9 @@ from ..algebra.nodes import Const, Expr
 from ..dtypes import element_bits
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment
-from ..infer.program import SCOPES, Buffer, Program, Region
-from ..scopes import REDUCER
+from ..infer.ops import Buffer, Region
+from ..infer.program import Program
+from ..scopes import REDUCER, SCOPES
 from .tilelang_align import (
     Alignment,
     _arch,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import LayoutError, UnsupportedError
-from ..infer.program import Buffer
+from ..infer.ops import Buffer
 from .tilelang_ir import copy_loop_regions, nodes
 from .tilelang_ir import int_value as _int
 
@@ -160,10 +160,15 @@ class TileOps:
         if policy is None:
             raise UnsupportedError(f"{what}: unknown warp policy {a[8]}")
         ann = getattr(call, "annotations", None) or {}
-        self.p.gemm(A, B, C, transpose_A=bool(_int(a[3], what)), transpose_B=bool(_int(a[4], what)),
-                    policy=policy, clear_accum=self._clear_accum(a[9], what),
-                    wgmma=call.op.name == "tl.tileop.wgmma_gemm", tcgen05=call.op.name == "tl.tileop.tcgen05_gemm",
-                    use_2cta="use_2cta" in ann and bool(_int(ann["use_2cta"], f"{what}: use_2cta")))
+        common = {"transpose_A": bool(_int(a[3], what)), "transpose_B": bool(_int(a[4], what)), "policy": policy,
+                  "clear_accum": self._clear_accum(a[9], what)}
+        if call.op.name == "tl.tileop.wgmma_gemm":
+            self.p.wgmma_gemm(A, B, C, **common)
+        elif call.op.name == "tl.tileop.tcgen05_gemm":
+            self.p.tcgen05_gemm(A, B, C, **common,
+                                use_2cta="use_2cta" in ann and bool(_int(ann["use_2cta"], f"{what}: use_2cta")))
+        else:
+            self.p.gemm(A, B, C, **common)
 
     def _accumulator(self, arg, what: str) -> Buffer:
         """C: the whole buffer, or a TCGEN05 accumulator's batch slice (``C_tmem[phase % 2, :, :]``), whose

@@ -1,9 +1,10 @@
-"""Layout inference over tile programs (REFERENCE sections 4-5, DESIGN section 2).
+"""Layout inference over tile programs (docs/reference.md, "The solver").
 
-Target-free: a target joins through :mod:`.target` (its backend registers rules, merge and hooks by
-target family; ``import layoutkit`` registers the built-in NVIDIA and Ascend backends, imported by the first
-lookup of their targets).  The names below are imported on first use, so ``import layoutkit.infer`` costs
-only this module.
+Tile ops are definitions (:class:`TileOp`: builders, JSON arguments, checks, target-free rule) in one
+registry (:mod:`.library`; :func:`register_op` adds one).  Target-free: a target joins through :mod:`.target`
+(its backend registers its rules, tile ops, merge and hooks by target family; ``import layoutkit`` registers
+the built-in NVIDIA and Ascend backends, imported by the first lookup of their targets).
+The names below are imported on first use, so ``import layoutkit.infer`` costs only this module.
 
 >>> from layoutkit import infer
 >>> p = infer.Program(threads=128, target="sm_80")
@@ -19,37 +20,41 @@ from typing import TYPE_CHECKING
 from .. import deferred as _deferred
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (see _LAZY)
-    from .conflicts import InferenceConflictError, minimal_constraints
     from .conversions import LayoutConversion
     from .cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
-    from .engine import clear_caches, infer_layouts, solve
-    from .program import Access, Buffer, Op, Program, Region
+    from .engine import InferenceConflictError, clear_caches, infer_layouts, minimal_constraints, solve
+    from .library import get_op, get_rule, register_op, register_rule, unregister_op, unregister_rule
+    from .ops import Access, Buffer, Op, Region
+    from .program import Program
     from .result import Derivation, InferenceResult
-    from .rules import COMMON, FREE, STRICT, get_rule, register_merge, register_rule
+    from .rules import COMMON, FREE, STRICT, RuleConflict, RuleContext, RuleResult
     from .target import Target, get_target, register_target
+    from .tileop import TileOp
     from .validate import OpValidationError
 
 _LAZY = {
-    **dict.fromkeys(("InferenceConflictError", "minimal_constraints"), ".conflicts"),
+    **dict.fromkeys(("InferenceConflictError", "minimal_constraints"), ".engine"),
     "LayoutConversion": ".conversions",
     **dict.fromkeys(("AttemptCost", "CostModel", "RegisterCountModel", "register_cost_model"), ".cost"),
     **dict.fromkeys(("clear_caches", "infer_layouts", "solve"), ".engine"),
-    **dict.fromkeys(("Access", "Buffer", "Op", "Program", "Region"), ".program"),
+    **dict.fromkeys(("Access", "Buffer", "Op", "Region"), ".ops"),
+    "Program": ".program",
     **dict.fromkeys(("Derivation", "InferenceResult"), ".result"),
-    **dict.fromkeys(("COMMON", "FREE", "STRICT", "get_rule", "register_merge", "register_rule"), ".rules"),
+    **dict.fromkeys(("get_op", "get_rule", "register_op", "register_rule", "unregister_op", "unregister_rule"),
+                    ".library"),
+    **dict.fromkeys(("COMMON", "FREE", "STRICT", "RuleConflict", "RuleContext", "RuleResult"), ".rules"),
+    "TileOp": ".tileop",
     **dict.fromkeys(("Target", "get_target", "register_target"), ".target"),
     "OpValidationError": ".validate",
 }
 __getattr__ = _deferred.lazy_attributes(__name__, _LAZY)
-
-# the generic ("*") rules register when their modules load: before the first rule lookup
-_deferred.defer("*", "layoutkit.infer.loops")
 
 __all__ = [
     "Access", "AttemptCost", "Buffer", "COMMON", "clear_caches",
     "CostModel", "Derivation", "FREE", "InferenceConflictError",
     "InferenceResult", "LayoutConversion", "Op", "OpValidationError", "Program", "Region", "RegisterCountModel",
     "STRICT", "Target", "get_rule", "get_target",
-    "infer_layouts", "minimal_constraints", "register_cost_model", "register_merge", "register_rule",
+    "infer_layouts", "minimal_constraints", "register_cost_model", "register_rule", "get_op", "register_op",
+    "unregister_op", "unregister_rule", "RuleConflict", "RuleContext", "RuleResult", "TileOp",
     "register_target", "solve",
 ]

@@ -1,4 +1,4 @@
-"""The strict -> common -> free solver (REFERENCE section 5).
+"""The strict -> common -> free solver (docs/reference.md, "The solver").
 
 0. Fragments no op touches become fully replicated; annotations enter the strict map.
 1. kStrict: every op once.
@@ -17,12 +17,24 @@
 4. Aliases of one storage get the layout, rescaled by the element-width ratio.
 5. Every register fragment is checked before it leaves the solver (:mod:`.soundness`): the whole buffer,
    threads of the block, one element per (thread, register) slot; a violation is an internal error.
+6. A conflict is explained by the minimal set of constraints (ops and annotations) that cannot hold
+   together, found by deletion (removing any one of them makes the rest satisfiable).
 
 >>> from layoutkit.infer import Program, infer_layouts
 >>> p = Program(threads=128)
 >>> a = p.alloc_fragment("a", (4,), "float32")
 >>> sorted(infer_layouts(p).layout_map)
 ['a']
+>>> import layoutkit as lk
+>>> p = Program(threads=128)
+>>> A = p.alloc_shared("A", (64, 32), "float16"); B = p.alloc_shared("B", (32, 64), "float16")
+>>> C = p.alloc_fragment("C", (64, 64), "float32")
+>>> _ = p.clear(C); _ = p.gemm(A, B, C, policy="square"); _ = p.gemm(A, B, C, policy="fullrow")
+>>> try:
+...     _ = infer_layouts(p)
+... except lk.LayoutConflictError as e:
+...     print(e.buffer, e.constraints)
+C ('gemm#1', 'gemm#2')
 """
 
 from __future__ import annotations
@@ -31,23 +43,20 @@ import json
 from collections import deque
 
 from ..caches import clear_all
-from ..errors import LayoutConflictError, ShapeError
+from ..errors import LayoutConflictError, LayoutError, ShapeError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..scopes import FRAGMENT, REDUCER
-from . import loops as _loops  # noqa: F401  (registers the generic rules)
 from .cost import get_cost_model
-from .free import free_component, statements
+from .free import free_component
 from .guards import texts as guard_texts
+from .program import Program
 from .reducers import reservations, seed_wide
 from .result import InferenceResult, NameKeyed
-from .rules import COMMON, STRICT
+from .rules import COMMON, STRICT, Conflict
 from .serialize import op_dict
 from .soundness import check_solved
-from .state import Conflict, Context, alias_layout, bfs, run
+from .state import Context, alias_layout, bfs, run
 from .target import get_target
-
-__all__ = ["Conflict", "Context", "alias_layout", "canonical_order", "clear_caches", "infer_layouts", "solve",
-           "statements", "thread_range"]
 
 
 def thread_range(program) -> tuple[int, int]:
@@ -191,8 +200,6 @@ def clear_caches() -> None:
 def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bool = True) -> InferenceResult:
     """Infer a layout for every buffer and loop of ``program`` (see the module doc).  A conflict raises
     :class:`~layoutkit.errors.LayoutConflictError` with a minimal set of constraints."""
-    from .program import Program
-
     if not isinstance(program, Program):
         raise ShapeError(f"infer_layouts: expected a layoutkit.infer.Program; found {type(program).__name__} "
                          f"{program!r:.80}")
@@ -201,8 +208,61 @@ def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bo
     except Conflict as err:
         if not explain_conflicts:
             raise LayoutConflictError(str(err)) from None
-        from .conflicts import explain
-
         raise explain(program, err, cost_model) from None
     return InferenceResult(NameKeyed(ctx.layouts), NameKeyed(ctx.loops), NameKeyed(guard_texts(ctx.predicates)),
                            dict(ctx.derivations), tuple(ctx.conversions), NameKeyed(ctx.predicates))
+
+
+# ---- conflict explanations -----------------------------------------------------------------------
+MAX_CONSTRAINTS = 200
+
+
+class InferenceConflictError(LayoutConflictError):
+    """A conflict with ``buffer``, the ``ops`` and ``layouts`` that disagree and ``constraints``: a
+    minimal unsatisfiable subset (op names and ``annotate_layout(buf)``)."""
+
+    def __init__(self, message: str, buffer: str, ops, layouts, constraints):
+        super().__init__(message)
+        self.buffer = buffer
+        self.ops = tuple(ops)
+        self.layouts = tuple(layouts)
+        self.constraints = tuple(constraints)
+
+
+def _fails(program, ops, annotations, cost_model) -> bool:
+    try:
+        solve(program, ops, annotations, cost_model)
+    except Conflict:
+        return True
+    except LayoutError:
+        return False
+    return False
+
+
+def minimal_constraints(program, cost_model="register-count") -> tuple[str, ...]:
+    """Deletion-based minimisation over ops and annotations (each removal re-solves)."""
+    items = [("op", op) for op in program.ops] + [("ann", k) for k in program.annotations]
+    if len(items) > MAX_CONSTRAINTS:
+        return tuple(_label(i) for i in items)
+    keep = list(items)
+    k = 0
+    while k < len(keep):
+        trial = keep[:k] + keep[k + 1:]
+        ops = [x for t, x in trial if t == "op"]
+        ann = {x: program.annotations[x] for t, x in trial if t == "ann"}
+        if _fails(program, ops, ann, cost_model):
+            keep = trial
+        else:
+            k += 1
+    return tuple(_label(i) for i in keep)
+
+
+def _label(item) -> str:
+    kind, x = item
+    return x.name if kind == "op" else f"annotate_layout({x})"
+
+
+def explain(program, err, cost_model="register-count") -> InferenceConflictError:
+    constraints = minimal_constraints(program, cost_model)
+    msg = f"{err}\n  minimal conflicting constraints: {', '.join(constraints)}"
+    return InferenceConflictError(msg, err.buffer, err.ops, err.layouts, constraints)

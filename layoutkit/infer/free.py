@@ -24,9 +24,9 @@ from ..cost import Operand, Statement, add_costs, conversion_price
 from ..fragment.fragment import Fragment
 from .conversions import LayoutConversion, conversion_edges
 from .result import Derivation
-from .rules import FREE
+from .rules import FREE, Conflict
 from .settle import check_runs, covered_roots
-from .state import Conflict, Context, bfs
+from .state import Context, bfs
 
 MAX_CHECKS = 4
 """Checks of finished attempts per pass over a component (each costs about :func:`.settle.check_runs`)."""

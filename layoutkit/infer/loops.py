@@ -33,19 +33,8 @@ from .guards import THREAD, Guard, Predicate
 from .inner import plan_extent, vector_domain
 from .partition import deals_rows, partition_width, plan_partition, plan_slot_guard, slot_guard  # noqa: F401  (re-exported)
 from .reducers import update_partials
-from .rules import EMPTY, FREE, STRICT, RuleResult, register_rule
+from .rules import EMPTY, FREE, STRICT, RuleConflict, RuleResult
 from .vectorize import VectorAccess, loop_vector_width
-
-
-class RuleConflict(LayoutError):
-    """Raised by a rule when the layouts it sees cannot be reconciled (the engine turns it into a
-    :class:`~layoutkit.errors.LayoutConflictError` or discards a free-mode attempt)."""
-
-    def __init__(self, message: str, op: str, buffer: str | None = None):
-        super().__init__(message)
-        self.op = op
-        self.buffer = buffer
-
 
 # ---- fragment helpers ------------------------------------------------------------------------------
 
@@ -355,11 +344,9 @@ def _replica_zero(layout: Fragment) -> Guard:
 def _max_vector_bits(op, ctx) -> int:
     """The target's widest vector for this loop (a loop touching global memory and no shared memory may be
     wider: 256 bits on sm_100)."""
-    from .target import get_target
-
     scopes = [ctx.buffer(a.buffer).scope for a in op.accesses]
     global_only = GLOBAL in scopes and not any(is_shared(s) for s in scopes)
-    return get_target(ctx.target).max_vector_bits(ctx.target, global_only)
+    return ctx.hooks.max_vector_bits(ctx.target, global_only)
 
 
 def _vector_accesses(op, ctx, indices=None) -> tuple[VectorAccess, ...]:
@@ -457,9 +444,3 @@ def _validate(op, ctx, layout, acc, strict: bool = True) -> bool:
             return False
     return True
 
-
-for _kind in ("parallel", "copy", "fill", "transpose", "atomic_add", "atomic_max", "atomic_min"):
-    register_rule(_kind, "*", loop_rule, local=True)
-
-# the reduction rule registers itself on import; its names stay reachable here
-from .reduce import reduce_rule, reducer_layout  # noqa: E402, F401

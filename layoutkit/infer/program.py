@@ -32,14 +32,14 @@ from ..algebra.layout import Layout, check_shape
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
-from ..scopes import LOCAL, REDUCER, SHARED_DYN
+from ..scopes import FRAGMENT, LOCAL, REDUCER, SHARED_DYN
 from . import validate
-from .atomics import build_atomic
-from .gemm_sp import build_gemm_sp, operand_regions
-from .ops import FRAGMENT, Access, Buffer, IndexFn, Op, Region, as_region, is_shared, region_access, transpose_access
-from .serialize import op_dict, program_from_json, program_to_dict, program_to_json
+from .library import TILE_OPS
+from .ops import Buffer, Op, Region, as_region
+from .reducers import check_op
+from .serialize import program_from_json, program_to_dict, program_to_json
 from .soundness import fragment_violation
-from .target import SCOPES, get_builder, get_target
+from .target import get_builder, get_target
 
 
 class Program:
@@ -73,14 +73,25 @@ class Program:
         """The :class:`~layoutkit.infer.target.Target` of this program's target string."""
         return get_target(self.target)
 
+    @property
+    def pipeline_stage(self) -> int | None:
+        """The stage count of the open :meth:`pipelined` block (None outside one): a builder gives the
+        shared buffers it writes a leading stage dim of this extent."""
+        return self._stage
+
     def __getattr__(self, name: str):
-        """The target's extra op builders (``p.mad(...)`` on Ascend), bound to this program."""
+        """The tile ops' builders (:mod:`.library`: ``p.copy``, ``p.gemm``, ...; ops registered with
+        :func:`~layoutkit.infer.register_op`) and the target's extra builders (``p.mad(...)`` on Ascend), bound
+        to this program."""
         if name.startswith("_"):
             raise AttributeError(name)
-        fn = get_builder(name)
+        fn = TILE_OPS.builder(name) or get_builder(name, self.target)
         if fn is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return fn.__get__(self)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(super().__dir__()) | set(TILE_OPS.builder_names()))
 
     # ---- buffers --------------------------------------------------------------------------------
     def _add(self, name: str, shape, dtype, scope: str, alias_of: str | None = None) -> Buffer:
@@ -114,24 +125,9 @@ class Program:
 
     def alloc_reducer(self, name: str, shape, dtype, op: str = "sum") -> Buffer:
         """A reducer (``T.alloc_reducer``, combine ``op``): laid out by a PartialFragment, see :mod:`.reducers`."""
-        from .reducers import check_op
-
         buf = self._add(name, shape, dtype, REDUCER)
         self.reducer_ops[buf.name] = check_op(name, op)
         return buf
-
-    def reducer_init(self, acc: Buffer) -> Op:
-        """Open the reducer's epoch (``T.reducer_init``); proposes no layout."""
-        from .reducers import check_reducer
-
-        check_reducer(self, acc, "reducer_init")
-        return self.emit("reducer_init", {"dst": acc.name})
-
-    def finalize_reducer(self, acc: Buffer, dst: Buffer) -> Op:
-        """Complete the reduction into fragment ``dst`` of the same shape (``T.finalize_reducer(acc, dst)``)."""
-        from .reducers import finalize_args
-
-        return self.emit("finalize_reducer", finalize_args(self, acc, dst, f"finalize_reducer#{self.next_uid}"))
 
     def alias(self, name: str, base: Buffer, shape=None, dtype=None) -> Buffer:
         """A view of ``base``'s storage (same scope); layouts are copied to it after inference,
@@ -165,9 +161,9 @@ class Program:
         """Append an op (into the open region, if any) with the next uid."""
         validate.text(kind, "emit: op kind", "emit")
         validate.mapping(args, f"emit {kind}: args", "emit")
+        named = TILE_OPS.buffer_args(kind)
         names = tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items()
-                                                                      if k in ("A", "E", "B", "C", "src", "dst")
-                                                                      and isinstance(v, str)]
+                                                                      if k in named and isinstance(v, str)]
                                     + [u["buffer"] for u in args.get("updates") or ()]))
 
         if self._bounds is not None:
@@ -176,18 +172,6 @@ class Program:
         self.next_uid += 1
         (self._region_stack[-1] if self._region_stack else self.ops).append(op)
         return op
-
-    def copy(self, src: Buffer | Region, dst: Buffer | Region) -> Op:
-        s, d = self.own(src), self.own(dst)
-        op = self.hooks.build_copy(self, s, d)
-        if op is not None:
-            return op
-        sr, dr, loop = validate.copy_regions(s, d, f"copy#{self.next_uid}")
-        if self._stage and is_shared(d.buffer.scope):
-            self.stages[d.buffer.name] = self._stage
-        accesses = (region_access(s.buffer, sr, loop, False), region_access(d.buffer, dr, loop, True))
-        return self.emit("copy", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
-                                   "dst_region": dr, "cast": s.buffer.dtype != d.buffer.dtype}, loop, accesses)
 
     def select(self, op: Op, buffer: Buffer, dims: Sequence[int]) -> Op:
         """Declare that loop op ``op`` (a parallel loop or a copy) indexes fragment ``buffer`` in
@@ -219,152 +203,6 @@ class Program:
                 if o is op:
                     ops[k] = new
         return new
-
-    def gemm(self, A: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
-             transpose_B: bool = False, policy: str = "square", clear_accum: bool = False, *,
-             wgmma: bool = False, tcgen05: bool = False, use_2cta: bool = False) -> Op:
-        """``T.gemm``; A and B may be regions of shared buffers (``A_s[:, 32:64]``, ``B_s[b, :, :]``):
-        M / N / K come from the regions' last two extents, the layouts cover the whole buffers (as
-        TileLang's).  Such a GEMM records ``A_region`` / ``B_region`` (starts, extents).  ``wgmma``:
-        TileLang's ``T.wgmma_gemm``, a GEMM that must be a WGMMA (records ``args["wgmma"]``; the rule
-        refuses it where ``T.gemm`` would not select one); ``tcgen05`` likewise for ``T.tcgen05_gemm``
-        (``args["tcgen05"]``); ``use_2cta``: the GEMM may use the two-CTA TCGEN05 MMA (``args["use_2cta"]``).
-
-        >>> p = Program(threads=128)
-        >>> A = p.alloc_shared("A_s", (64, 64), "float16"); B = p.alloc_shared("B_s", (32, 64), "float16")
-        >>> C = p.alloc_fragment("C", (64, 64), "float32")
-        >>> p.gemm(A[0:64, 32:64], B, C).args["A_region"]
-        ((0, 32), (64, 32))
-        """
-        what = f"gemm#{self.next_uid}"
-        _, regions = operand_regions(self, {"A": A, "B": B, "C": C}, what, tmem_a=True)
-        A, B = (x.buffer if isinstance(x, Region) else x for x in (A, B))
-        args = {"A": A.name, "B": B.name, "C": C.name, "transpose_A": validate.flag(transpose_A, "transpose_A", what),
-                "transpose_B": validate.flag(transpose_B, "transpose_B", what),
-                "policy": validate.text(policy, "gemm policy", what).lower(),
-                "clear_accum": validate.flag(clear_accum, "clear_accum", what), **regions}
-        for key, value in (("wgmma", wgmma), ("tcgen05", tcgen05), ("use_2cta", use_2cta)):
-            if validate.flag(value, key, what):
-                args[key] = True
-        self.hooks.check_gemm(A, B, C, args, what)
-        return self.emit("gemm", args)
-
-    def gemm_sp(self, A: Buffer | Region, E: Buffer | Region, B: Buffer | Region, C: Buffer, transpose_A: bool = False,
-                transpose_B: bool = False, transpose_E: bool = False, policy: str = "square",
-                clear_accum: bool = False) -> Op:
-        """``T.gemm_sp``: a 2:4 structured-sparse GEMM of the compressed A (``[M, K/2]``) with metadata E
-        (:mod:`.gemm_sp`); A / E / B may be regions of shared buffers, as for :meth:`gemm`."""
-        return build_gemm_sp(self, A, E, B, C, transpose_A, transpose_B, transpose_E, policy, clear_accum)
-
-    def parallel(self, shape: Sequence[int], writes=(), reads=(), compute: str | None = None,
-                 dynamic: bool = False, align: Mapping[str, int] | None = None,
-                 vector_cap: int | None = None, updates=(), inner: Mapping | None = None) -> Op:
-        """A ``T.Parallel`` loop nest of ``shape``; ``writes`` / ``reads`` are ``(buffer, fn)`` pairs
-        where ``fn(i, j, ...)`` returns the buffer indices (or expression text ``"lambda i, j: ..."``).
-        ``dynamic``: the outermost extent is a runtime value at most ``shape[0]`` (``T.Parallel(T.min(n,
-        512))``; the loop is laid out over the bound, planned as TileLang plans the symbolic loop, and
-        touches no fragment, as TileLang requires).  ``align`` maps a buffer to the multiple its
-        addresses are known to be only up to, beyond what the indices show (TileLang vectorises no wider
-        than it can prove aligned); ``vector_cap`` bounds the loop's vector width (an element atomic
-        with no wider instruction, an inner loop TileLang keeps scalar).  ``updates``: ``(reducer, fn)``
-        or ``(reducer, fn, flags)`` items, each a ``T.reducer_update(acc[fn(i, ...)], value)`` (see
-        :func:`.reducers.update_args`).  ``inner``: loops the body nests around its accesses, as
-        TileLang's vectoriser sees them (see :mod:`.inner`)."""
-        loop = check_shape(shape, "parallel loop shape")
-        what = f"parallel#{self.next_uid}"
-        accesses = []
-        args: dict = {} if compute is None else {"compute": compute}
-        if compute is not None:
-            validate.text(compute, f"{what} compute", what)
-        dynamic = validate.flag(dynamic, "parallel dynamic", what)
-        if align:
-            validate.mapping(align, f"{what} align", what)
-            for name, a in align.items():
-                if name not in self.buffers:
-                    raise validate.OpValidationError(f"{what} align: {name!r} is no buffer of this program", what)
-                validate.positive(a, f"{what} align of {name}")
-            args["align"] = {name: int(a) for name, a in align.items()}
-        if vector_cap is not None:
-            args["vector_cap"] = validate.positive(vector_cap, f"{what} vector_cap")
-        for is_write, group, label in ((True, writes, "writes"), (False, reads, "reads")):
-            for buf, fn in validate.access_pairs(group, f"{what} {label}", what):
-                self.own(buf)
-                if not isinstance(buf, Buffer):
-                    raise validate.OpValidationError(f"{what} {label}: index functions address whole buffers; "
-                                                     f"found a region of {buf.buffer.name}", what, buf.buffer.name)
-                accesses.append(Access(buf.name, validate.loop_indices(buf, fn, loop, what), is_write))
-                if dynamic and buf.is_fragment:
-                    raise validate.OpValidationError(f"{what}: a loop with a dynamic extent touches fragment "
-                                                     f"{buf.name}; expected shared / global / local buffers only",
-                                                     what, buf.name)
-        if dynamic:
-            args["dynamic"] = True
-        if updates:
-            from .reducers import update_args
-
-            args["updates"] = update_args(self, updates, loop, what)
-        if inner is not None:
-            from .inner import inner_args
-
-            args["inner"] = inner_args(inner, loop, [self.buffers[a.buffer] for a in accesses], what)
-        return self.emit("parallel", args, loop, accesses)
-
-    def fill(self, buf: Buffer | Region, value: float = 0.0) -> Op:
-        r = self.own(buf)
-        what = f"fill#{self.next_uid}"
-        number = validate.scalar(value, f"{what} value", what, r.buffer.name)
-        ext = r.extents if r.extents is not None else r.buffer.shape
-        validate.region_bounds(r.buffer, r.starts, ext, what)
-        acc = region_access(r.buffer, (r.starts, tuple(ext)), tuple(ext), True)
-        args = {"dst": r.buffer.name, "value": number}
-        args.update(self.hooks.fill_args(tuple(r.starts), tuple(ext)))
-        return self.emit("fill", args, tuple(ext), (acc,))
-
-    def clear(self, buf: Buffer | Region) -> Op:
-        return self.fill(buf, 0.0)
-
-    def reduce(self, src: Buffer, dst: Buffer, dim: int = -1, kind: str = "sum", clear: bool = True) -> Op:
-        what = f"reduce#{self.next_uid}"
-        self._whole(what, src, dst)
-        d = validate.reduce(src, dst, dim, kind, what)
-        return self.emit("reduce", {"src": src.name, "dst": dst.name, "dim": d, "kind": kind,
-                                     "clear": validate.flag(clear, "reduce clear", what)})
-
-    def _whole(self, what: str, *bufs: Buffer) -> None:
-        """Each of ``bufs`` is a whole buffer of this program (ops that take no regions)."""
-        for b in bufs:
-            self.own(b)
-            if not isinstance(b, Buffer):
-                raise validate.OpValidationError(f"{what}: expected whole buffers; found a region of {b.buffer.name}",
-                                                 what, b.buffer.name)
-
-    def transpose(self, src: Buffer | Region, dst: Buffer | Region) -> Op:
-        """``T.transpose(src, dst)``: ``dst`` takes ``src`` with its last two axes swapped, at any rank >= 2,
-        over whole buffers or regions (unit dims of the src region add no loop; see
-        :func:`.validate.transpose_regions`).  Its accesses constrain no layout of their own (TileLang's
-        transpose proposes none)."""
-        what = f"transpose#{self.next_uid}"
-        s, d = self.own(src), self.own(dst)
-        sr, dr, loop = validate.transpose_regions(s, d, what)
-        acc = (region_access(s.buffer, sr, loop, False), transpose_access(d.buffer, dr[0], sr[1], loop))
-        return self.emit("transpose", {"src": s.buffer.name, "dst": d.buffer.name, "src_region": sr,
-                                        "dst_region": dr}, loop, acc)
-
-    def atomic_add(self, dst: Buffer | Region, src: Buffer | Region | float, return_prev: bool = False,
-                   use_tma: bool = False) -> Op:
-        """Tile form ``atomic_add(dst_region, src_region)``, scalar form ``atomic_add(dst[point], value,
-        return_prev=...)`` (only it may return the previous value) or a scalar into every element of a
-        region.  ``use_tma`` (tile form, a shared source): TileLang's TMA reduce-add, which lays out its
-        shared source and runs no loop (see :mod:`.atomics`)."""
-        return build_atomic(self, "atomic_add", dst, src, return_prev, use_tma)
-
-    def atomic_max(self, dst: Buffer | Region, src: Buffer | Region | float) -> Op:
-        """TileLang's tile ``T.atomic_max(dst, src)`` (``src`` a region or a scalar), which proposes no layout."""
-        return build_atomic(self, "atomic_max", dst, src)
-
-    def atomic_min(self, dst: Buffer | Region, src: Buffer | Region | float) -> Op:
-        """TileLang's tile ``T.atomic_min(dst, src)`` (as :meth:`atomic_max`)."""
-        return build_atomic(self, "atomic_min", dst, src)
 
     def annotate_layout(self, mapping: dict) -> None:
         """``{buffer: Layout}``: strict layouts inference can never override.  Each is checked against its
@@ -506,9 +344,3 @@ both in thread 0, register 0
         """Rebuild a program; index expressions are parsed by the safe parser."""
         return program_from_json(text, cls)
 
-
-# the value types and JSON helpers moved to .ops and .serialize; importing them from here keeps working
-__all__ = [
-    "FRAGMENT", "SCOPES", "Access", "Buffer", "IndexFn", "Op", "Program", "Region", "as_region", "is_shared",
-    "op_dict", "region_access",
-]

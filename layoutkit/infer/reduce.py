@@ -19,8 +19,8 @@ from ..algebra.simplify import floordiv, floormod, make_sum, substitute
 from ..caches import memoized
 from ..fragment.fragment import Fragment, rep_var
 from .guards import Guard, Predicate
-from .loops import RuleConflict, require_inverse
-from .rules import COMMON, EMPTY, STRICT, RuleResult, register_rule
+from .loops import require_inverse
+from .rules import COMMON, EMPTY, STRICT, RuleConflict, RuleResult
 
 # ---- reductions ---------------------------------------------------------------------------------
 
@@ -104,5 +104,3 @@ def _reduce_group(red: Fragment) -> int:
     t = red.thread_table().reshape(red.replicate_size, -1)
     return int(max(len(set(col.tolist())) for col in t.T[: min(t.shape[1], 64)]))
 
-
-register_rule("reduce", "*", reduce_rule, local=True)

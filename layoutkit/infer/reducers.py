@@ -40,10 +40,11 @@ from ..errors import LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 from ..fragment.partial import PartialFragment
 from ..scopes import FRAGMENT, REDUCER
-from .rules import EMPTY, FREE, STRICT, RuleResult, op_range, register_rule
+from .rules import EMPTY, FREE, STRICT, Conflict, RuleResult, op_range
+from .validate import OpValidationError, loop_indices
 
-__all__ = ["commit_reducer", "finalize_rule", "induced_partial", "reservations", "site_problem", "update_partials",
-           "wide_partial"]
+__all__ = ["check_op", "check_reducer", "commit_reducer", "finalize_args", "finalize_rule", "induced_partial",
+           "init_rule", "reservations", "site_problem", "update_args", "update_partials", "wide_partial"]
 
 OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
 """The combine ops of a reducer (TileLang's ``ReducerV2OpType``)."""
@@ -51,8 +52,6 @@ OPS = ("sum", "max", "min", "bitand", "bitor", "bitxor")
 
 def check_op(name: str, op: str) -> str:
     """``op`` when it is a reducer combine op (:data:`OPS`)."""
-    from .validate import OpValidationError
-
     if op not in OPS:
         raise OpValidationError(f"alloc_reducer {name!r}: op {op!r}; expected one of {OPS}", "alloc_reducer")
     return op
@@ -60,8 +59,6 @@ def check_op(name: str, op: str) -> str:
 
 def check_reducer(program, acc, what: str) -> None:
     """``acc`` is a reducer of ``program``."""
-    from .validate import OpValidationError
-
     program.own(acc)
     if acc.scope != REDUCER:
         raise OpValidationError(f"{what}: {acc.name} is a {acc.scope} buffer; expected a reducer (alloc_reducer)",
@@ -70,8 +67,6 @@ def check_reducer(program, acc, what: str) -> None:
 
 def finalize_args(program, acc, dst, what: str) -> dict:
     """The args of ``finalize_reducer(acc, dst)``: ``dst`` a whole buffer of ``acc``'s shape and dtype."""
-    from .validate import OpValidationError
-
     check_reducer(program, acc, what)
     program.own(dst)
     if dst.shape != acc.shape or dst.dtype != acc.dtype:
@@ -87,8 +82,6 @@ def update_args(program, updates, loop: tuple[int, ...], what: str) -> list[dict
     ``(reducer, fn)`` or ``(reducer, fn, flags)``, ``flags`` a mapping of ``safe`` (default True) and
     ``fused`` (the nest is one flattened loop to the solver, as TileLang fuses nests that touch no fragment:
     an index using a loop variable is then no plain loop variable)."""
-    from .validate import OpValidationError, loop_indices
-
     out = []
     for item in updates:
         if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
@@ -263,8 +256,6 @@ def update_partials(op, ctx, loop_layout: Fragment) -> dict[str, PartialFragment
 def commit_reducer(ctx, name: str, old, new, op: str, level: int, rule: str) -> bool:
     """The reducer lattice (unset -> narrow -> wide): equal proposals are absorbed, different ones widen to
     the wide partial over the proposal's threads; an annotated reducer is never widened (a conflict)."""
-    from .state import Conflict
-
     if not isinstance(new, PartialFragment):
         raise Conflict(f"reducer {name} must carry a PartialFragment; {op} proposes {new.describe()}", name,
                        (op,), (new,))
@@ -325,11 +316,8 @@ def finalize_rule(op, ctx, level) -> RuleResult:
     return RuleResult({dst: lay})
 
 
-def _init_rule(op, ctx, level) -> RuleResult:
+def init_rule(op, ctx, level) -> RuleResult:
     """``reducer_init`` proposes nothing: the updates plan the partial."""
     return EMPTY
 
-
-register_rule("finalize_reducer", "*", finalize_rule)
-register_rule("reducer_init", "*", _init_rule, local=True)
 

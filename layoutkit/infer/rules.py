@@ -1,26 +1,26 @@
-"""The op-rule registry: each op kind has rules per target family; the engine knows no target.
+"""What a layout rule sees and returns: the levels, :class:`RuleContext`, :class:`RuleResult` and the
+conflicts a rule or the solver raises.
 
 A rule is a pure function ``fn(op, ctx, level) -> RuleResult`` (``level``: :data:`STRICT`, :data:`COMMON` or
 :data:`FREE`): it reads the solver state through the read-only :class:`RuleContext` and returns the layouts
 it proposes, the op's loop layout and guard; the engine commits them.  (A plain ``{buffer: Layout}`` mapping
-is accepted as the layouts alone.)  Target families are glob patterns over the target string (``"sm_*"``,
-``"ascend"``, ``"*"``); the most specific match wins.
+is accepted as the layouts alone.)  Which rule an op kind has on a target is the tile-op registry's answer
+(:mod:`.tileop`).
 
->>> register_rule("noop_demo", "*", lambda op, ctx, level: RuleResult())
->>> get_rule("noop_demo", "sm_80")(None, None, STRICT).layouts
+>>> def noop(op, ctx, level):
+...     return EMPTY
+>>> noop(None, None, STRICT).layouts
 {}
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from types import MappingProxyType
 from typing import Any
 
-from .. import deferred
-from ..errors import UnsupportedError
+from ..errors import LayoutError
 from ..scopes import FRAGMENT, REDUCER
 from .guards import Predicate
 
@@ -48,6 +48,27 @@ EMPTY = RuleResult()
 _MISSING = object()
 
 
+class RuleConflict(LayoutError):
+    """Raised by a rule when the layouts it sees cannot be reconciled (the engine turns it into a
+    :class:`~layoutkit.errors.LayoutConflictError` or discards a free-mode attempt)."""
+
+    def __init__(self, message: str, op: str, buffer: str | None = None):
+        super().__init__(message)
+        self.op = op
+        self.buffer = buffer
+
+
+class Conflict(LayoutError):
+    """Two proposals for one buffer cannot be reconciled (the solver's; :func:`~.engine.infer_layouts`
+    explains it as a :class:`~layoutkit.errors.LayoutConflictError`)."""
+
+    def __init__(self, message: str, buffer: str, ops: Sequence[str], layouts: Sequence[Any]):
+        super().__init__(message)
+        self.buffer = buffer
+        self.ops = tuple(ops)
+        self.layouts = tuple(layouts)
+
+
 class ProgramView:
     """Read-only lookups of a solver state's program by buffer name (shared by the solver's context and the
     read-only :class:`RuleContext` rules see)."""
@@ -73,14 +94,16 @@ class ProgramView:
 
 
 class RuleContext(ProgramView):
-    """The solver state a rule sees, read-only: the program, target and thread range, the layouts and loop
-    layouts so far, whether fills plan layouts (``fallback``), and :meth:`once`, a per-solve memo."""
+    """The solver state a rule sees, read-only: the program, target (its string, and its ``hooks``: the
+    :class:`~layoutkit.infer.target.Target` a rule may ask for target facts) and thread range, the layouts and
+    loop layouts so far, whether fills plan layouts (``fallback``), and :meth:`once`, a per-solve memo."""
 
-    __slots__ = ("program", "target", "rng", "layouts", "loops", "fallback", "_memo")
+    __slots__ = ("program", "target", "hooks", "rng", "layouts", "loops", "fallback", "_memo")
 
     def __init__(self, program, rng: tuple[int, int], layouts: Mapping, loops: Mapping, fallback: bool, memo: dict):
         self.program = program
         self.target = program.target
+        self.hooks = program.hooks
         self.rng = rng
         self.layouts = MappingProxyType(layouts)
         self.loops = MappingProxyType(loops)
@@ -110,60 +133,4 @@ def op_range(op, rng: tuple[int, int]) -> tuple[int, int]:
 
 
 Rule = Callable[..., RuleResult]
-_RULES: dict[str, dict[str, Rule]] = {}
-_LOCAL: dict[str, dict[str, bool]] = {}
-_MERGES: dict[str, Callable] = {}
-
-
-def register_rule(op_kind: str, target_family: str, fn: Rule, *, local: bool = False) -> None:
-    """Register ``fn`` as the layout rule of ``op_kind`` on targets matching ``target_family``.
-
-    ``local``: the rule reads only the layouts of the op's own buffers, the op's own loop layout, the
-    level, the thread range and ``fallback`` (never :meth:`RuleContext.once` or another op's loop), and
-    proposes layouts only for the op's own buffers and no other op's loop (``RuleResult.loops`` stays
-    empty).  Free mode may then prove that every root of a connected component ends in the same layouts
-    and skip the attempts it would repeat (:mod:`.free`); a rule registered without the flag is always
-    run from every root."""
-    _RULES.setdefault(op_kind, {})[target_family] = fn
-    _LOCAL.setdefault(op_kind, {})[target_family] = local
-
-
-def _best_pattern(table: dict, target: str) -> str | None:
-    hits = [(pat.count("*"), -len(pat), pat) for pat in table if fnmatchcase(target, pat)]
-    return min(hits)[2] if hits else None
-
-
-def _best(table: dict, target: str):
-    pat = _best_pattern(table, target)
-    return None if pat is None else table[pat]
-
-
-def get_rule(op_kind: str, target: str) -> Rule:
-    """The rule for ``op_kind`` on ``target`` (most specific family first)."""
-    deferred.load(target)
-    fn = _best(_RULES.get(op_kind, {}), target)
-    if fn is None:
-        raise UnsupportedError(f"no layout rule for op kind {op_kind!r} on target {target!r}")
-    return fn
-
-
-def rule_is_local(op_kind: str, target: str) -> bool:
-    """Whether the rule :func:`get_rule` picks for ``op_kind`` on ``target`` was registered ``local``.
-
-    >>> rule_is_local("parallel", "sm_80"), rule_is_local("noop_demo", "sm_80")
-    (True, False)
-    """
-    table = _LOCAL.get(op_kind, {})
-    pat = _best_pattern(table, target)
-    return pat is not None and table[pat]
-
-
-def register_merge(target_family: str, fn: Callable) -> None:
-    """``fn(old, new, dtype) -> Layout | None``: how a target merges two plain layouts of one buffer
-    (NV: two bank swizzles keep the smaller granularity)."""
-    _MERGES[target_family] = fn
-
-
-def get_merge(target: str) -> Callable | None:
-    deferred.load(target)
-    return _best(_MERGES, target)
+"""``rule(op, ctx, level) -> RuleResult``: an op's layout rule (see the module doc)."""

@@ -5,11 +5,21 @@ hostile document (wrong types, missing fields, deep nesting, huge numbers, ``nul
 with one :class:`~layoutkit.errors.ProgramFormatError` naming the path, what was expected and what was
 found, instead of a ``KeyError`` or ``RecursionError`` deep inside the rebuild.
 
->>> load_document('{"threads": 32, "target": "sm_80", "buffers": [], "ops": [{"kind": "fill"}]}')
+Which arguments an op kind must carry, and their types, come from its definition (the tile-op registry
+passed in, :mod:`.library`); the names below type the arguments every op kind shares.
+
+>>> from layoutkit.infer.library import TILE_OPS
+>>> load_document('{"threads": 32, "target": "sm_80", "buffers": [], "ops": [{"kind": "fill"}]}',
+...               TILE_OPS)
 Traceback (most recent call last):
 ...
 layoutkit.errors.ProgramFormatError: Program.from_json: $.ops[0]: expected the field 'uid'; found no such field
->>> load_document('{"threads": true, "target": "sm_80", "buffers": [], "ops": []}')
+>>> load_document('{"threads": 32, "target": "sm_80", "buffers": [], "ops": [{"kind": "fill", "uid": 0, '
+...               '"args": {"dst": "x"}}]}', TILE_OPS)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+layoutkit.errors.ProgramFormatError: Program.from_json: $.ops[0].args: expected the argument 'value' (a fill op); ...
+>>> load_document('{"threads": true, "target": "sm_80", "buffers": [], "ops": []}', TILE_OPS)
 Traceback (most recent call last):
 ...
 layoutkit.errors.ProgramFormatError: Program.from_json: $.threads: expected an integer in [1, 1048576]; found bool True
@@ -18,8 +28,8 @@ layoutkit.errors.ProgramFormatError: Program.from_json: $.threads: expected an i
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping
+from typing import Any, NoReturn, Protocol
 
 from ..errors import ProgramFormatError
 
@@ -163,52 +173,49 @@ def region(value: Any, path: str) -> Any:
     return pair
 
 
-ARG_TYPES: dict[str, Check] = {
-    "src": NAME, "dst": NAME, "A": NAME, "B": NAME, "C": NAME,
-    "src_region": nullable(region), "dst_region": nullable(region), "A_region": nullable(region),
-    "B_region": nullable(region), "E": NAME, "E_region": nullable(region), "transpose_E": boolean,
-    "cast": boolean, "transpose_A": boolean, "transpose_B": boolean, "clear_accum": boolean, "clear": boolean,
-    "return_prev": boolean, "dynamic": boolean,
-    "dim": integer(-64, 63), "k_align": integer(1, MAX_EXTENT), "value": number,
-    "kind": NAME, "policy": NAME, "compute": NAME, "mode": NAME, "dtype": nullable(NAME),
-    "starts": array(integer(0, MAX_EXTENT), 1, 64),
+SHARED_ARG_TYPES: dict[str, Check] = {
+    "src": NAME, "dst": NAME, "A": NAME, "B": NAME, "C": NAME, "E": NAME,
+    "thread_range": nullable(array(integer(0, MAX_EXTENT), 2, 2)),
 }
-"""Types of the op arguments the rules read; other arguments (a target's own) are any JSON value."""
+"""Types of the arguments every op kind shares (buffer names, the thread range); an op kind types its own
+(:attr:`~layoutkit.infer.tileop.TileOp.argument_types`); any other argument is any JSON value."""
 
 
-REQUIRED_ARGS: dict[str, tuple[str, ...]] = {
-    "copy": ("src", "dst", "src_region", "dst_region"),
-    "gemm": ("A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum"),
-    "gemm_sp": ("A", "E", "B", "C", "transpose_A", "transpose_B", "transpose_E", "policy", "clear_accum"),
-    "reduce": ("src", "dst", "dim", "kind", "clear"),
-    "fill": ("dst", "value"),
-    "transpose": ("src", "dst"),
-    "atomic_add": ("dst",),
-    "atomic_max": ("dst",),
-    "atomic_min": ("dst",),
-}
-"""Arguments the rules of each built-in op kind read unconditionally."""
+class OpKinds(Protocol):
+    """What the document check asks of the tile-op registry."""
+
+    def required_args(self, kind: str) -> tuple[str, ...]: ...
+
+    def argument_types(self, kind: str) -> Mapping[str, Check]: ...
 
 
-def args(value: Any, path: str) -> dict[str, Any]:
+def args(value: Any, path: str, types: Mapping[str, Check]) -> dict[str, Any]:
     if not isinstance(value, dict):
         fail(path, "an object", value)
-    return {k: ARG_TYPES.get(k, json_value)(v, f"{path}.{k}") for k, v in mapping(string(1000), json_value)(
-        value, path).items()}
+    return {k: types.get(k, SHARED_ARG_TYPES.get(k, json_value))(v, f"{path}.{k}")
+            for k, v in mapping(string(1000), json_value)(value, path).items()}
 
 
 ACCESS = record({"buffer": NAME, "indices": array(EXPR_TEXT, 1, 64), "write": boolean}, {})
+OP_FIELDS = record({"kind": NAME, "uid": integer(0, 2**31 - 1), "args": mapping(string(1000), json_value)},
+                   {"loop": nullable(SHAPE), "accesses": array(ACCESS)})
 
 
-def op(value: Any, path: str) -> dict[str, Any]:
-    d = record({"kind": NAME, "uid": integer(0, 2**31 - 1), "args": args},
-               {"loop": nullable(SHAPE), "accesses": array(ACCESS)})(value, path)
-    for name in REQUIRED_ARGS.get(d["kind"], ()):
-        if d["args"].get(name) is None:
-            found = "null" if name in d["args"] else "no such field"
-            raise ProgramFormatError(f"{path}.args", f"the argument {name!r} (a {d['kind']} op)", found)
-    if d["kind"] == "atomic_add" and "src" not in d["args"] and "starts" not in d["args"]:
-        raise ProgramFormatError(f"{path}.args", "'src' (tile form) or 'starts' (scalar form)", "neither")
+def op_check(kinds: OpKinds) -> Check:
+    """The check of one op: its fields, then its arguments as its kind's definition types and requires them."""
+    def check(value: Any, path: str) -> dict[str, Any]:
+        d = OP_FIELDS(value, path)
+        d["args"] = args(d["args"], f"{path}.args", kinds.argument_types(d["kind"]))
+        for name in kinds.required_args(d["kind"]):
+            if d["args"].get(name) is None:
+                found = "null" if name in d["args"] else "no such field"
+                raise ProgramFormatError(f"{path}.args", f"the argument {name!r} (a {d['kind']} op)", found)
+        return loop_fields(d, path)
+    return check
+
+
+def loop_fields(d: dict[str, Any], path: str) -> dict[str, Any]:
+    """An op with a loop has accesses, one without has none."""
     if d.get("loop") is not None and "accesses" not in d:
         raise ProgramFormatError(path, "the field 'accesses' (the op has a loop)", "no such field")
     if d.get("loop") is None and d.get("accesses"):
@@ -221,11 +228,16 @@ BUFFER = record({"name": NAME, "shape": SHAPE, "dtype": NAME, "scope": NAME}, {"
 LAYOUT = record({"shape": SHAPE, "index": array(EXPR_TEXT, 1, 64)},
                 {"thread": EXPR_TEXT, "replicate": integer(1, MAX_EXTENT),
                  "thread_range": nullable(array(integer(0, MAX_EXTENT), 2, 2))})
-DOCUMENT = record(
-    {"threads": integer(1, MAX_THREADS), "target": NAME, "buffers": array(BUFFER), "ops": array(op)},
-    {"stages": mapping(NAME, integer(1, 1024)), "regions": mapping(int_key, array(op)),
-     "annotations": mapping(NAME, LAYOUT), "loop_annotations": mapping(NAME, LAYOUT)},
-)
+
+
+def document(kinds: OpKinds) -> Check:
+    """The check of a whole program document, its ops checked by :func:`op_check`."""
+    op = op_check(kinds)
+    return record(
+        {"threads": integer(1, MAX_THREADS), "target": NAME, "buffers": array(BUFFER), "ops": array(op)},
+        {"stages": mapping(NAME, integer(1, 1024)), "regions": mapping(int_key, array(op)),
+         "annotations": mapping(NAME, LAYOUT), "loop_annotations": mapping(NAME, LAYOUT)},
+    )
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -246,8 +258,9 @@ def _depth_ok(value: Any) -> int:
     return deepest
 
 
-def load_document(text: object) -> dict[str, Any]:
-    """Parse and check a program document; return it as plain data."""
+def load_document(text: object, kinds: OpKinds) -> dict[str, Any]:
+    """Parse and check a program document (``kinds``: the tile-op registry its op kinds are checked against);
+    return it as plain data."""
     if isinstance(text, (bytes, bytearray)):
         try:
             text = bytes(text).decode("utf-8")
@@ -269,5 +282,5 @@ def load_document(text: object) -> dict[str, Any]:
     depth = _depth_ok(data)
     if depth > MAX_DEPTH:
         raise ProgramFormatError("$", f"nesting at most {MAX_DEPTH} deep", f"depth {depth}")
-    doc: dict[str, Any] = DOCUMENT(data, "$")
+    doc: dict[str, Any] = document(kinds)(data, "$")
     return doc

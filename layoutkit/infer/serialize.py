@@ -17,17 +17,18 @@ True
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..algebra.layout import Layout, check_shape, placeholder
 from ..algebra.parse import parse_expr
 from ..errors import ProgramFormatError, ShapeError
 from ..fragment.fragment import Fragment
+from .library import TILE_OPS
 from .ops import Access, Op
 from .schema import load_document
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .program import Program
+Program = Any
+"""A :class:`~layoutkit.infer.Program` (built by the program module, which builds on this one)."""
 
 
 def program_to_dict(p: Program) -> dict:
@@ -62,7 +63,7 @@ def program_from_json(text: str | bytes, cls: type[Program]) -> Program:
     ...
     layoutkit.errors.ProgramFormatError: Program.from_json: $.buffers[0]: expected the field 'shape'; found no ...
     """
-    d = load_document(text)
+    d = load_document(text, TILE_OPS)
     p = cls(d["threads"], d["target"])
     for k, b in enumerate(d["buffers"]):
         if b.get("alias_of") is not None and b["alias_of"] not in p.buffers:
@@ -76,11 +77,10 @@ def program_from_json(text: str | bytes, cls: type[Program]) -> Program:
         p.regions[int(k)] = [_op_from(o, p, f"$.regions.{k}[{n}]", seen) for n, o in enumerate(body)]
     for n, o in enumerate(d["ops"]):
         path = f"$.ops[{n}]"
-        if o["kind"] == "vf":
+        if o["uid"] in p.regions:  # a region op (Program.region): its body's buffers are its own
             _unique(o["uid"], seen, path)
-            body = p.regions.get(o["uid"], [])
-            op = Op("vf", o["uid"], dict(o["args"]), None, (),
-                    tuple(dict.fromkeys(b for x in body for b in x.buffers)))
+            op = Op(o["kind"], o["uid"], dict(o["args"]), None, (),
+                    tuple(dict.fromkeys(b for x in p.regions[o["uid"]] for b in x.buffers)))
         else:
             op = _op_from(o, p, path, seen)
         p.ops.append(op)
@@ -114,7 +114,8 @@ def _declared(p: Program, name: object, path: str) -> str:
 
 
 def _check_arg_ranks(o: dict, p: Program, path: str) -> None:
-    """Regions and reduce dims of the rank of the buffers they name."""
+    """Regions of the rank of the buffers they name, then the op's own checks
+    (:attr:`.tileop.TileOp.check_document`)."""
     a = o["args"]
     for side in ("src", "dst", "A", "E", "B"):
         reg = a.get(f"{side}_region")
@@ -127,10 +128,9 @@ def _check_arg_ranks(o: dict, p: Program, path: str) -> None:
                                      f"of {a[side]})", str(len(starts)))
         if min(extents) < 1:  # a region may overhang the buffer (boundary tiles); it may not be empty
             raise ProgramFormatError(f"{path}.args.{side}_region", "positive extents", str(reg))
-    if o["kind"] == "reduce" and "src" in a:
-        rank = len(p.buffers[a["src"]].shape)
-        if not 0 <= a["dim"] < rank:
-            raise ProgramFormatError(f"{path}.args.dim", f"a dim of {a['src']} in [0, {rank})", str(a["dim"]))
+    definition = TILE_OPS.get(o["kind"])
+    if definition is not None and definition.check_document is not None:
+        definition.check_document(a, {name: b.shape for name, b in p.buffers.items()}, path)
 
 
 def _unique(uid: int, seen: set[int], path: str) -> None:
@@ -163,15 +163,15 @@ def _op_from(o: dict, p: Program, path: str, seen: set[int]) -> Op:
                                          f"of {buf.name})", f"{len(a['indices'])}")
             built.append(Access(a["buffer"], tuple(parse_expr(t, names) for t in a["indices"]), a["write"]))
         accesses = tuple(built)
-    for key in ("A", "E", "B", "C", "src", "dst"):
+    named = TILE_OPS.buffer_args(o["kind"])
+    for key in named:
         if key in o["args"]:
             _declared(p, o["args"][key], f"{path}.args.{key}")
     _check_arg_ranks(o, p, path)
     args: dict[str, Any] = {k: (tuple(tuple(x) for x in v) if k.endswith("_region") and v is not None else v)
             for k, v in o["args"].items()}
     return Op(o["kind"], o["uid"], args, loop, accesses,
-              tuple(dict.fromkeys([a.buffer for a in accesses] + [
-                  v for k, v in args.items() if k in ("A", "E", "B", "C", "src", "dst")])))
+              tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items() if k in named])))
 
 
 def _jsonable(args: dict) -> dict:

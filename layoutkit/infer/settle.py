@@ -53,7 +53,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .conversions import MaskedLayouts
-from .rules import FREE, RuleContext, RuleResult, get_rule, op_range, rule_is_local
+from .library import get_rule, rule_is_local
+from .rules import FREE, RuleContext, RuleResult, op_range
 from .state import Context
 
 MAX_ENTRIES = 6

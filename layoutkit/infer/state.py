@@ -16,29 +16,18 @@ users of a buffer whose layout changed (:func:`bfs`).  The levels and free mode 
 from __future__ import annotations
 
 from collections import ChainMap, Counter, deque
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, MutableMapping
 
 from ..algebra.layout import Layout
 from ..dtypes import element_bits
-from ..errors import LayoutError
 from ..fragment.fragment import Fragment
 from .conversions import MaskedLayouts
 from .guards import Predicate
-from .loops import RuleConflict
+from .library import get_rule
 from .reducers import commit_reducer
 from .result import Derivation
-from .rules import LEVEL_NAMES, STRICT, ProgramView, RuleContext, RuleResult, get_merge, get_rule, op_range
-
-
-class Conflict(LayoutError):
-    """Two proposals for one buffer cannot be reconciled (internal; see :mod:`.conflicts`)."""
-
-    def __init__(self, message: str, buffer: str, ops: Sequence[str], layouts: Sequence[Layout]):
-        super().__init__(message)
-        self.buffer = buffer
-        self.ops = tuple(ops)
-        self.layouts = tuple(layouts)
-
+from .rules import LEVEL_NAMES, STRICT, Conflict, ProgramView, RuleConflict, RuleContext, RuleResult, op_range
+from .target import get_merge
 
 _OVERLAID = ("layouts", "loops", "predicates", "derivations", "setter")
 

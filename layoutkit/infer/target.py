@@ -2,7 +2,7 @@
 
 Inference knows no target.  A backend subclasses :class:`Target` (every hook has a target-free default),
 names the target strings it serves with a glob ``family`` (``"sm_*"``, ``"ascend"``) and calls
-:func:`register_target`; its op rules and merge then join the rule registry (:mod:`.rules`), and
+:func:`register_target`; its op rules and its own tile ops then join the tile-op registry (:mod:`.library`), and
 :class:`~layoutkit.infer.Program` and the solver ask :func:`get_target` for scopes, op validation, extra
 op builders and the thread range.  A target string no family matches gets the defaults.
 
@@ -18,18 +18,20 @@ op builders and the thread range.  A target string no family matches gets the de
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .. import deferred
+from ..algebra.layout import Layout
 from ..cost import register_cost_model
 from ..scopes import GLOBAL, SCOPES
 from . import validate
-from .rules import Rule, register_merge, register_rule
+from .library import register_op, register_rule
+from .ops import Buffer, Op, Region
+from .rules import Rule
+from .tileop import TileOp, best_family
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..algebra.layout import Layout
-    from .program import Buffer, Op, Program, Region
+Program = Any
+"""A :class:`~layoutkit.infer.Program` (the hooks only read it; the program module builds on this one)."""
 
 class Target:
     """Target hooks with target-free defaults (the NVIDIA-style scopes, no merge, every thread a consumer)."""
@@ -79,8 +81,13 @@ class Target:
         return 128
 
     def builders(self) -> Mapping[str, Callable]:
-        """Extra :class:`~layoutkit.infer.Program` methods: name -> ``fn(program, *args, **kwargs)``."""
+        """Extra :class:`~layoutkit.infer.Program` methods that are no tile op of their own (context managers,
+        checks, a target's forms of a built-in op): name -> ``fn(program, *args, **kwargs)``."""
         return {}
+
+    def tile_ops(self) -> tuple[TileOp, ...]:
+        """The target's own tile ops (registered with the tile-op registry with the target)."""
+        return ()
 
     def cost_models(self) -> Mapping[str, Callable]:
         """Cost models the target adds, by name -> factory (``infer_layouts(p, cost_model=name)``)."""
@@ -89,21 +96,19 @@ class Target:
 
 _TARGETS: dict[str, Target] = {}
 _RESOLVED: dict[str, Target] = {}  # target string -> its Target (Program asks on every op it builds)
-_BUILDERS: dict[str, Callable] = {}
 _DEFAULT = Target()
 
 
 def register_target(target: Target) -> None:
-    """Make ``target``'s hooks, rules and merge apply to target strings matching ``target.family``, and its
-    cost models selectable by name."""
+    """Make ``target``'s hooks, rules, tile ops and merge apply to target strings matching ``target.family``,
+    and its cost models selectable by name."""
     _TARGETS[target.family] = target
     _RESOLVED.clear()
+    for definition in target.tile_ops():
+        register_op(definition)
     local = target.local_rules()
     for kind, fn in target.rules().items():
         register_rule(kind, target.family, fn, local=kind in local)
-    if target.has_merge():
-        register_merge(target.family, target.merge)
-    _BUILDERS.update(target.builders())
     for name, factory in target.cost_models().items():
         register_cost_model(name, factory)
 
@@ -114,13 +119,17 @@ def get_target(target: str) -> Target:
     hit = _RESOLVED.get(target)
     if hit is None:
         deferred.load(target)
-        pats = [(pat.count("*"), -len(pat), pat) for pat in _TARGETS if fnmatchcase(target, pat)]
-        hit = _RESOLVED[target] = _TARGETS[min(pats)[2]] if pats else _DEFAULT
+        pat = best_family(_TARGETS, target)
+        hit = _RESOLVED[target] = _DEFAULT if pat is None else _TARGETS[pat]
     return hit
 
 
-def get_builder(name: str) -> Callable | None:
-    """A registered extra op builder (builders check themselves which targets they accept)."""
-    if name not in _BUILDERS:
-        deferred.load()
-    return _BUILDERS.get(name)
+def get_merge(target: str) -> Callable | None:
+    """``target``'s merge of two plain layouts of one buffer (:meth:`Target.merge`), or None."""
+    hooks = get_target(target)
+    return hooks.merge if hooks.has_merge() else None
+
+
+def get_builder(name: str, target: str) -> Callable | None:
+    """``target``'s extra builder ``name`` (:meth:`Target.builders`), or None."""
+    return get_target(target).builders().get(name)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -25,9 +25,7 @@ from ..algebra.nodes import Expr, as_expr
 from ..algebra.parse import parse_index_fn
 from ..errors import ExprError, ShapeError
 from ..scopes import FRAGMENT
-
-if TYPE_CHECKING:
-    from .program import Buffer, Region
+from .ops import Buffer, Region
 
 REDUCE_KINDS = ("sum", "abssum", "max", "min", "absmax")
 

@@ -12,8 +12,9 @@ conversions are not lowered (NVIDIA stages them through shared memory).
 from __future__ import annotations
 
 from ...errors import UnsupportedError
-from ...infer.program import FRAGMENT, Program, Region
-from ...scopes import LOCAL, is_shared
+from ...infer.ops import Region
+from ...infer.program import Program
+from ...scopes import FRAGMENT, LOCAL, is_shared
 from ..registry import Backend
 from . import program as builders
 from . import rules
@@ -45,8 +46,11 @@ class AscendBackend(Backend):
         return {"fill_region": tuple((int(s), int(e)) for s, e in zip(starts, extents))}
 
     def builders(self):
-        return {name: getattr(builders, name) for name in ("mad", "dual_copy", "set_atomic", "set_atomic_none",
-                                                           "check_end", "simt_vf", "simd_vf")}
+        """The Ascend form of the GEMM (``p.mad``) and the end-of-kernel check."""
+        return {"mad": builders.mad, "check_end": builders.check_end}
+
+    def tile_ops(self):
+        return builders.TILE_OPS
 
     # ---- code generation (its modules load on first use: import layoutkit needs only the rules) ------
     def check_lowerable(self, result, where: str) -> None:
@@ -59,6 +63,18 @@ class AscendBackend(Backend):
         from . import lower
 
         return lower.lower(program, result)
+
+    def register_lowering(self, kind: str, fn) -> None:
+        """``fn(lowering, op)`` appends an op of ``kind`` to the cube or vector body of ``lowering``
+        (:class:`.lower.Lowering`)."""
+        from .lower import LOWERINGS
+
+        LOWERINGS.register(kind)(fn)
+
+    def unregister_lowering(self, kind: str) -> None:
+        from .lower import LOWERINGS
+
+        LOWERINGS.unregister(kind)
 
     def print_source(self, kernel) -> str:
         from . import ascend_c

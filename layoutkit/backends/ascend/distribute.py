@@ -33,7 +33,8 @@ from itertools import combinations
 import numpy as np
 
 from ...errors import UnsupportedError
-from ...infer.program import Op, Program
+from ...infer.ops import Op
+from ...infer.program import Program
 from . import ir
 from .ir import origin_extents
 from .scopes import GM, L0C, UB

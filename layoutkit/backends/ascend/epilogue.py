@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ...errors import UnsupportedError
-from ...infer.program import Op
+from ...infer.ops import Op
 from ...targets import ascend
 from . import ir
 from .scopes import GM, L0C, UB

@@ -74,7 +74,8 @@ from dataclasses import replace
 from typing import cast
 
 from ...errors import UnsupportedError
-from ...infer.program import Op, Program
+from ...infer.ops import Op
+from ...infer.program import Program
 from ...targets import ascend
 from ...targets.ascend import FractalInfo, FractalKind, Nd2NzParams
 from ..dispatch import OpTable

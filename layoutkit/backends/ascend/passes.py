@@ -30,7 +30,8 @@ from dataclasses import dataclass, field, replace
 
 from ...algebra.layout import Layout
 from ...errors import UnsupportedError
-from ...infer.program import Access, Buffer, Op, Program
+from ...infer.ops import Access, Buffer, Op
+from ...infer.program import Program
 from ...infer.validate import OpValidationError
 from ...targets import ascend
 from ...targets.ascend.layouts import FractalKind

@@ -19,8 +19,11 @@ from contextlib import contextmanager
 
 from ...dtypes import canonical_dtype
 from ...errors import ShapeError
-from ...infer import validate
-from ...infer.program import FRAGMENT, Buffer, Op, Program, Region, region_access
+from ...infer import schema, validate
+from ...infer.ops import Buffer, Op, Region, region_access
+from ...infer.program import Program
+from ...infer.tileop import TileOp
+from ...scopes import FRAGMENT
 from .scopes import ASCEND_SCOPES, GM, L0A, L0B, L0C, L1, UB  # noqa: F401  (ASCEND_SCOPES: re-exported)
 
 """Ascend memories (``target="ascend"``): global memory, the vector unified buffer, the cube L1 and the
@@ -199,3 +202,21 @@ def check_gemm(A: Buffer, B: Buffer, C: Buffer, args: dict, what: str) -> None:
                                              f"operands are whole buffers", what, A.name if key[0] == "A" else B.name)
     fake_c = Buffer(C.name, C.shape, C.dtype, FRAGMENT)
     validate.gemm(A, B, fake_c, args, what)
+
+
+_REGION = schema.nullable(schema.region)
+
+TILE_OPS = (
+    TileOp("dual_copy", (("dual_copy", dual_copy),), required=("src", "dst", "src_region", "dst_region", "split"),
+           argument_types=(("src_region", _REGION), ("dst_region", _REGION), ("split", schema.NAME),
+                           ("atomic", schema.NAME))),
+    TileOp("set_atomic", (("set_atomic", set_atomic), ("set_atomic_none", set_atomic_none)), required=("mode",),
+           argument_types=(("mode", schema.NAME), ("dtype", schema.nullable(schema.NAME)))),
+    TileOp("vf", (("simt_vf", simt_vf), ("simd_vf", simd_vf)), required=("mode", "threads"),
+           argument_types=(("mode", schema.NAME), ("threads", schema.array(schema.EXTENT, 3, 3)))),
+    TileOp("scatter"),
+    TileOp("post_copy"),
+)
+"""The Ascend tile ops (their rules are the backend's, :mod:`.rules`): the split vector-core copy, the atomic
+store mode, the vector regions (a region op: its body is ``program.regions[uid]``) and the two halves of a
+copy the passes split (``scatter`` / ``post_copy``, :mod:`.passes`: no builder)."""

@@ -40,7 +40,8 @@ import numpy as np
 from ...dtypes import BF16_NAN, from_bf16, to_bf16
 from ...dtypes import storage_dtype as _storage
 from ...errors import LayoutError, UnsupportedError
-from ...infer.program import Op, Program
+from ...infer.ops import Op
+from ...infer.program import Program
 from ...numerics import mad
 from ...scopes import GLOBAL
 from ...targets import ascend

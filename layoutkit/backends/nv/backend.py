@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import UnsupportedError
 from ...infer import validate
+from ...infer.library import gemm_args
 from ...scopes import FRAGMENT, GLOBAL, LOCAL, SCOPES, SHARED, SHARED_DYN, TMEM
 from ...targets import nv
 from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
@@ -38,6 +39,12 @@ class NvBackend(Backend):
 
     def rules(self):
         return rules.RULES
+
+    def builders(self):
+        """TileLang's forms of the GEMM that force an instruction: ``p.wgmma_gemm(...)`` (``T.wgmma_gemm``, a GEMM
+        that must be a WGMMA: the rule refuses it where ``T.gemm`` would select none) and ``p.tcgen05_gemm(...,
+        use_2cta=False)`` (``T.tcgen05_gemm``; ``use_2cta``: it may use the two-CTA TCGEN05 MMA)."""
+        return {"wgmma_gemm": wgmma_gemm, "tcgen05_gemm": tcgen05_gemm}
 
     def max_vector_bits(self, target: str, global_only: bool) -> int:
         """256 bits on sm_100 and later for a loop touching global and no shared memory (Blackwell's 256-bit
@@ -119,6 +126,18 @@ class NvBackend(Backend):
             raise UnsupportedError(f"{e} (the lowering option gemm_instruction='mma' gives the mma.sync kernel, "
                                    "without the producer warp group the inference placed)") from e
 
+    def register_lowering(self, kind: str, fn) -> None:
+        """``fn(op, lowering)`` appends the IR of an op of ``kind`` to ``lowering``
+        (:class:`.lower_frag.FragmentLowering`), in a fragment program or a GEMM's epilogue."""
+        from .lower_frag import LOWERINGS
+
+        LOWERINGS.register(kind)(fn)
+
+    def unregister_lowering(self, kind: str) -> None:
+        from .lower_frag import LOWERINGS
+
+        LOWERINGS.unregister(kind)
+
     def print_source(self, kernel) -> str:
         from . import cuda, hopper
 
@@ -147,6 +166,27 @@ class NvBackend(Backend):
             full[b.name] = arrays[b.name] if b.name in arrays else np.zeros(shape, np_dtype(b.dtype))
         out = run(kernel, full)
         return {name: a.reshape(program.buffers[name].shape) for name, a in out.items()}
+
+
+def wgmma_gemm(p, A, B, C, transpose_A: bool = False, transpose_B: bool = False, policy: str = "square",
+               clear_accum: bool = False):
+    """``T.wgmma_gemm``: a GEMM op recording ``args["wgmma"]`` (see :meth:`NvBackend.builders`).
+
+    >>> from layoutkit.infer import Program
+    >>> p = Program(threads=128, target="sm_90")
+    >>> A = p.alloc_shared("A", (64, 32), "float16"); B = p.alloc_shared("B", (32, 64), "float16")
+    >>> C = p.alloc_fragment("C", (64, 64), "float32")
+    >>> p.wgmma_gemm(A, B, C).args["wgmma"]
+    True
+    """
+    return p.emit("gemm", gemm_args(p, A, B, C, transpose_A, transpose_B, policy, clear_accum, {"wgmma": True}))
+
+
+def tcgen05_gemm(p, A, B, C, transpose_A: bool = False, transpose_B: bool = False, policy: str = "square",
+                 clear_accum: bool = False, use_2cta: bool = False):
+    """``T.tcgen05_gemm``: a GEMM op recording ``args["tcgen05"]`` (and ``args["use_2cta"]`` when asked)."""
+    return p.emit("gemm", gemm_args(p, A, B, C, transpose_A, transpose_B, policy, clear_accum,
+                                    {"tcgen05": True, "use_2cta": use_2cta}))
 
 
 def tma_capable(program, op) -> bool:

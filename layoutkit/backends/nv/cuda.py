@@ -102,24 +102,7 @@ def c_fn(fn: str, args: list[str], floating: bool) -> str:
     >>> c_fn("max", ["a", "b"], True), c_fn("add", ["a", "b"], False)
     ('fmaxf(a, b)', '(a + b)')
     """
-    if ir.COMPUTE_FNS.get(fn) != len(args):
-        raise UnsupportedError(f"CUDA printer: compute {fn!r} with {len(args)} operands; expected one of "
-                               f"{ir.COMPUTE_FNS} (name -> operand count)")
-    a = args[0]
-    if fn == "copy":
-        return a
-    if fn == "relu":
-        return f"fmaxf({a}, 0.0f)" if floating else f"max({a}, 0LL)"
-    if fn == "neg":
-        return f"(-{a})"
-    if fn == "abs":
-        return f"fabsf({a})" if floating else f"llabs({a})"
-    b = args[1]
-    if fn in ("max", "min"):
-        return f"f{fn}f({a}, {b})" if floating else f"{fn}({a}, {b})"
-    if fn == "div" and not floating:
-        return f"({b} == 0 ? 0LL : {a} / {b})"
-    return f"({a} {dict(add='+', sub='-', mul='*', div='/')[fn]} {b})"
+    return ir.compute_fn(fn, len(args), "CUDA printer").c(tuple(args), floating)
 
 
 class _Printer:

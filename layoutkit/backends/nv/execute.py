@@ -315,25 +315,9 @@ def apply_fn(fn: str, args: list) -> np.ndarray:
     >>> apply_fn("max", [np.float32([1, np.nan]), np.float32([2, 3])]).tolist()
     [2.0, 3.0]
     """
-    if ir.COMPUTE_FNS.get(fn) != len(args):
-        raise UnsupportedError(f"executor: compute {fn!r} with {len(args)} operands; expected one of "
-                               f"{ir.COMPUTE_FNS} (name -> operand count)")
-    a = args[0]
-    if fn == "copy":
-        return a
-    if fn == "relu":
-        return np.fmax(a, 0) if a.dtype.kind == "f" else np.maximum(a, 0)
-    if fn == "neg":
-        return -a
-    if fn == "abs":
-        return np.abs(a)
-    b = args[1]
-    if fn == "div" and a.dtype.kind != "f":  # C integer division truncates toward zero
-        return np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(a.dtype)
-    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-           "max": np.fmax if a.dtype.kind == "f" else np.maximum, "min": np.fmin if a.dtype.kind == "f" else np.minimum}
+    impl = ir.compute_fn(fn, len(args), "executor").numpy
     with np.errstate(all="ignore"):
-        return ops[fn](a, b)
+        return impl(*args)
 
 
 def _compute(s: _State, st: ir.Compute) -> None:

@@ -27,9 +27,13 @@ registers).  :class:`Load` / :class:`Store` also address
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...algebra.nodes import Expr, Var
+from ...errors import UnsupportedError
 
 TID = Var("tid", None)
 """``threadIdx.x``."""
@@ -163,10 +167,74 @@ class Move:
 MOVE_FNS = ("copy", "relu")
 """The elementwise functions of :class:`Move` (a parallel loop's ``compute``, as ``run_ascend`` models them)."""
 
-COMPUTE_FNS = {"copy": 1, "relu": 1, "neg": 1, "abs": 1, "add": 2, "sub": 2, "mul": 2, "div": 2, "max": 2, "min": 2}
-"""The functions of :class:`Compute` and :class:`ShflXor` (a parallel loop's ``compute``) -> their arity.
-Floating operands compute in fp32 (``max`` / ``min`` ignore NaN, as ``fmaxf``), integers in 64 bits; the
-result is cast to the destination dtype."""
+@dataclass(frozen=True)
+class ComputeFn:
+    """One elementwise function of :class:`Compute`, :class:`ShflXor` and :class:`Move` (a parallel loop's
+    ``compute``), defined once for both consumers of the IR: ``numpy(*operands)`` is what the executor computes
+    (operands of the compute type: fp32 for floating dtypes, int64 for integers; the result is cast to the
+    destination dtype) and ``c(operand_texts, floating)`` the C expression the CUDA printer writes.
+
+    >>> COMPUTE_FNS["max"].c(("a", "b"), True), COMPUTE_FNS["max"].numpy(np.float32([1, np.nan]), np.float32([2, 3]))
+    ('fmaxf(a, b)', array([2., 3.], dtype=float32))
+    """
+
+    name: str
+    arity: int
+    numpy: Callable[..., np.ndarray]
+    c: Callable[[tuple[str, ...], bool], str]
+
+
+def _fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmax(a, b) if a.dtype.kind == "f" else np.maximum(a, b)  # fmaxf ignores NaN
+
+
+def _fmin(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.fmin(a, b) if a.dtype.kind == "f" else np.minimum(a, b)
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind != "f":  # C integer division truncates toward zero; the printer guards zero divisors
+        return np.where(b == 0, 0, np.trunc(a / np.where(b == 0, 1, b))).astype(a.dtype)
+    return np.divide(a, b)
+
+
+def _binary(op: str) -> Callable[[tuple[str, ...], bool], str]:
+    return lambda x, floating: f"({x[0]} {op} {x[1]})"
+
+
+COMPUTE_FNS: dict[str, ComputeFn] = {f.name: f for f in (
+    ComputeFn("copy", 1, lambda a: a, lambda x, floating: x[0]),
+    ComputeFn("relu", 1, lambda a: _fmax(a, np.zeros_like(a)),
+              lambda x, floating: f"fmaxf({x[0]}, 0.0f)" if floating else f"max({x[0]}, 0LL)"),
+    ComputeFn("neg", 1, np.negative, lambda x, floating: f"(-{x[0]})"),
+    ComputeFn("abs", 1, np.abs, lambda x, floating: f"fabsf({x[0]})" if floating else f"llabs({x[0]})"),
+    ComputeFn("add", 2, np.add, _binary("+")),
+    ComputeFn("sub", 2, np.subtract, _binary("-")),
+    ComputeFn("mul", 2, np.multiply, _binary("*")),
+    ComputeFn("div", 2, _div,
+              lambda x, floating: f"({x[0]} / {x[1]})" if floating else f"({x[1]} == 0 ? 0LL : {x[0]} / {x[1]})"),
+    ComputeFn("max", 2, _fmax, lambda x, floating: f"fmaxf({x[0]}, {x[1]})" if floating else f"max({x[0]}, {x[1]})"),
+    ComputeFn("min", 2, _fmin, lambda x, floating: f"fminf({x[0]}, {x[1]})" if floating else f"min({x[0]}, {x[1]})"),
+)}
+"""The compute functions by name: the built-in ones, and those :func:`register_compute_fn` adds."""
+
+
+def register_compute_fn(fn: ComputeFn) -> None:
+    """Make ``fn`` a compute function of the IR (the executor and the CUDA printer both use its definition)."""
+    if not isinstance(fn, ComputeFn) or not fn.name.isidentifier() or fn.arity not in (1, 2, 3):
+        raise UnsupportedError(f"register_compute_fn: expected a ComputeFn with an identifier name and 1 to 3 "
+                               f"operands; found {fn!r:.120}")
+    COMPUTE_FNS[fn.name] = fn
+
+
+def compute_fn(name: str, arity: int, where: str) -> ComputeFn:
+    """The compute function ``name`` taking ``arity`` operands, or :class:`~layoutkit.errors.UnsupportedError`
+    naming ``where`` and the functions there are."""
+    fn = COMPUTE_FNS.get(name)
+    if fn is None or fn.arity != arity:
+        raise UnsupportedError(f"{where}: compute {name!r} with {arity} operands; expected one of "
+                               f"{ {k: f.arity for k, f in COMPUTE_FNS.items()} } (name -> operand count)")
+    return fn
 
 REDUCE_FNS = {"sum": "add", "max": "max", "min": "min"}
 """A ``reduce`` kind -> the :data:`COMPUTE_FNS` function that folds two partials."""

@@ -53,7 +53,7 @@ from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
 from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG
-from .lower_frag import Tile, fragment_axes, lower_ops
+from .lower_frag import LOWERINGS, Tile, fragment_axes, lower_ops
 from .warp_grid import WarpGrid, warp_grid
 
 
@@ -125,15 +125,11 @@ def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads,
     return ir.For(it, iters, (stmt,), unroll=True)
 
 
-MAIN_LOOP_OPS = ("fill", "copy", "gemm")
-"""The kinds of a GEMM main loop (:func:`_gemm_ops` matches them to C, A and B by the buffers they touch)."""
-EPILOGUE_OPS = ("copy", "parallel", "reduce", "fill")
-
-
 def lower(program, result, *, staged_epilogue: bool | None = None) -> ir.Kernel:
-    """The IR kernel of a solved program: the GEMM (its main loop: a fill of C and the copies of A and B in any
-    order, then the gemm; then fragment ops) or a fragment
-    program (copies global <-> fragment, parallel loops and reductions over fragments).  Other ops raise
+    """The IR kernel of a solved program, walked op by op: a GEMM's main loop (a fill of C and the copies of A
+    and B in any order, then the gemm), then every later op through its entry in :data:`.lower_frag.LOWERINGS`
+    (global <-> fragment copies, parallel loops, reductions, fills, and the ops other code registers); a
+    program without a GEMM is all such ops.  An op without a lowering raises
     :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``result`` is trusted here: the public
     :func:`layoutkit.codegen.lower` checks it against the program first.  ``staged_epilogue``: the GEMM's
     final store through shared memory (:mod:`.epilogue_smem`); ``None`` takes it where it applies.
@@ -143,19 +139,18 @@ def lower(program, result, *, staged_epilogue: bool | None = None) -> ir.Kernel:
     >>> lower(p, infer_layouts(p)).name
     'elementwise_64x64_32x32_t128'
     """
-    kinds = [op.kind for op in program.ops]
-    if "gemm" in kinds:
-        at = kinds.index("gemm")
-        extra = [op.name for op in program.ops[at + 1:] if op.kind not in EPILOGUE_OPS]
-        extra += [op.name for op in program.ops[:at] if op.kind not in MAIN_LOOP_OPS]
-        if extra or kinds.count("gemm") > 1:
-            raise UnsupportedError(f"NVIDIA lowering: one gemm is lowered, its main loop of {MAIN_LOOP_OPS} ops then "
-                                   f"{EPILOGUE_OPS} ops; ops {extra or [op.name for op in program.ops]} of {kinds} "
-                                   "are not lowered")
+    gemms = [k for k, op in enumerate(program.ops) if op.kind == "gemm"]
+    if len(gemms) > 1:
+        raise UnsupportedError(f"NVIDIA lowering: {program.ops[gemms[1]].name} is a second gemm; one gemm (its main "
+                               "loop, then the ops of its epilogue) is lowered per kernel")
+    after = program.ops[gemms[0] + 1:] if gemms else program.ops
+    for op in after:  # every op the walk meets needs its lowering before anything is lowered
+        if op.kind not in LOWERINGS:
+            where = "after the gemm" if gemms else "in a fragment program"
+            raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) {where} has no lowering; lowered: "
+                                   f"{LOWERINGS.kinds()}")
+    if gemms:  # the ops before it are its main loop (:func:`_gemm_ops` refuses any other, naming it)
         return lower_gemm(program, result, staged_epilogue=staged_epilogue)
-    for op in program.ops:
-        if op.kind not in EPILOGUE_OPS:
-            raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) is not lowered in program {kinds}")
     return lower_fragment_program(program, result)
 
 

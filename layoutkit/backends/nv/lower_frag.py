@@ -16,7 +16,7 @@ loop var of a parallel read such as ``bias[j]``, or the axis a ``reduce`` keeps)
    warp order, so all replicas of the output hold the same value.
 
 When the threads sharing an output element are no xor group (ragged rows), the reduce goes through a
-shared copy of the source tile instead (:mod:`.reduce_shared`), and the output -- whose threads then leave
+shared copy of the source tile instead (:func:`reduce_through_shared`), and the output -- whose threads then leave
 registers unused -- is stored by the owner of its replica 0.
 
 A fragment ``x`` that a parallel loop reads through a layout conversion (free mode's
@@ -150,7 +150,6 @@ def fragment_copy(frag, reg: str, gname: str, gshape, axes, tile: Tile, load: bo
         raise UnsupportedError(f"lowering: copy {gname} <-> {reg}: the global tensor has rank {len(gshape)}, the "
                                f"fragment {frag.input_shape} on tile axes {axes}")
     if not load and frag.replicate_size > 1 and np.any(_slots(frag, int(frag.thread_range[1])) < 0):
-        from .reduce_shared import store_sparse_fragment  # registers unused on some threads: no inverse
 
         return store_sparse_fragment(frag, reg, gname, gshape, axes, tile)
     vec = _fragment_vec(frag, gshape[-1], max_vec)
@@ -190,9 +189,10 @@ def lower_parallel(op, program, layouts: dict, views: dict | None = None) -> lis
     writes = [x for x in op.accesses if x.is_write]
     reads = [x for x in op.accesses if not x.is_write]
     fn = op.args.get("compute", "copy")
-    if len(writes) != 1 or ir.COMPUTE_FNS.get(fn) != len(reads):
+    if len(writes) != 1 or fn not in ir.COMPUTE_FNS or ir.COMPUTE_FNS[fn].arity != len(reads):
         raise UnsupportedError(f"lowering: {op.name} writes {len(writes)} buffers and reads {len(reads)} with compute "
-                               f"{fn!r}; expected one write and the operands of one of {ir.COMPUTE_FNS} "
+                               f"{fn!r}; expected one write and the operands of one of "
+                               f"{ {k: f.arity for k, f in ir.COMPUTE_FNS.items()} } "
                                "(set compute= on the parallel loop)")
     w = writes[0]
     W = layouts[w.buffer]
@@ -378,7 +378,6 @@ def lower_reduce(op, program, layouts: dict, tile: Tile) -> tuple[list, list]:
     try:
         return _reduce_butterfly(op, program, S, D, tile)
     except _NoButterfly as why:
-        from .reduce_shared import reduce_through_shared  # the fallback needs this module's helpers
 
         return reduce_through_shared(op, program, S, D, tile, str(why))
 
@@ -458,16 +457,18 @@ def lower_ops(ops, program, layouts: dict, tile: Tile, conversions=()) -> tuple[
     if unknown:
         raise UnsupportedError(f"lowering: conversions for ops {unknown}; expected them on parallel loops of "
                                f"{[op.name for op in ops]}")
-    out = _Lowered(program, layouts, tile, tuple(conversions), conv_names)
+    out = FragmentLowering(program, layouts, tile, tuple(conversions), conv_names)
     for op in ops:
-        FRAGMENT_OPS.lookup(op.kind, _not_lowered)(op, out)
+        LOWERINGS.lookup(op.kind, _not_lowered)(op, out)
     return out.body, out.bufs
 
 
 @dataclass
-class _Lowered:
-    """What lowering fragment ops reads (the program, its layouts, the tile, the conversions) and appends to
-    (statements, extra buffers)."""
+class FragmentLowering:
+    """What an op's lowering reads (the program, its solved ``layouts`` by buffer name, the block's ``tile``, the
+    result's ``conversions``) and appends to: ``body`` (IR statements, run by every thread of the block) and
+    ``bufs`` (extra IR buffers it declares).  Register arrays of the program's fragments are declared by the
+    kernel, named as the fragments, ``layouts[name].local_size`` elements each."""
 
     program: object
     layouts: dict
@@ -478,16 +479,18 @@ class _Lowered:
     bufs: list = field(default_factory=list)
 
 
-FRAGMENT_OPS = OpTable("NVIDIA fragment-op lowering")
-"""Op kind -> ``fn(op, lowered)`` appending the op's statements (ops without one are refused)."""
+LOWERINGS = OpTable("NVIDIA op lowering")
+"""Op kind -> ``fn(op, lowering: FragmentLowering)`` appending the op's statements: the ops of a fragment
+program and of a GEMM's epilogue (a GEMM and its main loop are :mod:`.lower`'s).  Ops without an entry are
+refused naming the op; :meth:`~layoutkit.backends.nv.backend.NvBackend.register_lowering` adds one."""
 
 
-def _not_lowered(op, out: _Lowered) -> None:
+def _not_lowered(op, out: FragmentLowering) -> None:
     raise UnsupportedError(f"lowering: op {op.name} ({op.kind}) is not lowered after the main loop")
 
 
-@FRAGMENT_OPS.register("copy")
-def _lower_copy(op, out: _Lowered) -> None:
+@LOWERINGS.register("copy")
+def _lower_copy(op, out: FragmentLowering) -> None:
     a, program, tile = op.args, out.program, out.tile
     src, dst = program.buffers[a["src"]], program.buffers[a["dst"]]
     g, f = (src, dst) if dst.is_fragment else (dst, src)
@@ -504,8 +507,8 @@ def _lower_copy(op, out: _Lowered) -> None:
                                   load=g is src, max_vec=128 // element_bits(g.dtype)))
 
 
-@FRAGMENT_OPS.register("parallel")
-def _lower_parallel_op(op, out: _Lowered) -> None:
+@LOWERINGS.register("parallel")
+def _lower_parallel_op(op, out: FragmentLowering) -> None:
     views = {}
     for conv in out.conversions:
         if conv.op == op.name:
@@ -517,15 +520,103 @@ def _lower_parallel_op(op, out: _Lowered) -> None:
     out.body += lower_parallel(op, out.program, out.layouts, views)
 
 
-@FRAGMENT_OPS.register("reduce")
-def _lower_reduce_op(op, out: _Lowered) -> None:
+@LOWERINGS.register("reduce")
+def _lower_reduce_op(op, out: FragmentLowering) -> None:
     stmts, extra = lower_reduce(op, out.program, out.layouts, out.tile)
     out.body += stmts
     out.bufs += extra
 
 
-@FRAGMENT_OPS.register("fill")
-def _lower_fill(op, out: _Lowered) -> None:
+@LOWERINGS.register("fill")
+def _lower_fill(op, out: FragmentLowering) -> None:
     if not out.program.buffers[op.args["dst"]].is_fragment:
         _not_lowered(op, out)
     out.body.append(ir.Fill(op.args["dst"], float(op.args["value"])))
+
+
+# ---- the shared-memory reduce ------------------------------------------------------------------
+# The shared-memory reduce: the lowering of a ``reduce`` whose threads sharing an output element form no
+# xor group (ragged rows: an ``8 x 12`` tile on 32 threads puts row 0 on threads 0-11 and row 1 on 12-23),
+# which shuffle butterflies cannot fold.
+#
+# Every thread stores its source registers into a row-major copy of the source tile in shared memory;
+# after a barrier every thread folds, for each output register, the row that register holds -- in column
+# order, the same on every thread, so all replicas of an output hold the same value.  The output's
+# register ``r`` must hold one row on every thread that holds it (the row is then a constant of the
+# kernel); the source fragment must use every register of every thread.
+
+def _output_rows(D, threads: int, name: str, why: str) -> list[int]:
+    """The row of every register of the output fragment ``D``, the same on every thread holding it."""
+    slots = _slots(D, threads)
+    rows = []
+    for r in range(D.local_size):
+        held = slots[:, r][slots[:, r] >= 0]
+        if held.size == 0 or np.any(held != held[0]):
+            raise UnsupportedError(f"{why}; and register {r} of the output {D.describe()} holds different elements "
+                                   f"on different threads, which the shared-memory reduce of {name} needs the same")
+        rows.append(int(held[0]))
+    return rows
+
+
+def reduce_through_shared(op, program, S, D, tile: Tile, why: str) -> tuple[list, list]:
+    """Statements and extra buffers of ``op`` (a reduce of the 2-D fragment ``S`` into the 1-D ``D``) through a
+    shared copy of the source tile; ``why`` says why the butterfly could not lower it (kept in the error when
+    this fails too).
+
+    >>> from layoutkit.infer import infer_layouts, programs
+    >>> p = programs.tile_reduce(M=16, N=24, bM=8, bN=12, threads=32)
+    >>> tile = Tile((ir.BY * 8, ir.BX * 12), (8, 12), (16, 24), fragment_axes(p))
+    >>> body, extra = lower_ops(p.ops, p, dict(infer_layouts(p).layout_map), tile)
+    >>> [b.name for b in extra], sum(isinstance(s, ir.Barrier) for s in body)
+    (['r_stage1', 'r_tmp1'], 2)
+    """
+    a = op.args
+    kind, dim, clear = a["kind"], int(a["dim"]), bool(a["clear"])
+    fn = ir.REDUCE_FNS[kind]
+    if np.any(_slots(S, program.threads) < 0):
+        raise UnsupportedError(f"{why}; and the source fragment {S.describe()} leaves registers unused")
+    rows = _output_rows(D, program.threads, op.name, why)
+    src, dst = a["src"], a["dst"]
+    shape = tuple(S.input_shape)
+    cols, n = shape[1], shape[dim]
+    dt = program.buffers[dst].dtype
+    stage, tmp = f"{dst}_stage{op.uid}", f"{dst}_tmp{op.uid}"
+    acc = dst if clear else f"{dst}_part{op.uid}"
+    bufs = [ir.Buffer(stage, program.buffers[src].dtype, math.prod(shape), SHARED), ir.Buffer(tmp, dt, 1, REG)]
+    if not clear:
+        bufs.append(ir.Buffer(acc, dt, D.local_size, REG))
+    body: list = [ir.Barrier()]  # a previous iteration's readers are done with the staging tile
+    for k in range(S.local_size):
+        i, j = _inverse_at(S, k)[:2]
+        body.append(ir.Store(stage, i * cols + j, src, Const(k), 1))
+    body += [ir.Barrier(), ir.Fill(acc, _identity(kind, dt))]
+    axis = tile.axes[src][dim]
+    x = Var(f"{dst}_x{op.uid}", n)
+    for r, row in enumerate(rows):
+        addr = row * cols + x if dim == 1 else x * cols + row
+        guard = ((tile.origin[axis] + x, tile.extent[axis]),) if tile.tail(axis) else ()
+        body.append(ir.For(x, n, (ir.Load(tmp, Const(0), stage, addr, 1),
+                                  ir.Compute(acc, r, fn, ((acc, r), (tmp, 0)), guard))))
+    if not clear:
+        body += [ir.Compute(dst, r, fn, ((dst, r), (acc, r))) for r in range(D.local_size)]
+    return body, bufs
+
+
+def store_sparse_fragment(frag, reg: str, gname: str, gshape, axes, tile: Tile) -> ir.For:
+    """Store a replicated fragment whose threads leave registers unused (a shared-memory reduce's output):
+    register ``r`` holds one element on every thread holding it, and the thread holding replica 0 of that
+    element stores it."""
+    threads = int(frag.thread_range[1])
+    coords = np.unravel_index(np.arange(frag.size), frag.input_shape)
+    elements = _output_rows(frag, threads, f"the store of {reg}", f"lowering: store {reg} -> {gname}")
+    owner = np.asarray(frag.thread_table()).reshape(frag.replicate_size, -1)[0]
+    strides = [math.prod(gshape[d + 1:]) for d in range(len(gshape))]
+    stores = []
+    for r, c in enumerate(elements):
+        g = [tile.origin[a] + int(coords[d][c]) for d, a in enumerate(axes)]
+        addr = sum((x * s for x, s in zip(g[1:], strides[1:])), g[0] * strides[0])
+        mine = ((ir.TID + (threads - int(owner[c]))) % threads, 1)  # only the owner of replica 0
+        stores.append(ir.Store(gname, addr, reg, Const(r), 1, (mine,) + tuple((x, n) for x, n in zip(g, gshape))))
+    return ir.For(Var("p", 1), 1, tuple(stores), unroll=True)
+
+
