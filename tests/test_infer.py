@@ -8,7 +8,7 @@ import pytest
 
 import layoutkit as lk
 from layoutkit import infer
-from layoutkit.infer import programs
+from layoutkit.infer import RuleConflict, programs
 from layoutkit.infer.validate import OpValidationError
 
 
@@ -397,13 +397,13 @@ def test_reduced_layout_of_a_mixed_thread_map_puts_two_rows_on_one_register():
 
     y = lk.Fragment([16, 48], forward_thread_fn=lambda i, j, rep: (i * 48 + j) % 128,
                     forward_index_fn=lambda i, j: ((i * 48 + j) // 128,))
-    red = loops.reducer_layout(y, 0, (48,))
+    red = reduce.reducer_layout(y, 0, (48,))
     assert (red.replicate_size, str(red.forward_thread)) == (16, "(_rep * 48 + _i) % 128")
     assert not loops.has_inverse(red)
     assert red.prove_injective().witness == {"collision": (((0,), 0), ((32,), 2), (0, 0))}
     # a fully replicated fragment needs no inverse (TileLang returns before inverting it)
     assert loops.has_inverse(lk.Fragment([48], forward_thread_fn=lambda i, rep: rep, replicate=128))
-    with pytest.raises(loops.RuleConflict, match="has no inverse"):
+    with pytest.raises(RuleConflict, match="has no inverse"):
         loops.require_inverse(red, "copy#3", "r", "fragment r")
 
 
