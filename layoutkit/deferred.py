@@ -1,10 +1,11 @@
-"""Targets registered by module path, imported the first time a lookup needs them.
+"""Targets registered by module path, imported and registered the first time a lookup needs them.
 
 ``import layoutkit`` names the built-in backends here instead of importing them, so that a program that
 never asks for a target (the algebra, fragments, target-free inference) does not pay for their rules,
-hardware tables and code generators.  The registries that a backend fills (targets, rules, merges, op
-builders, cost models, backends) call :func:`load` before they answer: with a target string it imports
-the deferred modules whose family matches it, without one (a lookup by name, a listing) all of them.
+hardware tables and code generators.  The registries that a backend fills (targets, rules, tile ops,
+builders, cost models, backends) call :func:`load` before they answer: with a target string it imports the
+deferred modules whose family matches it, without one (a lookup by name, a listing) all of them, and calls
+each module's ``register()``: importing a backend registers nothing by itself.
 
 >>> defer("demo_*", "layoutkit.no_such_module")
 >>> "layoutkit.no_such_module" in pending("demo_7"), "layoutkit.no_such_module" in pending("sm_80")
@@ -36,12 +37,13 @@ def pending(target: str | None = None) -> list[str]:
 
 
 def load(target: str | None = None) -> None:
-    """Import the deferred modules matching ``target`` (None: all of them); cheap when none is left."""
+    """Import the deferred modules matching ``target`` (None: all of them) and call their ``register()``;
+    cheap when none is left."""
     if not _PENDING:
         return
     for module in pending(target):
         if _PENDING.pop(module, None) is not None:  # first, so that the module's own lookups do not re-enter
-            importlib.import_module(module)
+            importlib.import_module(module).register()
 
 
 def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], object]:

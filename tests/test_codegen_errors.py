@@ -90,7 +90,7 @@ def test_unsupported_op_and_target_named():
     x = p.alloc_fragment("x", (64, 64), "float32")
     p.copy(A, x)
     p.atomic_add(B, x)
-    with pytest.raises(UnsupportedError, match=r"op atomic_add#1 \(atomic_add\) is not lowered"):
+    with pytest.raises(UnsupportedError, match=r"op atomic_add#1 \(atomic_add\) in a fragment program has no lowering"):
         codegen.emit_cuda(p, infer_layouts(p))
     old = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32, target="sm_70")
     with pytest.raises(UnsupportedError, match="gemm#3 on sm_70 with float16 x float16"):

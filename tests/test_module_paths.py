@@ -17,13 +17,10 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_old_module_paths_re_export_the_moved_names():
-    from layoutkit.infer import conversions, convert, kernels, ops, serialize
-    from layoutkit.infer import program as old_program
+    from layoutkit.infer import conversions, convert, kernels
 
     assert kernels.gemm is programs.gemm and kernels.from_record is programs.from_record
     assert convert.LayoutConversion is conversions.LayoutConversion
-    assert old_program.op_dict is serialize.op_dict and old_program.Buffer is ops.Buffer
-    assert old_program.region_access is ops.region_access and old_program.SCOPES == scopes.SCOPES
 
 
 def test_examples_build_the_shared_programs():

@@ -17,7 +17,13 @@ from .backend import AscendBackend
 from .passes import PassReport, insert_nd2nz, insert_oob_padding, normalize_fractal_storage, run_ascend_passes
 from .reference import AscendExecutionError, UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 
-register_backend(AscendBackend())
+
+
+def register() -> None:
+    """Register the Ascend backend (``target="ascend"``): its hooks, rules, tile ops (``import layoutkit`` defers
+    this to the first lookup of the target)."""
+    register_backend(AscendBackend())
+
 
 __all__ = [
     "AscendBackend", "AscendExecutionError", "PassReport", "UninitialisedReadError", "ascend_c", "bf16_bits",

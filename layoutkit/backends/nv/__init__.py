@@ -18,7 +18,13 @@ from . import rules, smem_cost
 from .backend import PRODUCER_THREADS, NvBackend, tma_capable
 from .smem_cost import Conversion, SharedMemoryAwareModel, conversion_cost, staged_conversion_cost, staging_layout
 
-register_backend(NvBackend())  # with its rules, merge, hooks and the smem-aware cost model
+
+
+def register() -> None:
+    """Register the NVIDIA backend (``target="sm_*"``): its hooks, rules, merge, builders and the smem-aware cost
+    model (``import layoutkit`` defers this to the first lookup of such a target)."""
+    register_backend(NvBackend())
+
 
 __all__ = [
     "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",
