@@ -1,4 +1,4 @@
-"""Layout inference over tile programs (REFERENCE sections 4-5, DESIGN section 2).
+"""Layout inference over tile programs (``docs/reference.md#layout-inference``, ``docs/design.md#data-flow``).
 
 Target-free: a target joins through :mod:`.target` (its backend registers rules, merge and hooks by
 target family; ``import layoutkit`` registers the built-in NVIDIA and Ascend backends, imported by the first
