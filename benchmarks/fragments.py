@@ -8,7 +8,7 @@ from harness import TIMING_HEADERS, Budget, fmt_ratio, fmt_time, headline, measu
 
 import layoutkit as lk
 
-# 8 warps as 2 (rows) x 4 (cols), 64x64 per warp: the REFERENCE section 3 store fragment.
+# 8 warps as 2 (rows) x 4 (cols), 64x64 per warp: the store fragment of docs/reference.md#accumulator-store-fragment.
 BRW, BCW, WARP_ROWS, WARP_COLS, MS_Y = 2, 4, 4, 8, 8
 
 

@@ -72,7 +72,8 @@ def swizzle(i, j):
 
 
 def acc_thread(i, j, rows: int, cols: int):
-    """Thread of element ``(i, j)`` of the m16n8 accumulator of a ``rows x cols`` block (REFERENCE sec. 3)."""
+    """Thread of element ``(i, j)`` of the m16n8 accumulator of a ``rows x cols`` block
+    (docs/reference.md#accumulator-store-fragment)."""
     wr, wc = rows // BRW // 16, cols // BCW // 8
     return (j // 8) // wc * (32 * BRW) + (i // 16) // wr * 32 + 4 * (i % 8) + (j % 8) // 2
 

@@ -40,7 +40,7 @@ BANK_TARGET_S = 50e-3
 
 
 def _reference_swizzle(kind: str) -> np.ndarray:
-    """REFERENCE.md section 2 with numpy integers (independent of layoutkit's expressions)."""
+    """docs/reference.md#nvidia-shared-memory-swizzles with numpy integers (independent of layoutkit's expressions)."""
     per = {"32B": 2, "64B": 4, "128B": 8}[kind]
     vec = 8
     i, j = np.indices(SHAPE)

@@ -1,4 +1,4 @@
-"""The layering of DESIGN section 1, beyond what the import-linter contract checks: no private name is imported
+"""The layering of docs/design.md#layers, beyond what the import-linter contract checks: no private name is imported
 across packages, and inference and the cost models name no target (function-level imports included)."""
 
 from __future__ import annotations

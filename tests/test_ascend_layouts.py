@@ -1,4 +1,4 @@
-"""Ascend fractal layouts: formulas (REFERENCE.md section 7), tags, errors, CATLASS equivalence."""
+"""Ascend fractal layouts: formulas (docs/reference.md#ascend-fractal-layouts), tags, errors, CATLASS equivalence."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Ascend data movement models against element-by-element reference loops (the REFERENCE.md section 7
-worked vectors): ND2NZ with every Nd2NzParams field, bursts, the UB scatter, L1 -> L0, fixpipe, OOB fills,
-tail tiles."""
+"""Ascend data movement models against element-by-element reference loops (the worked vectors of
+docs/reference.md#ascend-data-movement-and-passes): ND2NZ with every Nd2NzParams field, bursts, the UB
+scatter, L1 -> L0, fixpipe, OOB fills, tail tiles."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from layoutkit.targets.ascend import Nd2NzParams
 
 
 def nd2nz_reference(src, dst, p: Nd2NzParams, c0):
-    """The REFERENCE formula, one element at a time (test oracle only)."""
+    """The formula of the reference page, one element at a time (test oracle only)."""
     dst = dst.copy()
     for i in range(p.nd_num):
         for r in range(p.n_value):

@@ -1,5 +1,5 @@
-"""Ascend pipeline: inference with the MAD rule, the three passes (REFERENCE section 7 examples) and the
-end-to-end GEMM on the numpy movement models."""
+"""Ascend pipeline: inference with the MAD rule, the three passes (the examples of
+docs/reference.md#ascend-data-movement-and-passes) and the end-to-end GEMM on the numpy movement models."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_json_round_trip_with_regions_and_pass_output():
     np.testing.assert_allclose(run_ascend(q2, {"A": a, "B": b})["C"], np.maximum(ref, 0), rtol=1e-5, atol=1e-4)
 
 
-# ---- REFERENCE section 7 examples ---------------------------------------------------------------
+# ---- examples of docs/reference.md#ascend-data-movement-and-passes ----------------------------------------
 
 def test_oob_fills_reference_example():
     """GM (10,8) bf16 into L1 (16,32) MajorK -> copy 10x8, fills {(0,16)+(16,16), (10,0)+(6,32)}."""

@@ -58,3 +58,77 @@ def test_conventions_page_examples_run():
 
     result = doctest.testfile(str(ROOT / "docs" / "conventions.md"), module_relative=False)
     assert result.attempted >= 3 and result.failed == 0
+
+
+# ---- the repository documents itself: code cites docs/ pages, never a document it does not ship ----------
+
+_CITING = ("layoutkit", "tests", "benchmarks", "tools", "examples", "notebooks", "docs")
+_TEXT = {".py", ".md", ".toml", ".ipynb", ".txt", ".cfg"}
+
+
+def _project_texts():
+    """``(path, text)`` of every text file that may cite a document: the package, pyproject.toml, README and the
+    folders around them."""
+    for top in _CITING:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.is_file() and path.suffix in _TEXT and "__pycache__" not in path.parts:
+                yield path, path.read_text(encoding="utf-8")
+    for name in ("pyproject.toml", "README.md", "Makefile"):
+        yield ROOT / name, (ROOT / name).read_text(encoding="utf-8")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors of a Markdown page: its headings as GitHub slugs (code fences skipped)."""
+    import re
+
+    out, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            out.add(re.sub(r"[^a-z0-9 _-]", "", title).replace(" ", "-"))
+    return out
+
+
+def test_no_citation_of_documents_the_repository_does_not_ship():
+    """The design brief and the formula sheet the code once cited by section number are not in the repository:
+    what the code relies on is in docs/design.md and docs/reference.md, cited by anchor."""
+    import re
+
+    absent = re.compile(r"\b(?:REFERENCE|DESIGN)(?:\.md)?\b|§")
+    hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()}" for path, text in _project_texts()
+            if path != Path(__file__).resolve()  # this test spells the pattern out
+            for n, line in enumerate(text.splitlines(), 1) if absent.search(line)]
+    assert not hits, "\n".join(hits)
+
+
+def test_every_cited_docs_anchor_exists():
+    """``docs/<page>.md#<anchor>`` cited anywhere (and ``<page>.md#<anchor>`` links between the docs pages)
+    names a page of docs/ and one of its headings."""
+    import re
+
+    cited = re.compile(r"docs/([\w-]+)\.md#([\w-]+)")
+    linked = re.compile(r"\]\(([\w-]+)\.md#([\w-]+)\)")
+    missing, count = [], 0
+    for path, text in _project_texts():
+        pattern_hits = list(cited.finditer(text))
+        if path.parent == ROOT / "docs":
+            pattern_hits += list(linked.finditer(text))
+        for hit in pattern_hits:
+            count += 1
+            page = ROOT / "docs" / f"{hit.group(1)}.md"
+            if not page.exists() or hit.group(2) not in _anchors(page):
+                missing.append(f"{path.relative_to(ROOT)}: {hit.group(0)}")
+    assert not missing, "\n".join(missing)
+    assert count >= 20  # the package cites the reference page throughout
+
+
+def test_design_page_holds_the_recipes_and_is_linked():
+    design = ROOT / "docs" / "design.md"
+    assert {"layers", "packages", "data-flow", "registries-and-how-they-are-filled", "recipe-add-a-target",
+            "recipe-add-a-cost-model", "recipe-add-a-tile-op"} <= _anchors(design)
+    index = (ROOT / "docs" / "index.md").read_text()
+    assert "(design.md)" in index and "(reference.md)" in index
+    assert "docs/design.md" in (ROOT / "README.md").read_text()
+    assert "docs/design.md" in (ROOT / "pyproject.toml").read_text()  # the layering contract says where it is explained

@@ -16,7 +16,7 @@ def atom8x8() -> lk.Fragment:
 
 
 def mma_a_base_m16k16() -> lk.Fragment:
-    """One warp's m16k16 fp16 A operand (REFERENCE section 3, 16-bit atom)."""
+    """One warp's m16k16 fp16 A operand (docs/reference.md#mma-atoms, 16-bit atom)."""
     return lk.Fragment(
         [16, 16],
         forward_thread_fn=lambda s, k: 4 * (s % 8) + k % 8 // 2,

@@ -13,7 +13,7 @@ from layoutkit.targets import nv
 from layoutkit.targets.nv.banks import transpose_read_access
 from layoutkit.targets.nv.swizzle import SHARED_LAYOUTS
 
-# ---- known figures (REFERENCE.md section 2) ------------------------------------------------------
+# ---- known figures (docs/reference.md#shared-memory-bank-model) ------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Copy instruction selection (REFERENCE section 4)."""
+"""Copy instruction selection (docs/reference.md#copy-instruction-selection)."""
 
 from __future__ import annotations
 

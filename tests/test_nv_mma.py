@@ -1,4 +1,5 @@
-"""MMA atoms, load/store fragments (REFERENCE section 3), ldmatrix maps, WGMMA and Volta fragments."""
+"""MMA atoms, load/store fragments (docs/reference.md#nvidia-mma-fragments), ldmatrix maps, WGMMA and Volta
+fragments."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _check_covering(frag: lk.Fragment) -> None:
 
 
 def test_reference_store_example():
-    """REFERENCE section 3: 32x32 C, 128 threads, 2x2 warps."""
+    """The check of docs/reference.md#accumulator-store-fragment: 32x32 C, 128 threads, 2x2 warps."""
     C = nv.make_mma_store_layout(2, 2, 16, 16)
     i, j = np.indices((32, 32))
     assert np.array_equal(C.thread_table()[0], j // 16 * 64 + i // 16 * 32 + i % 8 * 4 + j % 8 // 2)
@@ -33,7 +34,7 @@ def test_reference_store_example():
 @pytest.mark.parametrize("operand", ["A", "B"])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_load_fragment_formula(dtype, operand, transposed):
-    """The closed forms of REFERENCE section 3 over a 2x2 block with 2x2 atoms per warp."""
+    """The closed forms of docs/reference.md#operand-load-fragments over a 2x2 block with 2x2 atoms per warp."""
     atom = nv.mma_atom(dtype)
     brw, bcw, wrt, wct, chunk = 2, 2, 32, 32, 2 * atom.k
     frag = nv.make_mma_load_layout(operand, dtype, brw, bcw, wrt, wct, chunk, transposed)

@@ -57,7 +57,7 @@ def test_error_names_everything():
 
 
 def _spec(M, N, nw, policy, k_n, group):
-    """The rule of REFERENCE section 3, written independently."""
+    """The rule of docs/reference.md#warp-partition, written independently."""
     pairs = [(m, nw // m) for m in range(1, nw + 1) if nw % m == 0]
     valid = [(m, n) for m, n in pairs if m % group == 0 and M % (16 * m) == 0 and N % (k_n * n) == 0]
     if not valid or M % 16 or N % k_n:

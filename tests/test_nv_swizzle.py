@@ -34,7 +34,7 @@ def test_dtype_helper():
 @pytest.mark.parametrize("kind", ["quarter", "half", "full"])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bank_swizzle_formula(kind, dtype):
-    """REFERENCE section 2, evaluated with plain integers."""
+    """docs/reference.md#nvidia-shared-memory-swizzles, evaluated with plain integers."""
     bits = nv.element_bits(dtype)
     per, vec = {"quarter": 2, "half": 4, "full": 8}[kind], 128 // bits
     shape = (16, vec * per * 2)

@@ -7,7 +7,7 @@ recorded.  ``"REFUSED"`` means C++ does not compile it (a static_assert fires).
 layoutkit must print exactly what C++ prints (static ints included), negative strides, complements
 whose strides do not divide and swizzles on either side of a composition included.  Where layoutkit raises
 instead, either C++ refused too, or C++'s answer is checked here to be silently wrong (it is not
-``A o B`` / violates its own post-condition) -- the cases REFERENCE.md section 8 warns about.
+``A o B`` / violates its own post-condition) -- the cases docs/reference.md#cute-algebra warns about.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def fractal_offset(tag: str, c0: int, r: int, c: int, i: int, j: int) -> int:
 
 
 def table_formula(tag: str, c0: int, r: int, c: int) -> np.ndarray:
-    """Every offset at once, straight from the REFERENCE.md stride table (RU = round up)."""
+    """Every offset at once, straight from the stride table of docs/reference.md#layout-tags (RU = round up)."""
     i, j = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
 
     def ru(a, b):

@@ -1,4 +1,4 @@
-"""Pluggable cost models that score free-mode layout attempts (REFERENCE section 6).
+"""Pluggable cost models that score free-mode layout attempts (``docs/reference.md#cost-models``).
 
 ``register-count`` (default) and ``io-aware`` (exact global segments per warp instruction) live here;
 target-aware models register by name from their backend (NVIDIA: ``smem-aware``, io-aware plus the bank

@@ -1,5 +1,5 @@
 """The io-aware model: register cost plus, for every statement touching global memory,
-``max(issue_bytes, bandwidth_bytes)`` from the exact thread/vector layout (REFERENCE section 6).
+``max(issue_bytes, bandwidth_bytes)`` from the exact thread/vector layout (``docs/reference.md#cost-models``).
 
 A fragment stored row by row (one thread per row, 32 fp32 each) touches one 128-byte segment per
 lane per instruction; stored with consecutive threads on consecutive columns it coalesces:

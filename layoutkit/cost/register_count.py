@@ -1,4 +1,4 @@
-"""The default model: spilled bytes first, then register slots (REFERENCE section 6).
+"""The default model: spilled bytes first, then register slots (``docs/reference.md#cost-models``).
 
 >>> import layoutkit as lk
 >>> f = lk.Fragment([64, 64], forward_thread_fn=lambda i, j: i, forward_index_fn=lambda i, j: j)

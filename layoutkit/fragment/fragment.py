@@ -12,7 +12,7 @@ Fragment((8, 8) -> (2,), replicate: 1, thread: 32, forward_thread: _i * 4 + _j /
 (14, (1,))
 
 Without ``forward_index_fn`` the index is the row-major flattening of the digits the thread map
-does not use (REFERENCE section 1):
+does not use (``docs/reference.md#fragment-index-derivation``):
 
 >>> G = lk.Fragment([16, 16], forward_thread_fn=lambda i, j: i % 8 * 4 + j % 8 // 2)
 >>> print(G.forward_index[0])

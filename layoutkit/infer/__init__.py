@@ -1,4 +1,4 @@
-"""Layout inference over tile programs (docs/reference.md, "The solver").
+"""Layout inference over tile programs (``docs/reference.md#layout-inference``, ``docs/design.md#data-flow``).
 
 Tile ops are definitions (:class:`TileOp`: builders, JSON arguments, checks, target-free rule) in one
 registry (:mod:`.library`; :func:`register_op` adds one).  Target-free: a target joins through :mod:`.target`

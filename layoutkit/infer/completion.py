@@ -1,6 +1,6 @@
 """The layout of a fragment a parallel loop reads or writes through a non-trivial index, completed
-from the loop layout by inverting the access (TileLang 0.1.15's ``CompleteBufferFragment``, REFERENCE
-section 4).
+from the loop layout by inverting the access (TileLang 0.1.15's ``CompleteBufferFragment``,
+``docs/reference.md#buffer-completion``).
 
 Two paths, tried in TileLang's order:
 

@@ -1,4 +1,4 @@
-"""The strict -> common -> free solver (docs/reference.md, "The solver").
+"""The strict -> common -> free solver (``docs/reference.md#solver-modes``).
 
 0. Fragments no op touches become fully replicated; annotations enter the strict map.
 1. kStrict: every op once.

@@ -1,4 +1,4 @@
-"""Free mode over one connected component (REFERENCE section 5, step 3): every root is tried, the
+"""Free mode over one connected component (step 3 of ``docs/reference.md#solver-modes``): every root is tried, the
 cheapest attempt kept (ties: the earliest root in :func:`~.engine.canonical_order`).
 
 An attempt runs its root, finishes the worklist, then every other op the same way.  When the

@@ -1,5 +1,6 @@
 """Target-independent rules: parallel loops (also copies, fills, transposes, tile atomic adds, which
-lower to one) and reductions, after TileLang's ``ParallelOp`` / ``ReduceOp`` (REFERENCE section 4).
+lower to one) and reductions, after TileLang's ``ParallelOp`` / ``ReduceOp``
+(``docs/reference.md#parallel-loops-and-reductions``).
 
 Free mode plans a loop as TileLang's ``PlanLoopPartition`` does, with the vector width of its
 contiguity analysis (:mod:`.vectorize`).  Fills and transposes only follow layouts others set, as in

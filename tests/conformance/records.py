@@ -42,7 +42,7 @@ def assert_layout_matches(layout: lk.Layout, record: dict) -> None:
         assert np.array_equal(layout.table()[..., k].ravel(), np.asarray(per_dim)), (record["id"], k)
 
 
-# ---- swizzles referenced by name: built by the NV target (REFERENCE.md section 2) -------------
+# ---- swizzles referenced by name: built by the NV target (docs/reference.md#nvidia-shared-memory-swizzles) ----
 
 _BITS = {"fp16": 16, "bf16": 16, "fp32": 32, "int8": 8, "fp8e4m3": 8, "fp64": 64}
 _DTYPE_OF_BITS = {8: "int8", 16: "float16", 32: "float32", 64: "float64"}

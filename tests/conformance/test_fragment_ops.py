@@ -82,7 +82,7 @@ def test_printed_forms():
 
 
 def test_all_sixteen_repeat_combinations_on_the_atom():
-    """Every (repeats, on_thread, lower_dim_first) combination obeys REFERENCE section 1."""
+    """Every (repeats, on_thread, lower_dim_first) combination obeys docs/reference.md#fragment-repeat-and-replicate."""
     atom = gemm_fragment_8x8()
     for reps in ([1, 1], [2, 1], [1, 2], [2, 3]):
         for on_thread in (False, True):

@@ -1,7 +1,8 @@
-"""The Ascend passes after layout inference (REFERENCE section 7), each ``fn(program, layouts=None) ->
-(new program, PassReport)``; ``layouts`` is an :class:`~layoutkit.infer.InferenceResult`, a
-``{name: Layout}`` map, or (default) the program's annotations.  Every new program carries the fractal
-layouts it was given (updated) as annotations, so the passes chain.
+"""The Ascend passes after layout inference (``docs/reference.md#ascend-data-movement-and-passes``), each
+``fn(program, layouts=None) -> (new program, PassReport)``; ``layouts`` is an
+:class:`~layoutkit.infer.InferenceResult`, a ``{name: Layout}`` map, or (default) the program's
+annotations.  Every new program carries the fractal layouts it was given (updated) as annotations, so the
+passes chain.
 
 * :func:`normalize_fractal_storage`: L1/L0A/L0B/L0C fractal buffers padded to whole fractals (MajorK rows
   to 16, cols to C0; MajorMN the reverse; L0C both to 16); aliases folded into their owner; the padding is

@@ -1,5 +1,5 @@
 """Ascend rules (target ``"ascend"``): the cube GEMM (MAD), copies between the fractal scopes, and vector
-regions (REFERENCE section 7).
+regions (``docs/reference.md#mad-operand-rule``).
 
 * MAD: A MajorK unless transposed (then MajorMN); B MajorK when transposed, else MajorMN; C the L0C
   layout; ``k_align`` (block-scaled GEMM) requires the K extent to be a multiple.  The reduce-K axis always

@@ -1,4 +1,4 @@
-"""Ascend fractal layouts (TileLang 0.1.15 ``ascend_layouts.cc``, REFERENCE.md section 7).
+"""Ascend fractal layouts (TileLang 0.1.15 ``ascend_layouts.cc``, ``docs/reference.md#ascend-fractal-layouts``).
 
 A buffer is ``[..., rows, cols]``; leading dims pass through as leading outputs (compact NZ folds them
 into one ``stage`` index instead).  ``C0 = 256 / bits`` elements make one 32-byte fractal row and a

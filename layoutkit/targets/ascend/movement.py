@@ -1,7 +1,7 @@
-"""numpy models of the Ascend data movements that produce and consume fractal storage (REFERENCE.md
-section 7): the ND2NZ DMA with every ``Nd2NzParams`` field, NZ2ND, burst copies, the UB compact-NZ
-scatter with its spare row, L1 -> L0A/L0B loads, the L0C -> GM fixpipe (the
-out-of-bounds padding of tail tiles is in :mod:`.padding`).
+"""numpy models of the Ascend data movements that produce and consume fractal storage
+(``docs/reference.md#ascend-data-movement-and-passes``): the ND2NZ DMA with every ``Nd2NzParams`` field,
+NZ2ND, burst copies, the UB compact-NZ scatter with its spare row, L1 -> L0A/L0B loads, the L0C -> GM
+fixpipe (the out-of-bounds padding of tail tiles is in :mod:`.padding`).
 
 Buffers are flat numpy arrays of elements (any numpy dtype; pass ``dtype=`` for the Ascend element type
 when it differs from the array's, e.g. bfloat16 held as ``uint16``).  Everything is vectorised: index

@@ -1,6 +1,6 @@
-"""Out-of-bounds padding of Ascend tiles (REFERENCE.md section 7): the fills a tail tile needs, the clamped
-valid extents, the sentinel an unwritten element holds, and :func:`load_tile`, the exact on-chip image of a
-(tail) tile built on the movement models of :mod:`.movement`.
+"""Out-of-bounds padding of Ascend tiles (``docs/reference.md#out-of-bounds-padding``): the fills a tail
+tile needs, the clamped valid extents, the sentinel an unwritten element holds, and :func:`load_tile`, the
+exact on-chip image of a (tail) tile built on the movement models of :mod:`.movement`.
 """
 
 from __future__ import annotations

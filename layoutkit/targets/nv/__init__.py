@@ -1,5 +1,6 @@
 """NVIDIA target: shared-memory swizzles, MMA fragments, warp partition, copy instruction selection,
-the GEMM layout rule and an exact shared-memory bank model (REFERENCE.md sections 2-4).
+the GEMM layout rule and an exact shared-memory bank model (``docs/reference.md#nvidia-shared-memory-swizzles`` to
+``docs/reference.md#copy-instruction-selection``).
 
 Modules: :mod:`.swizzle` (32/64/128B xor swizzles, padded, linear, fp64, Hopper/sm_100 and Volta
 rules, merging), :mod:`.mma` (mma.sync atoms, load/store fragments, ldmatrix/stmatrix maps),

@@ -20,7 +20,7 @@ over ``output_shape``, as TileLang stores it).  When a lane's elements in one in
 contiguous (``vectorizable`` is False: no single vector instruction can move them), the count is that
 of the words they touch, as if gathered by that instruction.
 
-Known figures (REFERENCE.md section 2): transposing a 16x32 fp32 tile reads in 256 / 32 / 16
+Known figures (``docs/reference.md#shared-memory-bank-model``): transposing a 16x32 fp32 tile reads in 256 / 32 / 16
 wavefronts with a row-major / ``xor row`` / ``xor 2*row`` layout:
 
 >>> import numpy as np, layoutkit as lk

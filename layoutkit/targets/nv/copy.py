@@ -1,4 +1,5 @@
-"""Copy instruction selection for CUDA (TileLang ``SelectCopyInstForLowering``), REFERENCE.md section 4.
+"""Copy instruction selection for CUDA (TileLang ``SelectCopyInstForLowering``),
+``docs/reference.md#copy-instruction-selection``.
 
 The chosen form decides which layout a copy needs (a SIMT loop fragment, a TMA-compatible shared
 layout, an ldmatrix fragment), so layout inference asks for it first.  Order:

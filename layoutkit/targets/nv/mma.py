@@ -1,4 +1,4 @@
-"""MMA fragments (TileLang ``TensorCoreIntrinEmitter``, warp = 32 lanes), REFERENCE.md section 3.
+"""MMA fragments (TileLang ``TensorCoreIntrinEmitter``, warp = 32 lanes), ``docs/reference.md#nvidia-mma-fragments``.
 
 Atoms (``mma.sync`` operand register layouts), evaluated on the in-atom coordinates ``s % ms_s``
 (spatial: M for A, N for B) and ``k % ms_k`` -> ``(lane, local)``:

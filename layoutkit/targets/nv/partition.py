@@ -1,4 +1,4 @@
-"""Warp partition of a GEMM block tile (TileLang ``ComputeWarpPartition``), REFERENCE.md section 3.
+"""Warp partition of a GEMM block tile (TileLang ``ComputeWarpPartition``), ``docs/reference.md#warp-partition``.
 
 ``(m, n)`` warps (``m*n == num_warps``) are valid when ``M % (16*m) == 0`` and ``N % (kN*n) == 0``,
 ``kN = 8`` (16 on Volta).  FullRow takes the largest valid ``m``, FullCol the largest valid ``n``,

@@ -1,7 +1,8 @@
 """NVIDIA shared-memory layouts: 32B/64B/128B xor swizzles, padded, linear, fp64 and Volta layouts.
 
-Reproduces TileLang 0.1.15 ``gemm_layouts.cc`` table for table (REFERENCE.md section 2).  A buffer is
-``[..., R, C]``; leading dims pass through as leading outputs.  With ``b`` the element bits,
+Reproduces TileLang 0.1.15 ``gemm_layouts.cc`` table for table
+(``docs/reference.md#nvidia-shared-memory-swizzles``).  A buffer is ``[..., R, C]``; leading dims pass
+through as leading outputs.  With ``b`` the element bits,
 ``vec = 128 / b`` elements make one 16-byte chunk and a bank swizzle of ``per = 2 / 4 / 8`` chunks
 (32 / 64 / 128 bytes) maps ``(i, j)`` to ``[tc, ts, v + ((c ^ key) + s*per) * vec]`` with
 ``ts, s = i // 8, i % 8``, ``tc, c = (j // vec) // per, (j // vec) % per``, ``v = j % vec`` and
