@@ -211,7 +211,7 @@ def d_fragment(n: int) -> tuple[np.ndarray, np.ndarray]:
 
     >>> row, col = d_fragment(16)
     >>> row.shape, (int(row[37, 6]), int(col[37, 6]))
-    ((128, 8), (17, 11))
+    ((128, 8), (25, 10))
     """
     t, r = np.meshgrid(np.arange(WG), np.arange(n // 2), indexing="ij")
     lane = t % 32
@@ -319,7 +319,7 @@ def operand_offsets(h: HopperGemm, t: WgTile, kk: int) -> tuple[int, int]:
     >>> h = plan(*(lambda p: (p, infer_layouts(p)))(programs.gemm(M=128, N=128, K=64, bM=128, bN=128, bK=64,
     ...                                                          threads=256, target="sm_90a")))
     >>> operand_offsets(h, h.tiles[1][0], 1)
-    (32, 4096)
+    (32, 10240)
     """
     a, b = h.a, h.b
     ka = kk * h.k_step

@@ -73,7 +73,7 @@ def operand_addresses(desc: int, mn_major: bool, rows: int, k: int, eb: int) -> 
     swizzle XORs the absolute address, as the hardware does.
 
     >>> operand_addresses(0x4000004000010000 | (1024 >> 4), False, 64, 16, 2)[9, 3].tolist()
-    [1174, 1175]
+    [2198, 2199]
     """
     start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
     if (desc >> 49) & 7:
