@@ -1,5 +1,6 @@
 """sm_90a epilogue: stmatrix / st.shared into the swizzled output tile, then a TMA store
-(backends/nv/hopper.py, hopper_epilogue_cuda.py), and epilogue ops that reduce through shared memory on the consumer warp groups.
+(backends/nv/hopper.py, hopper_epilogue_cuda.py), and epilogue ops that reduce through shared memory on the
+consumer warp groups.
 
 The kernels run on the CPU harness (stmatrix, TMA store, bulk async-group and proxy fence semantics from the PTX
 ISA: layoutkit/testing/cuda_cpu/lk_cuda_cpu_sm90_store.h) against numpy, tails included; a dropped fence, barrier,
