@@ -1,7 +1,7 @@
 """sm_90a lowering of a solved GEMM: TMA tile loads, an mbarrier pipeline and ``wgmma.mma_async``, warp
 specialised (one producer warp group, then the consumer warp groups), read off the inferred layouts; and its
-epilogue (the store through a swizzled shared tile and TMA, barriers of the consumers alone: the section
-"The epilogue" below).
+epilogue (the store through a swizzled shared tile and TMA, barriers of the consumers alone: **The epilogue**
+below).
 
 The inference's thread range for such a program is ``(128, threads)`` (:meth:`.NvBackend.thread_range`: every
 pipelined global -> shared copy is a TMA load), so the kernel launches ``128 + threads`` threads: warp group 0
