@@ -183,9 +183,15 @@ def c0(dtype: object) -> int:
 BF16_NAN = np.uint16(0x7FC0)
 """The bfloat16 quiet NaN, as its bit pattern."""
 
+FP8_FORMATS = {"float8_e4m3": (4, 3), "float8_e4m3fn": (4, 3), "float8_e5m2": (5, 2)}
+"""fp8 dtypes whose codes :func:`from_fp8` decodes -> (exponent bits, mantissa bits); their buffers hold the
+codes as ``uint8`` (numpy has no fp8)."""
+
+
 _STORAGE: dict[str, type] = {"float16": np.float16, "float32": np.float32, "float64": np.float64,
                              "bfloat16": np.uint16, "int8": np.int8, "uint8": np.uint8, "int16": np.int16,
-                             "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64}
+                             "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64,
+                             **dict.fromkeys(FP8_FORMATS, np.uint8)}
 
 
 def to_bf16(x: object) -> np.ndarray:
@@ -209,6 +215,33 @@ def from_bf16(bits: object) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << np.uint32(16)).view(np.float32)
 
 
+def from_fp8(codes: object, dtype: str) -> np.ndarray:
+    """float32 values of fp8 codes (``uint8``), from the formats' definitions: e4m3 (the ``fn`` form PTX's
+    ``.e4m3`` is: bias 7, no infinities, ``S.1111.111`` NaN) and e5m2 (bias 15, IEEE infinities and NaNs);
+    subnormals where the exponent field is 0.  Exact: every fp8 value is a float32.
+
+    >>> from_fp8(np.uint8([0x38, 0xC0, 0x01, 0x7E, 0x7F]), "float8_e4m3").tolist()[:4]
+    [1.0, -2.0, 0.001953125, 448.0]
+    >>> from_fp8(np.uint8([0x3C, 0x7C, 0x01]), "float8_e5m2").tolist()
+    [1.0, inf, 1.52587890625e-05]
+    """
+    if dtype not in FP8_FORMATS:
+        raise UnsupportedError(f"no fp8 decode for {dtype}; expected one of {sorted(FP8_FORMATS)}")
+    e_bits, m_bits = FP8_FORMATS[dtype]
+    c = np.asarray(codes, dtype=np.uint8).astype(np.int64)
+    sign = np.where(c >> 7, -1.0, 1.0)
+    e = (c >> m_bits) & ((1 << e_bits) - 1)
+    m = c & ((1 << m_bits) - 1)
+    bias = (1 << (e_bits - 1)) - 1
+    top = (1 << e_bits) - 1
+    mag = np.where(e == 0, m / (1 << m_bits) * 2.0 ** (1 - bias), (1 + m / (1 << m_bits)) * 2.0 ** (e - bias))
+    if e_bits == 4:  # e4m3fn: only S.1111.111 is NaN, the rest of the top binade are numbers
+        mag = np.where((e == top) & (m == (1 << m_bits) - 1), np.nan, mag)
+    else:
+        mag = np.where(e == top, np.where(m == 0, np.inf, np.nan), mag)
+    return (sign * mag).astype(np.float32)
+
+
 def storage_dtype(dtype: str, supported: object = None) -> type:
     """The numpy type a buffer of ``dtype`` is held in (``bfloat16`` as ``uint16`` bit patterns).
 
@@ -228,5 +261,6 @@ def storage_dtype(dtype: str, supported: object = None) -> type:
     return _STORAGE[dtype]
 
 
-__all__ = ["BF16_NAN", "DtypeError", "c0", "canonical_dtype", "element_bits", "from_bf16", "is_float8",
+__all__ = ["BF16_NAN", "FP8_FORMATS", "DtypeError", "c0", "canonical_dtype", "element_bits", "from_bf16", "from_fp8",
+           "is_float8",
            "storage_dtype", "to_bf16"]

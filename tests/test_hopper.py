@@ -195,13 +195,14 @@ def test_sass_holds_hgmma_utmaldg_syncs_and_a_producer_consumer_split(cubin):
                                                                          for o in ops)
 
 
-def test_execute_runs_the_ir_of_an_sm90a_program_and_lower_gives_the_plan():
+def test_execute_runs_the_plan_lower_gives_of_an_sm90a_program_and_mma_on_request():
     p = _program(TAIL)
     r = infer_layouts(p)
     arrays, ref = _arrays(TAIL)
-    out = codegen.execute(p, r, {"A": arrays["A"], "B": arrays["B"]})["C"].astype(np.float64)
-    assert np.allclose(out, ref, rtol=2.0**-10, atol=1e-3)
-    assert isinstance(codegen.lower(p, r), hopper.HopperGemm)
+    assert isinstance(codegen.lower(p, r), hopper.HopperGemm)  # what execute runs (test_hopper_execute)
+    for options in ({}, {"gemm_instruction": "mma"}):
+        out = codegen.execute(p, r, {"A": arrays["A"], "B": arrays["B"]}, **options)["C"].astype(np.float64)
+        assert np.allclose(out, ref, rtol=2.0**-10, atol=1e-3)
 
 
 def test_an_epilogue_that_synchronises_the_block_meets_at_the_consumers_named_barrier():

@@ -1,5 +1,6 @@
 """sm_90a epilogue: stmatrix / st.shared into the swizzled output tile, then a TMA store
-(backends/nv/hopper_epilogue*.py), and epilogue ops that reduce through shared memory on the consumer warp groups.
+(backends/nv/hopper.py, hopper_epilogue_cuda.py), and epilogue ops that reduce through shared memory on the
+consumer warp groups.
 
 The kernels run on the CPU harness (stmatrix, TMA store, bulk async-group and proxy fence semantics from the PTX
 ISA: layoutkit/testing/cuda_cpu/lk_cuda_cpu_sm90_store.h) against numpy, tails included; a dropped fence, barrier,
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from layoutkit import codegen
-from layoutkit.backends.nv import hopper, hopper_cuda, hopper_epilogue
+from layoutkit.backends.nv import hopper, hopper_cuda
 from layoutkit.backends.nv.hopper_epilogue_cuda import StoreKnobs
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts, programs
@@ -97,10 +98,10 @@ def test_the_plain_16_bit_gemm_stores_through_the_inferred_tma_swizzle_by_defaul
     p = programs.gemm(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, num_stages=3, target="sm_90a")
     r = infer_layouts(p)
     h = hopper.plan(p, r)
-    (st,) = hopper_epilogue.stores(h)
+    (st,) = hopper.stores(h)
     assert (st.src, st.dst, st.tile.buffer, st.tile.span, st.tile.chunk, st.boxes, st.stmatrix) == \
         ("C_local", "C", "C_stage", 128, 64, 2, True)
-    assert not hopper_epilogue.stores(hopper.plan(p, r, tma_store=False))  # the direct stores stay an option
+    assert not hopper.stores(hopper.plan(p, r, tma_store=False))  # the direct stores stay an option
     src = codegen.emit_cuda(p, r)
     assert src.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 2 and "__halves2half2" not in src
 
@@ -116,7 +117,7 @@ def test_the_codegen_facade_takes_the_tma_store_option():
 def test_a_program_staging_c_in_shared_memory_uses_its_inferred_layout():
     p = programs.gemm_shared_epilogue(M=256, N=256, K=256, bM=128, bN=128, bK=64, threads=256, target="sm_90a")
     r = infer_layouts(p)
-    (st,) = hopper_epilogue.stores(hopper.plan(p, r))
+    (st,) = hopper.stores(hopper.plan(p, r))
     table = np.asarray(r.layout_map["C_shared"].linearized().table())[..., 0] * 2
     assert st.tile.buffer == "C_shared" and np.array_equal(st.tile.offsets(), table)
     with pytest.raises(UnsupportedError, match="tma_store=False, but the program stages C_local in shared C_shared"):
@@ -125,19 +126,19 @@ def test_a_program_staging_c_in_shared_memory_uses_its_inferred_layout():
 
 def test_fp32_outputs_store_pairs_with_st_shared_and_need_the_staging_to_be_asked_for():
     staged = gemm_program(130, 72, 64, 64, 64, 64, 128, out="float32", staged=True)
-    (st,) = hopper_epilogue.stores(hopper.plan(staged, infer_layouts(staged)))
+    (st,) = hopper.stores(hopper.plan(staged, infer_layouts(staged)))
     assert (st.stmatrix, st.tile.span, st.tile.chunk) == (False, 128, 32)
     plain = gemm_program(130, 72, 64, 64, 64, 64, 128, out="float32")
     r = infer_layouts(plain)
-    assert not hopper_epilogue.stores(hopper.plan(plain, r))  # pairs of fp32 go straight to global memory
-    (st,) = hopper_epilogue.stores(hopper.plan(plain, r, tma_store=True))  # unless asked
+    assert not hopper.stores(hopper.plan(plain, r))  # pairs of fp32 go straight to global memory
+    (st,) = hopper.stores(hopper.plan(plain, r, tma_store=True))  # unless asked
     assert (st.tile.buffer, st.stmatrix, st.tile.span) == ("C_stage", False, 128)
 
 
 def test_output_rows_tma_cannot_store_keep_the_direct_stores():
     p = gemm_program(130, 68, 64, 64, 64, 64, 128, tb=True)  # C rows of 136 bytes (TMA: multiples of 16)
     r = infer_layouts(p)
-    assert not hopper_epilogue.stores(hopper.plan(p, r))
+    assert not hopper.stores(hopper.plan(p, r))
     with pytest.raises(UnsupportedError, match="16-byte global rows; found 16-bit elements, rows of 136 bytes"):
         hopper.plan(p, r, tma_store=True)
 
@@ -145,11 +146,11 @@ def test_output_rows_tma_cannot_store_keep_the_direct_stores():
 def test_a_staging_tile_that_does_not_fit_beside_the_stages_keeps_the_direct_stores():
     p = programs.gemm(M=512, N=512, K=512, bM=128, bN=256, bK=64, threads=256, num_stages=4, target="sm_90a")
     r = infer_layouts(p)  # 4 x (16 + 32) KiB of operand stages leave 35776 bytes: the tile needs 65536
-    assert not hopper_epilogue.stores(hopper.plan(p, r))
+    assert not hopper.stores(hopper.plan(p, r))
     with pytest.raises(UnsupportedError, match="the staging tile needs 65536 bytes of shared memory; 35776 are left"):
         hopper.plan(p, r, tma_store=True)
     three = programs.gemm(M=512, N=512, K=512, bM=128, bN=256, bK=64, threads=256, num_stages=3, target="sm_90a")
-    assert hopper_epilogue.stores(hopper.plan(three, infer_layouts(three)))
+    assert hopper.stores(hopper.plan(three, infer_layouts(three)))
 
 
 def test_a_staging_tile_the_inference_left_without_a_layout_is_refused():

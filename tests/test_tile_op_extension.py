@@ -23,8 +23,7 @@ from layoutkit import codegen, infer
 from layoutkit.backends import get_backend
 from layoutkit.backends.nv import ir
 from layoutkit.errors import ProgramFormatError, UnsupportedError
-from layoutkit.infer import COMMON, RuleConflict, RuleResult, TileOp
-from layoutkit.infer import schema
+from layoutkit.infer import COMMON, RuleConflict, RuleResult, TileOp, schema
 from layoutkit.testing.cuda_cpu import run_cuda
 
 KIND = "prefix_xor"

@@ -54,6 +54,8 @@ class Backend(Target):
         return None
 
     def execute(self, program, result, arrays: dict) -> dict:
+        """Run the kernel :meth:`lower` gives with numpy (a backend with :attr:`lowering_options` takes them here
+        too, as keywords)."""
         raise UnsupportedError(f"execute: no executor for target {program.target!r} (backend {self.name})")
 
 

@@ -11,9 +11,11 @@ selection that gives the inference its producer + consumer thread range - prints
 (compiled with ``-arch=sm_90a``, as TileLang compiles sm_90): TMA tile loads into the inferred swizzled tiles,
 an mbarrier pipeline, ``wgmma.mma_async`` from shared-memory descriptors (fp16 / bf16, and fp8 e4m3 / e5m2
 with a K-major B), ``setmaxnreg``, see :mod:`layoutkit.backends.nv.hopper`; :func:`lower` then gives its
-:class:`~layoutkit.backends.nv.hopper.HopperGemm` and :func:`execute` runs the ``mma.sync`` IR of the same
-program; the lowering option ``gemm_instruction="mma"`` keeps such a GEMM on ``mma.sync`` atoms, computing
-the wgmma-shaped accumulator the inference picks):
+:class:`~layoutkit.backends.nv.hopper.HopperGemm` and :func:`execute` runs that same plan with numpy
+(:mod:`layoutkit.backends.nv.hopper_execute`: the TMA loads into the swizzled tiles, wgmma through the printed
+descriptors, the epilogue the plan chose); the lowering option ``gemm_instruction="mma"`` keeps such a GEMM on
+``mma.sync`` atoms, for :func:`lower`, :func:`emit_cuda` and :func:`execute` alike, computing the
+wgmma-shaped accumulator the inference picks):
 
 * the GEMM of :func:`layoutkit.infer.programs.gemm`: fp16 / bf16 ``m16n8k16``, int8 / uint8 ``m16n8k32`` and
   fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; 32- / 128-bit
@@ -134,11 +136,13 @@ def emit_ascend_c(program, result) -> str:
     return backend.print_source(backend.lower(program, result))
 
 
-def execute(program, result, arrays: dict) -> dict:
+def execute(program, result, arrays: dict, **options) -> dict:
     """Run the lowered kernel with numpy on ``arrays`` (global tensor name -> array, shaped as declared) and
-    return every global tensor, shaped as declared.  Every input (a global tensor no op writes) needs an
+    return every global tensor, shaped as declared: the kernel :func:`lower` gives for the same ``options``
+    (the lowering options), which :func:`emit_cuda` prints.  Every input (a global tensor no op writes) needs an
     array; outputs not given start at zero.  NVIDIA arrays must have the storage dtype exactly
-    (:func:`.execute.np_dtype`: ``bfloat16`` as ``uint16`` bit patterns, see :func:`.execute.to_bf16`);
+    (:func:`.execute.np_dtype`: ``bfloat16`` as ``uint16`` bit patterns, see :func:`.execute.to_bf16`; fp8
+    operands of the sm_90 wgmma GEMM as ``uint8`` codes);
     Ascend arrays hold floating values (``bfloat16`` outputs come back as float32 values).  Anything else
     raises :class:`~layoutkit.errors.CodegenInputError` / :class:`~layoutkit.errors.DtypeError` naming the array.
 
@@ -149,8 +153,8 @@ def execute(program, result, arrays: dict) -> dict:
     >>> float(execute(p, infer_layouts(p), {"A": a})["B"][63, 63])
     -2.0
     """
-    backend = _checked(program, result, "execute", arrays)
-    return backend.execute(program, result, arrays)
+    backend = _checked(program, result, "execute", arrays, options)
+    return backend.execute(program, result, arrays, **options)
 
 
 def emit(program, result, directory, **options) -> list[Path]:

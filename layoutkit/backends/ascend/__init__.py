@@ -18,7 +18,6 @@ from .passes import PassReport, insert_nd2nz, insert_oob_padding, normalize_frac
 from .reference import AscendExecutionError, UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 
 
-
 def register() -> None:
     """Register the Ascend backend (``target="ascend"``): its hooks, rules, tile ops (``import layoutkit`` defers
     this to the first lookup of the target)."""

@@ -2,8 +2,9 @@
 bank-aware ``smem-aware`` cost model (:mod:`.smem_cost`), lowering (:mod:`.lower`, :mod:`.lower_frag`) to the
 per-thread IR (:mod:`.ir`), the CUDA printer (:mod:`.cuda`) and the numpy executor (:mod:`.execute`); the
 sm_90a GEMM (TMA, mbarriers, wgmma, warp specialisation) is planned by :mod:`.hopper` and printed by
-:mod:`.hopper_cuda`, its epilogue (stmatrix + TMA store, barriers of the consumers) by :mod:`.hopper_epilogue`
-and :mod:`.hopper_epilogue_cuda`.
+:mod:`.hopper_cuda` (its epilogue, stmatrix + TMA store and barriers of the consumers, by
+:mod:`.hopper_epilogue_cuda`) and run with numpy by :mod:`.hopper_execute`; :mod:`.warp_specialize` says which
+programs get a producer warp group.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> p = programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32)
@@ -15,9 +16,9 @@ import importlib
 
 from ..registry import register_backend
 from . import rules, smem_cost
-from .backend import PRODUCER_THREADS, NvBackend, tma_capable
+from .backend import NvBackend
 from .smem_cost import Conversion, SharedMemoryAwareModel, conversion_cost, staged_conversion_cost, staging_layout
-
+from .warp_specialize import PRODUCER_THREADS, tma_capable
 
 
 def register() -> None:
@@ -28,11 +29,11 @@ def register() -> None:
 
 __all__ = [
     "Conversion", "NvBackend", "PRODUCER_THREADS", "SharedMemoryAwareModel", "conversion_cost", "cuda", "execute",
-    "hopper", "hopper_cuda", "hopper_epilogue", "hopper_epilogue_cuda", "ir", "lower", "lower_frag", "rules",
-    "smem_cost", "staged_conversion_cost", "staging_layout", "tma_capable",
+    "hopper", "hopper_cuda", "hopper_epilogue_cuda", "hopper_execute", "ir", "lower", "lower_frag", "rules",
+    "smem_cost", "staged_conversion_cost", "staging_layout", "tma_capable", "warp_specialize",
 ]
 
-_LAZY = ("cuda", "execute", "hopper", "hopper_cuda", "hopper_epilogue", "hopper_epilogue_cuda", "ir", "lower",
+_LAZY = ("cuda", "execute", "hopper", "hopper_cuda", "hopper_epilogue_cuda", "hopper_execute", "ir", "lower",
          "lower_frag")
 
 

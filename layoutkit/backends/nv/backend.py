@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...dtypes import FP8_FORMATS, storage_dtype
 from ...errors import UnsupportedError
 from ...infer import validate
 from ...infer.library import gemm_args
 from ...scopes import FRAGMENT, GLOBAL, LOCAL, SCOPES, SHARED, SHARED_DYN, TMEM
 from ...targets import nv
-from ...targets.nv.copy import CopyOperand, CopySelectionError, select_copy_instruction
 from ...targets.nv.mma import arch_number
 from ..registry import Backend
 from . import rules
 from .smem_cost import SharedMemoryAwareModel
-
-PRODUCER_THREADS = 128
-"""Threads of the producer warp group TileLang's warp specialisation adds in front of the consumers
-when every pipelined copy is a TMA load (one warp group issues them)."""
+from .warp_specialize import PRODUCER_THREADS, staged_copies, tma_capable
 
 
 class NvBackend(Backend):
@@ -83,8 +80,7 @@ class NvBackend(Backend):
         t = program.threads
         arch = program.target
         if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
-            staged = [op for op in program.ops if op.kind == "copy" and op.args["dst"] in program.stages
-                      and program.buffers[op.args["src"]].scope == GLOBAL]
+            staged = staged_copies(program)
             if staged and any(op.kind in ("gemm", "gemm_sp") for op in program.ops):
                 tma = [tma_capable(program, op) for op in staged]
                 if all(tma):
@@ -148,23 +144,29 @@ class NvBackend(Backend):
         return cuda.print_module([kernel])
 
     def storage_dtype(self, dtype: str):
-        from .execute import np_dtype
+        """The IR executor's storage types, and fp8 codes as ``uint8`` (the wgmma kernel's operands)."""
+        from .execute import NV_DTYPES
 
-        return np_dtype(dtype)
+        return storage_dtype(dtype, (*NV_DTYPES, *FP8_FORMATS))
 
-    def execute(self, program, result, arrays: dict) -> dict:
-        """Global tensors not given start at zero; arrays come back shaped as declared.  An sm_90a GEMM runs
-        its IR lowering (``mma.sync`` atoms, the same products); its printed wgmma kernel runs on the CPU
-        harness of :mod:`layoutkit.testing.cuda_cpu`."""
-        from . import lower
-        from .execute import np_dtype, run
+    def execute(self, program, result, arrays: dict, *, gemm_instruction: str | None = None,
+                tma_store: bool | None = None) -> dict:
+        """Run the kernel :meth:`lower` gives (the same plan :meth:`print_source` prints): the IR kernel with
+        :func:`.execute.run`, an sm_90 / sm_90a warp-specialised GEMM's :class:`~.hopper.HopperGemm` with
+        :func:`.hopper_execute.run` (TMA loads, wgmma through the printed descriptors, its epilogue);
+        ``gemm_instruction="mma"`` runs the ``mma.sync`` IR instead.  Global tensors not given start at zero;
+        arrays come back shaped as declared."""
+        from . import execute, hopper, hopper_execute
 
-        kernel = lower.lower(program, result)
+        kernel = self.lower(program, result, gemm_instruction=gemm_instruction, tma_store=tma_store)
         full = {}
-        for b in kernel.scoped(GLOBAL):
-            shape = program.buffers[b.name].shape
-            full[b.name] = arrays[b.name] if b.name in arrays else np.zeros(shape, np_dtype(b.dtype))
-        out = run(kernel, full)
+        for name, b in program.buffers.items():
+            if b.scope == GLOBAL:
+                full[name] = arrays[name] if name in arrays else np.zeros(b.shape, self.storage_dtype(b.dtype))
+        if isinstance(kernel, hopper.HopperGemm):
+            out = hopper_execute.run(kernel, full)
+        else:
+            out = execute.run(kernel, {b.name: full[b.name] for b in kernel.scoped(GLOBAL)})
         return {name: a.reshape(program.buffers[name].shape) for name, a in out.items()}
 
 
@@ -188,15 +190,3 @@ def tcgen05_gemm(p, A, B, C, transpose_A: bool = False, transpose_B: bool = Fals
     return p.emit("gemm", gemm_args(p, A, B, C, transpose_A, transpose_B, policy, clear_accum,
                                     {"tcgen05": True, "use_2cta": use_2cta}))
 
-
-def tma_capable(program, op) -> bool:
-    """Whether a global -> shared copy can be a TMA load (16-byte rows and global strides)."""
-    sides = []
-    for name, (starts, extents) in ((op.args["src"], op.args["src_region"]), (op.args["dst"], op.args["dst_region"])):
-        buf = program.buffers[name]
-        sides.append(CopyOperand(buf.scope, buf.dtype, buf.shape, tuple(zip(starts, extents))))
-    try:
-        select_copy_instruction(*sides, program.target, prefer_instruction="tma")
-    except CopySelectionError:
-        return False
-    return True

@@ -94,7 +94,7 @@ def _ok(guard, env, n):
 
 
 class _State:
-    def __init__(self, kernel: ir.Kernel, arrays: dict):
+    def __init__(self, kernel: ir.Kernel, arrays: dict, statements: dict):
         gx, gy = kernel.grid
         self.k = kernel
         self.blocks = gx * gy
@@ -106,6 +106,7 @@ class _State:
         self.block = blk
         self.rows = t  # the thread (row of every register buffer) each evaluated lane belongs to
         self.buffers = {b.name: b for b in kernel.buffers}
+        self.statements = statements  # handlers of statements other IRs add around this one's (run's caller)
         self.env = {"tid": t % self.T, "bx": blk % gx, "by": blk // gx}
         self.mem = {}
         self.group: list = []  # cp.async copies issued since the last commit
@@ -139,11 +140,15 @@ def _parameter(kernel: ir.Kernel, b: ir.Buffer, arrays: dict) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1).copy()
 
 
-def run(kernel: ir.Kernel, arrays: dict) -> dict:
+def run(kernel: ir.Kernel, arrays: dict, *, registers: dict | None = None, statements: dict | None = None) -> dict:
     """Run ``kernel`` on copies of ``arrays`` (name -> array per global parameter, any shape with the
     parameter's element count, exactly its storage dtype, see :func:`np_dtype`); returns the globals, flat.
     A missing, mis-sized or mistyped array raises :class:`~.checks.CodegenInputError` /
-    :class:`~layoutkit.errors.DtypeError` naming the parameter.
+    :class:`~layoutkit.errors.DtypeError` naming the parameter.  ``registers``: initial values of register
+    buffers (name -> ``[blocks * threads, size]``, thread ``block * threads + tid``; the rest start at zero), for
+    a kernel whose statements continue what another executor ran (the sm_90 GEMM's epilogue after its wgmma
+    loop, :mod:`.hopper_execute`); ``statements``: handlers ``fn(state, statement)`` by class name for
+    statements such a caller adds to this IR.
 
     >>> from layoutkit.backends.nv import ir
     >>> k = ir.Kernel("k", 32, (1, 1), (ir.Buffer("y", "float32", 32, "global"),), (ir.Fill("y", 1.0),))
@@ -158,7 +163,12 @@ def run(kernel: ir.Kernel, arrays: dict) -> dict:
     if unknown:
         raise CodegenInputError(f"executor: arrays {unknown} are not parameters of kernel {kernel.name}; expected "
                                 f"{[b.name for b in kernel.scoped('global')]}", unknown[0])
-    s = _State(kernel, arrays)
+    s = _State(kernel, arrays, dict(statements or {}))
+    for name, values in (registers or {}).items():
+        if name not in s.buffers or s.buffers[name].scope != ir.REG or s.mem[name].shape != np.shape(values):
+            raise CodegenInputError(f"executor: initial registers {name} {np.shape(values)}; expected a register "
+                                    f"buffer of kernel {kernel.name}, shape {s.mem[name].shape}", name)
+        s.mem[name][...] = values
     _block(s, kernel.body)
     return {b.name: s.mem[b.name] for b in kernel.scoped(GLOBAL)}
 
@@ -173,7 +183,7 @@ STATEMENTS = OpTable("NVIDIA IR statements")
 
 
 def _stmt(s: _State, st) -> None:
-    fn = STATEMENTS.lookup(type(st).__name__)
+    fn = s.statements.get(type(st).__name__) or STATEMENTS.lookup(type(st).__name__)
     if fn is None:
         raise UnsupportedError(f"executor: statement {type(st).__name__} is not executed")
     fn(s, st)

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import cuda, hopper_epilogue_cuda
-from .hopper import WG, HopperGemm, OperandTile, descriptor_high
+from .hopper import WG, HopperGemm, OperandTile, descriptor_high, operand_offsets, shared_layout
 from .hopper_epilogue_cuda import StoreKnobs
 
 PRODUCER_REGS = 40
@@ -76,6 +76,28 @@ class Knobs:
     """The printed wgmma operand type (``"e5m2"`` over e4m3 data: an fp8 instruction-field bug)."""
 
 
+def descriptor_highs(h: HopperGemm, k: Knobs = Knobs()) -> tuple[int, int]:
+    """The A and B wgmma descriptors' bits other than the start address, as the kernel prints them (the
+    knobs' leading / stride offsets and swizzle spans over the plan's)."""
+    return (descriptor_high(h.a, k.a_lbo, k.a_sbo, k.a_desc_swizzle),
+            descriptor_high(h.b, k.b_lbo, k.b_sbo, k.b_desc_swizzle))
+
+
+def transpose_b(h: HopperGemm, k: Knobs = Knobs()) -> int | None:
+    """The printed ``imm-trans-b`` of the wgmma (1: B is MN-major), ``None`` for fp8, whose form has none."""
+    return (None if h.a.bits == 8 else 0 if h.tb else 1) if k.trans_b is None else k.trans_b
+
+
+def operand_type(h: HopperGemm, k: Knobs = Knobs()) -> str:
+    """The printed wgmma operand type (``f16``, ``bf16``, ``e4m3``, ``e5m2``)."""
+    return _WGMMA_TYPE[h.dtype] if k.ab_type is None else k.ab_type
+
+
+def map_spans(h: HopperGemm, k: Knobs = Knobs()) -> tuple[int, int]:
+    """The swizzle spans (bytes, 0: none) the A and B tensor maps are encoded with."""
+    return _pick(k.a_map_swizzle, h.a.span), _pick(k.b_map_swizzle, h.b.span)
+
+
 def _smem(buf: str, index: str) -> str:
     return f"(unsigned)__cvta_generic_to_shared(&{buf}[{index}])"
 
@@ -84,16 +106,6 @@ def _wait(bar: str, parity: str) -> str:
     return (f"{{ unsigned lk_done = 0;\n  while (!lk_done) {{\n"
             f'    asm volatile("{{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\\n'
             f'selp.u32 %0, 1, 0, p;\\n}}\\n" : "=r"(lk_done) : "r"({bar}), "r"({parity}) : "memory");\n  }} }}')
-
-
-def _layout(h: HopperGemm) -> dict[str, int]:
-    """Byte offsets in the dynamic shared memory: the stages of A, of B (1024-aligned, the 128-byte swizzle's
-    repeat, so the swizzle pattern of the shared address is the tile's), the epilogue's buffers
-    (:func:`~.hopper_epilogue_cuda.shared_offsets`), then the barriers."""
-    a = 0
-    b = -(-h.stages * h.a.stage_bytes // 1024) * 1024
-    epi, bar = hopper_epilogue_cuda.shared_offsets(h, b + -(-h.stages * h.b.stage_bytes // 1024) * 1024)
-    return {"A_s": a, "B_s": b, **epi, "lk_bar": bar, "total": bar + 16 * h.stages}
 
 
 def _tma_loads(h: HopperGemm, tile: OperandTile, tmap: str, inner0: str, outer0: str) -> list[str]:
@@ -125,16 +137,6 @@ def _producer(h: HopperGemm, k: Knobs) -> list[str]:
             *("    " + line for b in body for line in b.splitlines()), "  }", "}"]
 
 
-def _offsets(h: HopperGemm, t, kk: int) -> tuple[int, int]:
-    """Byte offsets in one stage of the A and B operands of wgmma tile ``t`` at k16 step ``kk``."""
-    a, b = h.a, h.b
-    ka = kk * h.k_step
-    a_off = (ka // a.chunk) * a.chunk_bytes + t.m0 * a.span + (ka % a.chunk) * a.bits // 8
-    if b.major == "K":
-        return a_off, (ka // b.chunk) * b.chunk_bytes + t.n0 * b.span + (ka % b.chunk) * b.bits // 8
-    return a_off, (t.n0 // b.chunk) * b.chunk_bytes + ka * b.span
-
-
 def _group_step(h: HopperGemm) -> tuple[int, int] | None:
     """``(A, B)`` byte steps from one consumer warp group's tiles to the next when the groups differ by them
     alone (same registers, offsets linear in the group): then one code path serves every group (a branch
@@ -147,7 +149,7 @@ def _group_step(h: HopperGemm) -> tuple[int, int] | None:
         if [(t.reg, t.n) for t in ts] != [(t.reg, t.n) for t in t0]:
             return None
         for t, u in zip(ts, t0):
-            (a1, b1), (a0, b0) = _offsets(h, t, 0), _offsets(h, u, 0)
+            (a1, b1), (a0, b0) = operand_offsets(h, t, 0), operand_offsets(h, u, 0)
             if (a1 - a0) % g or (b1 - b0) % g:
                 return None
             steps.add(((a1 - a0) // g, (b1 - b0) // g))
@@ -159,12 +161,12 @@ def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) ->
     (``step``: the per-group offsets of :func:`_group_step`, in the stage's descriptors ``da`` / ``db``): the
     descriptors advance by the operand's offset in 16-byte units (the start address field cannot carry: shared
     addresses stay below 2^18).  The fp8 form has no transpose operands (the PTX ISA's K-major-only types)."""
-    a_off, b_off = _offsets(h, t, kk)
+    a_off, b_off = operand_offsets(h, t, kk)
     n = t.n
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(C_local[{t.reg + i}])' for i in range(n // 2))
-    ty = _WGMMA_TYPE[h.dtype] if k.ab_type is None else k.ab_type
-    trans_b = (None if h.a.bits == 8 else 0 if h.tb else 1) if k.trans_b is None else k.trans_b
+    ty = operand_type(h, k)
+    trans_b = transpose_b(h, k)
     trans = "" if trans_b is None else f", 0, {trans_b}"
     da, db = f"da + {a_off >> 4}ull", f"db + {b_off >> 4}ull"
     return (f'asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n // 2 + 2}, 0;\\n'
@@ -175,9 +177,9 @@ def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) ->
 def _stage_descriptors(h: HopperGemm, k: Knobs, step: tuple[int, int] | None) -> list[str]:
     """``da`` / ``db``: the wgmma descriptors of stage ``s``'s A and B tiles (of this warp group's part)."""
     out = []
-    for name, tile, base, hi, g in (
-            ("da", h.a, "a_base", descriptor_high(h.a, k.a_lbo, k.a_sbo, k.a_desc_swizzle), step and step[0]),
-            ("db", h.b, "b_base", descriptor_high(h.b, k.b_lbo, k.b_sbo, k.b_desc_swizzle), step and step[1])):
+    hi_a, hi_b = descriptor_highs(h, k)
+    for name, tile, base, hi, g in (("da", h.a, "a_base", hi_a, step and step[0]),
+                                    ("db", h.b, "b_base", hi_b, step and step[1])):
         off = f"{base} + s * {tile.stage_bytes}" + (f" + wg * {g}" if g else "")
         start = f"(unsigned long long)((({off}) & 0x3FFFF) >> 4)"
         out.append(f"const unsigned long long {name} = 0x{hi:016x}ull | {start};")
@@ -222,7 +224,7 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     """The ``__global__`` function of ``h`` and its host-side tensor-map encoder."""
     from . import ir
 
-    off = _layout(h)
+    off = shared_layout(h)
     S = h.stages
     k = ir.Kernel(h.name, h.threads, h.grid, h.buffers, (ir.Fill(h.C, h.fill),))
     fill = cuda._Printer(k)
@@ -281,14 +283,15 @@ def _pick(knob: int | None, derived: int) -> int:
 def _encoder(h: HopperGemm, k: Knobs) -> str:
     et = _ctype(h.dtype)
     b_inner, b_outer = (h.K, h.N) if h.tb else (h.N, h.K)
+    a_span, b_span = map_spans(h, k)
     extra, store_lines = hopper_epilogue_cuda.encode_maps(h, k.store)
     params = ", ".join(["CUtensorMap* A_map", "CUtensorMap* B_map", *extra[:len(extra) // 2], f"const {et}* {h.A}",
                         f"const {et}* {h.B}", *extra[len(extra) // 2:]])
     lines = [f"// tensor maps of {h.name}: A [{h.M}, {h.K}] and B {'[N, K]' if h.tb else '[K, N]'} in tiles of the "
              "shared layouts, zeros out of bounds",
              f'extern "C" CUresult {h.name}_tensor_maps({params}) {{', "  CUresult r;",
-             *_encode_one(h, h.a, "A_map", h.A, h.K, h.M, _pick(k.a_map_swizzle, h.a.span)),
-             *_encode_one(h, h.b, "B_map", h.B, b_inner, b_outer, _pick(k.b_map_swizzle, h.b.span)), *store_lines,
+             *_encode_one(h, h.a, "A_map", h.A, h.K, h.M, a_span),
+             *_encode_one(h, h.b, "B_map", h.B, b_inner, b_outer, b_span), *store_lines,
              "  return CUDA_SUCCESS;", "}"]
     return "\n".join(lines)
 

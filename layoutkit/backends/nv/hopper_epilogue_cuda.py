@@ -1,7 +1,7 @@
-"""CUDA text of the sm_90a epilogue (:mod:`.hopper_epilogue`): the consumers' statements with named barriers,
-the :class:`~.hopper_epilogue.TmaStore` (``stmatrix`` or ``st.shared.v2`` into the swizzled tile,
+"""CUDA text of the sm_90a epilogue (planned by :mod:`.hopper`): the consumers' statements with named barriers,
+the :class:`~.hopper.TmaStore` (``stmatrix`` or ``st.shared.v2`` into the swizzled tile,
 ``fence.proxy.async``, the named barrier, ``cp.async.bulk.tensor`` stores and their bulk group), the shared
-buffers' offsets and the output tensor maps.
+buffers' declarations (at :func:`~.hopper.shared_layout`'s offsets) and the output tensor maps.
 
 >>> from layoutkit.infer import infer_layouts, programs
 >>> from layoutkit.backends.nv import hopper, hopper_cuda
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ...errors import UnsupportedError
 from . import cuda, ir
-from .hopper_epilogue import BARRIER_ID, SMEM_LIMIT, TmaStore, shared_buffers, stores
+from .hopper import BARRIER_ID, TmaStore, shared_buffers, stores
 
 PRELUDE = """#ifndef LAYOUTKIT_SM90_EPILOGUE
 #define LAYOUTKIT_SM90_EPILOGUE
@@ -88,7 +88,7 @@ def _tile_exprs(tiles) -> list[tuple[str, str, int, int]]:
 
 class EpiloguePrinter(cuda._Printer):
     """The sm_80 printer for the consumers' epilogue: barriers are the consumers' named barrier, a
-    :class:`~.hopper_epilogue.TmaStore` prints its shared writes, fence and store."""
+    :class:`~.hopper.TmaStore` prints its shared writes, fence and store."""
 
     def __init__(self, kernel: ir.Kernel, consumers: int, tiles, knobs: StoreKnobs):
         super().__init__(kernel)
@@ -188,24 +188,6 @@ def print_epilogue(h, knobs: StoreKnobs = StoreKnobs()) -> list[str]:
         p.depth -= 1
         p.emit("}")
     return p.lines
-
-
-def shared_offsets(h, start: int) -> tuple[dict[str, int], int]:
-    """Byte offsets of the epilogue's shared buffers from ``start`` (a staging tile 1024-aligned: the 128-byte
-    swizzle's repeat, so the shared address's swizzle is the tile's; scratch 128-aligned) and the end; more
-    than :data:`~.hopper_epilogue.SMEM_LIMIT` in all raises."""
-    staged = {st.tile.buffer for st in stores(h)}
-    out, off = {}, start
-    for b in shared_buffers(h):
-        align = 1024 if b.name in staged else 128
-        off = -(-off // align) * align
-        out[b.name] = off
-        off += b.size * cuda._BYTES[b.dtype]
-    off = -(-off // 128) * 128
-    if off + 16 * h.stages > SMEM_LIMIT:
-        raise UnsupportedError(f"sm_90a lowering: {h.name} needs {off + 16 * h.stages} bytes of shared memory; an "
-                               f"sm_90 block has {SMEM_LIMIT}")
-    return out, off
 
 
 def declarations(h, offsets: dict[str, int]) -> list[str]:
