@@ -42,8 +42,6 @@ with two consumer groups; one consumer group takes 240 (the most a thread has at
 _FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
 _TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
               **dict.fromkeys(_FP8, "CU_TENSOR_MAP_DATA_TYPE_UINT8")}  # TMA moves fp8 as bytes
-_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
-               "float8_e5m2": "e5m2"}
 
 
 def _ctype(dtype: str) -> str:
@@ -163,7 +161,7 @@ def _wgmma(h: HopperGemm, t, kk: int, k: Knobs, step: tuple[int, int] | None) ->
     n = t.n
     regs = ", ".join(f"%{i}" for i in range(n // 2))
     outs = ", ".join(f'"+f"(C_local[{t.reg + i}])' for i in range(n // 2))
-    ty = _WGMMA_TYPE[h.dtype] if k.ab_type is None else k.ab_type
+    ty = h.plan.ptx_types[0] if k.ab_type is None else k.ab_type
     trans_b = (None if h.a.bits == 8 else 0 if h.tb else 1) if k.trans_b is None else k.trans_b
     trans = "" if trans_b is None else f", 0, {trans_b}"
     da, db = f"da + {a_off >> 4}ull", f"db + {b_off >> 4}ull"
