@@ -207,5 +207,5 @@ def test_without_its_lowering_the_backend_refuses_naming_the_op(prefix_xor):
 
 def test_unregistered_the_op_is_gone():
     with pytest.raises(AttributeError, match="prefix_xor"):
-        infer.Program(threads=32).prefix_xor
+        getattr(infer.Program(threads=32), KIND)
     assert infer.get_op(KIND) is None

@@ -14,25 +14,30 @@ from layoutkit.targets import nv
 
 def test_plan_of_a_fp16_gemm():
     plan = mma_plan("float16", "float16", "float32", 64, 64, 32, 128, (2, 2), False, False)
-    assert (plan.prefix, plan.k, plan.n_dim) == ("m16n8k16", 16, 16)
-    assert (plan.warp_rows, plan.warp_cols, plan.local_a, plan.local_b, plan.local_c) == (2, 2, 8, 8, 8)
-    assert plan.ptx_types == ("fp16", "fp16", "fp32")
-    assert (plan.ldmatrix_a, plan.ldmatrix_b) == (True, True)
+    g = plan.gemm
+    assert (g.name, g.k, g.n_dim) == ("m16n8k16", 16, 16)
+    assert (g.warp_rows, g.warp_cols, g.local_a, g.local_b, g.local_c) == (2, 2, 8, 8, 8)
+    assert plan.ptx_types == ("fp16", "fp16", "fp32")  # TileLang's spelling of PTX's f16 / f32
+    assert g.ptx_types == ("f16", "f16", "f32")
+    assert (g.a_load, g.b_load) == ("ldmatrix", "ldmatrix.trans")
 
 
 def test_plan_of_narrow_warp_tiles_uses_n8_tiles():
     plan = mma_plan("bfloat16", "bfloat16", "float32", 64, 32, 32, 128, (1, 4), True, True)
-    assert (plan.n_dim, plan.warp_rows, plan.warp_cols, plan.local_b, plan.local_c) == (8, 4, 1, 4, 4)
+    g = plan.gemm
+    assert (g.n_dim, g.warp_rows, g.warp_cols, g.local_b, g.local_c) == (8, 4, 1, 4, 4)
     assert plan.ptx_types == ("bf16", "bf16", "fp32")
 
 
 def test_plan_of_8bit_operands():
     plan = mma_plan("int8", "int8", "int32", 64, 64, 64, 128, (2, 2), False, True)
-    assert (plan.prefix, plan.local_a, plan.local_b, plan.local_c) == ("m16n8k32", 16, 16, 8)
-    assert (plan.ldmatrix_a, plan.ldmatrix_b) == (True, True)
+    g = plan.gemm
+    assert (g.name, g.local_a, g.local_b, g.local_c) == ("m16n8k32", 16, 16, 8)
+    assert (g.a_load, g.b_load) == ("ldmatrix", "ldmatrix")
+    assert plan.ptx_types == ("int8", "int8", "int32")
     fp8 = mma_plan("float8_e4m3fn", "float8_e5m2", "float32", 64, 64, 64, 128, (2, 2), True, False)
     assert fp8.ptx_types == ("e4m3", "e5m2", "fp32")
-    assert (fp8.ldmatrix_a, fp8.ldmatrix_b) == (False, False)  # k-major 8-bit rows: no ldmatrix
+    assert (fp8.gemm.a_load, fp8.gemm.b_load) == ("registers", "registers")  # k-major 8-bit rows: no ldmatrix
 
 
 @pytest.mark.parametrize("args", [
@@ -43,9 +48,17 @@ def test_plan_of_8bit_operands():
     ("float16", "float16", "float32", 64, 64, 8, 128, (2, 2)),     # K below one m16n8k16
     ("float16", "float16", "float32", 64, 64, 32, 96, (2, 2)),     # threads and warps disagree
     ("float16", "float16", "float32", 48, 64, 32, 128, (2, 2)),    # 24 rows per warp
+    ("int8", "int8", "float32", 64, 64, 64, 128, (2, 2)),          # integers accumulate in int32
+    ("float8_e4m3fnuz", "float8_e4m3fnuz", "float32", 64, 64, 64, 128, (2, 2)),  # no PTX type: not e4m3
 ])
 def test_plans_handed_to_tilelang(args):
     assert mma_plan(*args, False, False) is None
+
+
+def test_sm75_splits_k_so_tilelang_lowers_it():
+    """sm_75 runs a k16 step as two m16n8k8: the plan says so, and the TIR builder (which issues k16) hands the
+    GEMM to TileLang."""
+    assert mma_plan("float16", "float16", "float32", 64, 64, 32, 128, (2, 2), False, False, arch="sm_75") is None
 
 
 def _ldmatrix_positions(address, bits: int, trans: bool, num: int):

@@ -18,6 +18,7 @@ from ...algebra.convert import C_PRELUDE, to_c
 from ...algebra.nodes import Expr
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED
+from ...targets.nv.gemm_plan import mma_sync_opcode
 from . import ir
 from .ir import REG
 
@@ -26,14 +27,8 @@ CTYPE = {"float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float", "in
 _BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "int32": 4, "uint8": 1}
 _FLOATS = ("float16", "bfloat16", "float32")
 _VEC = {16: "uint4", 8: "uint2", 4: "unsigned", 2: "unsigned short", 1: "unsigned char"}
-_MMA = {  # (shape, operand dtype) -> instruction, accumulator constraint, accumulator type
-    ("m16n8k16", "float16"): ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "f", "float"),
-    ("m16n8k16", "bfloat16"): ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "f", "float"),
-    ("m16n8k8", "float16"): ("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32", "f", "float"),
-    ("m16n8k8", "float32"): ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", "f", "float"),
-    ("m16n8k32", "int8"): ("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", "r", "int"),
-    ("m16n8k32", "uint8"): ("mma.sync.aligned.m16n8k32.row.col.s32.u8.u8.s32", "r", "int"),
-}
+_ACC = {"float32": ("f", "float"), "int32": ("r", "int")}
+"""Accumulator dtype -> the asm operand constraint and C type of its registers."""
 
 PRELUDE = (
     "#ifndef LAYOUTKIT_PRELUDE\n#define LAYOUTKIT_PRELUDE\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
@@ -187,13 +182,13 @@ class _Printer:
         )
 
     def Mma(self, st: ir.Mma) -> None:
-        dt = self.k.buffer(st.a[0]).dtype
-        try:
-            inst, cc, ct = _MMA[st.shape, dt]
-        except KeyError:
-            raise UnsupportedError(f"CUDA printer: mma {st.shape} on {dt} operands is not printed; printed: "
-                                   f"{sorted(_MMA)}") from None
-        if (st.shape, dt) == ("m16n8k8", "float16"):  # Turing: two A registers, one B register
+        dt, acc = self.k.buffer(st.a[0]).dtype, self.k.buffer(st.c[0]).dtype
+        if acc not in _ACC:
+            raise UnsupportedError(f"CUDA printer: mma {st.shape} into {acc} registers is not printed; printed: "
+                                   f"{sorted(_ACC)}")
+        inst = mma_sync_opcode(st.shape, dt, self.k.buffer(st.b[0]).dtype, acc)
+        cc, ct = _ACC[acc]
+        if st.shape == "m16n8k8" and dt in ("float16", "bfloat16"):  # Turing: two A registers, one B register
             self.emit(
                 f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{_e(st.a[1])}]);\n"
                 f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{_e(st.b[1])}]);\n"

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...algebra.nodes import Const, Expr, Var
-from ...targets.nv.dtype import element_bits
+from ...dtypes import element_bits
+from ...targets.nv.banks import warp_wavefronts
 from ...targets.nv.hardware import WARP_SIZE
 from . import ir
 from .operand_kn import slot, spread
@@ -32,23 +33,6 @@ STAGE = "C_stage"
 BUFFERS = (STAGE, "c_st", "c_out")
 """The buffers the staged store adds, all of the output's dtype (the staging tile, a lane's row run in registers,
 one 16-byte global vector)."""
-
-
-def wavefronts(addr: np.ndarray, width: int) -> int:
-    """Bank wavefronts of one warp's shared access: lane ``i`` touches ``width`` bytes from byte ``addr[i]``;
-    16-byte accesses go in quarter-warp phases, 8-byte ones in half-warp phases; per phase, the most distinct
-    32-bit words that fall in one of the 32 banks.
-
-    >>> wavefronts(np.arange(32) * 4, 4), wavefronts(np.arange(32) * 128, 4), wavefronts(np.arange(32) * 16, 16)
-    (1, 32, 4)
-    """
-    per = 8 if width >= 16 else 16 if width == 8 else WARP_SIZE
-    total = 0
-    for ph in range(0, WARP_SIZE, per):
-        a = addr[ph:ph + per, None] + np.arange(0, max(width, 4), 4)[None, :]
-        words = np.unique(a // 4)
-        total += int(np.bincount(words % 32, minlength=32).max())
-    return total
 
 
 def row_padding(cols: int, ebytes: int, run: int, vec: int) -> int:
@@ -62,8 +46,8 @@ def row_padding(cols: int, ebytes: int, run: int, vec: int) -> int:
     costs = []
     for pad in range(0, 128, 16):
         ld = cols * ebytes + pad
-        write = wavefronts(g * ld + run * q * ebytes, piece)
-        read = wavefronts(lane // per_row * ld + lane % per_row * vec * ebytes, vec * ebytes)
+        write = warp_wavefronts(g * ld + run * q * ebytes, piece)
+        read = warp_wavefronts(lane // per_row * ld + lane % per_row * vec * ebytes, vec * ebytes)
         costs.append(write + read)
     return 16 * int(np.argmin(costs))  # the first minimum: the smallest padding
 

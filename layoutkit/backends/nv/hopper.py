@@ -77,10 +77,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED, is_shared
 from ...targets.nv.copy import tma_shared_layout
-from ...targets.nv.dtype import element_bits
+from ...targets.nv.gemm_plan import PTX_TYPES, WGMMA, GemmPlan, gemm_plan
+from ...targets.nv.partition import WARP_GROUP
 from . import ir
 from .guards import prove_guards
 from .ir import REG
@@ -91,8 +93,8 @@ SPANS = (128, 64, 32)
 """Swizzle spans (bytes) of TMA and wgmma, widest first."""
 SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
 """Span -> the wgmma descriptor's swizzle field (bits 62-63; 0 is no swizzle)."""
-HOPPER_DTYPES = ("float16", "bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2")
-"""wgmma operand types lowered (the 8-bit ones are PTX ``.e4m3`` / ``.e5m2``: e4m3 without infinities)."""
+WGMMA_OPERANDS = ("f16", "bf16", "e4m3", "e5m2")
+"""The PTX operand types (:data:`~layoutkit.targets.nv.gemm_plan.PTX_TYPES`) this wgmma kernel lowers."""
 WG = 128
 """Threads of a warp group."""
 MAX_CONSUMER_REGS = 240
@@ -260,29 +262,46 @@ def consumer_tiles(C, consumers: int) -> tuple[tuple[WgTile, ...], ...]:
 
 @dataclass(frozen=True)
 class HopperGemm:
-    """The sm_90a GEMM of a solved program: operands, shapes, the canonical shared tiles ``a`` / ``b``, the
-    consumer warp groups' wgmma tiles, the epilogue (:mod:`.ir` statements of the consumer threads, ``tid``
-    counting from the first consumer) and the kernel's buffers."""
+    """The sm_90a GEMM of a solved program: operands, the problem shape, the instruction plan of the block tile
+    (:class:`~layoutkit.targets.nv.gemm_plan.GemmPlan` of the consumer warps), the canonical shared tiles
+    ``a`` / ``b``, the consumer warp groups' wgmma tiles, the epilogue (:mod:`.ir` statements of the consumer
+    threads, ``tid`` counting from the first consumer) and the kernel's buffers."""
 
     name: str
     A: str
     B: str
     C: str
-    dtype: str
     M: int
     N: int
     K: int
-    bM: int
-    bN: int
-    bK: int
     stages: int
-    tb: bool
+    plan: GemmPlan
     a: OperandTile
     b: OperandTile
     tiles: tuple[tuple[WgTile, ...], ...]
     fill: float
     epilogue: tuple
     buffers: tuple
+
+    @property
+    def dtype(self) -> str:
+        return self.plan.a_dtype
+
+    @property
+    def bM(self) -> int:
+        return self.plan.M
+
+    @property
+    def bN(self) -> int:
+        return self.plan.N
+
+    @property
+    def bK(self) -> int:
+        return self.plan.K
+
+    @property
+    def tb(self) -> bool:
+        return self.plan.trans_b
 
     @property
     def consumers(self) -> int:
@@ -308,7 +327,7 @@ class HopperGemm:
     @property
     def k_step(self) -> int:
         """K of one wgmma: 32 bytes of each operand row (k16 for 16-bit types, k32 for fp8)."""
-        return 256 // self.a.bits
+        return self.plan.k
 
 
 def operand_offsets(h: HopperGemm, t: WgTile, kk: int) -> tuple[int, int]:
@@ -397,7 +416,7 @@ def uses_hopper(program, gemm_instruction: str | None = None) -> bool:
 
 def check_operands(program) -> None:
     """Raise :class:`~layoutkit.errors.UnsupportedError` unless the GEMM of ``program`` has wgmma operands this
-    lowering takes: :data:`HOPPER_DTYPES` alike for A and B, a float32 accumulator, whole consumer warp groups,
+    lowering takes: :data:`WGMMA_OPERANDS` alike for A and B, a float32 accumulator, whole consumer warp groups,
     no ``transpose_A``, and for fp8 a K-major B (the PTX ISA has no transpose for ``.e4m3`` / ``.e5m2``).
     Needs no layouts (the codegen facade checks it first).
 
@@ -418,8 +437,9 @@ def check_operands(program) -> None:
         raise UnsupportedError("sm_90a lowering: transpose_A is not lowered")
     bufs = program.buffers
     dtype = bufs[g["A"]].dtype
-    if dtype not in HOPPER_DTYPES or bufs[g["B"]].dtype != dtype or bufs[g["C"]].dtype != "float32":
-        raise UnsupportedError(f"sm_90a lowering: wgmma operands {HOPPER_DTYPES} with a float32 accumulator; found "
+    if (dtype not in PTX_TYPES or PTX_TYPES[dtype][0] not in WGMMA_OPERANDS or bufs[g["B"]].dtype != dtype
+            or bufs[g["C"]].dtype != "float32"):
+        raise UnsupportedError(f"sm_90a lowering: wgmma operands {WGMMA_OPERANDS} with a float32 accumulator; found "
                                f"{dtype} x {bufs[g['B']].dtype} -> {bufs[g['C']].dtype}")
     if program.threads % WG:
         raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are not whole warp groups")
@@ -435,7 +455,7 @@ def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
     ``None`` takes it where it applies, ``False`` keeps direct stores from the registers."""
     from . import lower
 
-    ops = lower._gemm_ops(program)
+    ops = lower.gemm_ops(program)
     g = ops["gemm"].args
     check_operands(program)
     bufs = program.buffers
@@ -467,9 +487,27 @@ def plan(program, result, tma_store: bool | None = None) -> HopperGemm:
     room = SMEM_LIMIT - operand_bytes(stages, a, b)
     epilogue, buffers = _epilogue(program, result, ops["epilogue"], (M, N, bM, bN), g["C"], Cl, room, tma_store)
     name = (f"gemm_{dtype}_{M}x{N}x{K}_{bM}x{bN}x{bK}_s{stages}{'_tb' if tb else ''}"
-            f"{lower._epilogue_tag(ops['epilogue'])}_t{program.threads}_sm90a")
-    return HopperGemm(name, ops["A"], ops["B"], g["C"], dtype, M, N, K, bM, bN, bK, stages, tb, a, b, tiles,
-                      ops["fill"], tuple(epilogue), tuple(buffers))
+            f"{lower.epilogue_tag(ops['epilogue'])}_t{program.threads}_sm90a")
+    return HopperGemm(name, ops["A"], ops["B"], g["C"], M, N, K, stages, _plan(program, (bM, bN, bK), tb, tiles),
+                      a, b, tiles, ops["fill"], tuple(epilogue), tuple(buffers))
+
+
+def _plan(program, tile: tuple[int, int, int], tb: bool, tiles: tuple[tuple[WgTile, ...], ...]) -> GemmPlan:
+    """The wgmma plan of the consumer warps: warp groups along N as many as the column runs the consumer
+    groups own, the rest along M; each group's wgmma n checked against the plan's."""
+    g = next(op for op in program.ops if op.kind == "gemm").args
+    a_dtype, b_dtype, c_dtype = (program.buffers[g[k]].dtype for k in ("A", "B", "C"))
+    groups_n = len({ts[0].n0 for ts in tiles})
+    warps = (WARP_GROUP * len(tiles) // groups_n, groups_n)
+    try:
+        plan = gemm_plan(a_dtype, b_dtype, c_dtype, *tile, program.threads, warps, trans_b=tb, arch=program.target,
+                         instruction=WGMMA)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"sm_90a lowering: {e}") from None
+    if any(t.n != plan.n for ts in tiles for t in ts):
+        raise UnsupportedError(f"sm_90a lowering: the consumer groups' wgmma n {[ts[0].n for ts in tiles]} are not "
+                               f"the plan's {plan.n} ({warps[0]} x {warps[1]} warps)")
+    return plan
 
 
 def _epilogue(program, result, ops, shape, C: str, Cl, room: int, tma_store: bool | None) -> tuple[list, list]:

@@ -42,8 +42,6 @@ with two consumer groups; one consumer group takes 240 (the most a thread has at
 _FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
 _TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
               **dict.fromkeys(_FP8, "CU_TENSOR_MAP_DATA_TYPE_UINT8")}  # TMA moves fp8 as bytes
-_WGMMA_TYPE = {"float16": "f16", "bfloat16": "bf16", "float8_e4m3": "e4m3", "float8_e4m3fn": "e4m3",
-               "float8_e5m2": "e5m2"}
 
 
 def _ctype(dtype: str) -> str:
@@ -90,7 +88,7 @@ def transpose_b(h: HopperGemm, k: Knobs = Knobs()) -> int | None:
 
 def operand_type(h: HopperGemm, k: Knobs = Knobs()) -> str:
     """The printed wgmma operand type (``f16``, ``bf16``, ``e4m3``, ``e5m2``)."""
-    return _WGMMA_TYPE[h.dtype] if k.ab_type is None else k.ab_type
+    return h.plan.ptx_types[0] if k.ab_type is None else k.ab_type
 
 
 def map_spans(h: HopperGemm, k: Knobs = Knobs()) -> tuple[int, int]:

@@ -47,9 +47,9 @@ from ...algebra.simplify import substitute
 from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
 from ...scopes import GLOBAL, SHARED
-from ...targets.nv.dtype import element_bits
+from ...targets.nv.gemm_plan import MMA, WORDS, GemmPlan, gemm_plan, instruction_shape, ptx_type
 from ...targets.nv.hardware import WARP_SIZE
-from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
+from ...targets.nv.mma import MmaAtom, arch_number
 from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG
@@ -77,7 +77,7 @@ def _vector_ok(layout, vec: int) -> bool:
     return bool(np.all(runs == runs[..., :1] + np.arange(vec)) and np.all(runs[..., 0] % vec == 0))
 
 
-def _gemm_ops(program) -> dict:
+def gemm_ops(program) -> dict:
     """The GEMM main loop of ``program``, found by role rather than position: before its one ``gemm``, a
     ``fill`` of C and one global -> shared ``copy`` into each of A and B, in any order; the ops after the gemm
     are its epilogue.  Anything else before the gemm raises :class:`~layoutkit.errors.UnsupportedError`
@@ -156,8 +156,10 @@ def lower(program, result, *, staged_epilogue: bool | None = None) -> ir.Kernel:
 
 def check_target(program) -> None:
     """Raise :class:`~layoutkit.errors.UnsupportedError` when ``program``'s GEMM (if any) has operands or an
-    arch this lowering has no ``mma.sync`` for: sm_80+ with :data:`OPERAND_DTYPES`, sm_75 with float16 only.
-    Checked before the layouts, which inference may leave out for such a target.
+    arch this lowering has no ``mma.sync`` for (:func:`~layoutkit.targets.nv.gemm_plan.instruction_shape`:
+    sm_80+, sm_75 with float16 only), operands other than :data:`MMA_SYNC_OPERANDS` (A and B alike) or an
+    accumulator other than float32 / int32.  Checked before the layouts, which inference may leave out for such
+    a target.
 
     >>> from layoutkit.infer import programs
     >>> try:
@@ -174,40 +176,39 @@ def check_target(program) -> None:
                 raise UnsupportedError(f"gemm lowering: {op.name} reads the sub-region {op.args[key]} of "
                                        f"{op.args[key[0]]}; lowered GEMMs take whole operands")
         sm = arch_number(program.target)
-        a, b = (program.buffers[op.args[k]].dtype for k in ("A", "B"))
-        if sm < 75 or (75 <= sm < 80 and a != "float16") or a not in OPERAND_DTYPES or b != a:
-            raise UnsupportedError(f"gemm lowering: {op.name} on sm_{sm} with {a} x {b}: mma.sync m16n8k16 / "
-                                   "m16n8k32 / m16n8k8.tf32 need sm_80+ (sm_75: float16 only); lowered operands: "
-                                   f"{OPERAND_DTYPES}")
+        a, b, c = (program.buffers[op.args[k]].dtype for k in ("A", "B", "C"))
+        try:
+            instruction_shape(MMA, a, b, c, sm)
+            why = ""
+            if b != a or ptx_type(a) not in MMA_SYNC_OPERANDS or ptx_type(c, "accumulator") not in ("f32", "s32"):
+                why = (f"the mma.sync kernel lowers operands {MMA_SYNC_OPERANDS} (A and B alike) into float32 / "
+                       "int32 accumulators")
+        except UnsupportedError as e:
+            why = str(e)
+        if why:
+            raise UnsupportedError(f"gemm lowering: {op.name} on sm_{sm} with {a} x {b} -> {c}: {why}")
 
 
 @dataclass(frozen=True, eq=False)
 class GemmLaunch:
     """What the GEMM lowering reads off a solved program: the global operands ``A`` / ``B`` and the
-    accumulator ``C`` (names), the problem and tile shapes, the inferred layouts (``As`` / ``Bs`` with the stage
-    dim leading, the accumulator fragment ``Cl`` and its register table ``cidx``), the ``mma.sync`` atom and the
-    warp grid of the accumulator."""
+    accumulator ``C`` (names), the problem shape, the stage count, the instruction plan of the block tile
+    (:class:`~layoutkit.targets.nv.gemm_plan.GemmPlan`: instruction, warps, operand loads, element types) and
+    the inferred layouts (``As`` / ``Bs`` with the stage dim leading, the accumulator fragment ``Cl``, its
+    register table ``cidx`` and warp grid ``wg``)."""
 
     A: str
     B: str
     C: str
-    dtype: str
-    acc: str
     M: int
     N: int
     K: int
-    bM: int
-    bN: int
-    bK: int
     stages: int
-    threads: int
-    sm: int
-    tb: bool
+    plan: GemmPlan
     As: Layout
     Bs: Layout
     Cl: Fragment
     cidx: np.ndarray
-    atom: MmaAtom
     wg: WarpGrid
     b_group: int = 0
     """Atoms per column group of a relabelled ``[K, N]`` 8- / 32-bit ``B`` (:mod:`.operand_kn`); 0: none."""
@@ -215,13 +216,49 @@ class GemmLaunch:
     """Whether those loads are skewed against bank conflicts (:func:`.operand_kn.choose_skew`)."""
 
     @property
+    def dtype(self) -> str:
+        return self.plan.a_dtype
+
+    @property
+    def acc(self) -> str:
+        return self.plan.c_dtype
+
+    @property
+    def bM(self) -> int:
+        return self.plan.M
+
+    @property
+    def bN(self) -> int:
+        return self.plan.N
+
+    @property
+    def bK(self) -> int:
+        return self.plan.K
+
+    @property
+    def threads(self) -> int:
+        return self.plan.threads
+
+    @property
+    def sm(self) -> int:
+        return self.plan.arch
+
+    @property
+    def tb(self) -> bool:
+        return self.plan.trans_b
+
+    @property
+    def atom(self) -> MmaAtom:
+        return self.plan.atom
+
+    @property
     def bits(self) -> int:
-        return element_bits(self.dtype)
+        return self.plan.bits
 
     @property
     def turing(self) -> bool:
         """sm_75: m16n8k8 fp16, no cp.async."""
-        return 75 <= self.sm < 80
+        return self.plan.k_split > 1
 
     @property
     def kt(self) -> int:
@@ -239,38 +276,39 @@ class GemmLaunch:
     @property
     def a_size(self) -> int:
         """Elements per lane of one m16 x k A operand."""
-        return 16 * self.atom.k // WARP_SIZE
+        return self.plan.local_a
 
     @property
     def b_per(self) -> int:
         """Elements per lane of one k x n8 B operand."""
-        return 8 * self.atom.k // WARP_SIZE
+        return self.plan.local_b * 8 // self.plan.n_dim
 
 
 def gemm_launch(program, result, ops: dict) -> GemmLaunch:
-    """The :class:`GemmLaunch` of a solved program whose main loop is ``ops`` (:func:`_gemm_ops`), checked:
-    no ``transpose_A``, an arch with ``mma.sync`` for the operands, ``bK`` a multiple of the atom's k, an
-    accumulator made of mma atoms."""
+    """The :class:`GemmLaunch` of a solved program whose main loop is ``ops`` (:func:`gemm_ops`), checked:
+    no ``transpose_A``, an arch with ``mma.sync`` for the operands, an accumulator made of mma atoms whose
+    warps cover the tile in whole instruction tiles, ``bK`` a multiple of the instruction's k."""
     g = ops["gemm"].args
     if g["transpose_A"]:
         raise UnsupportedError("gemm lowering: transpose_A is not lowered")
     tb = bool(g["transpose_B"])
     check_target(program)
     bufs = program.buffers
-    dtype = bufs[g["A"]].dtype
     A, B = bufs[ops["A"]], bufs[ops["B"]]
     As, Bs, Cl = (result.layout_map[g[k]] for k in ("A", "B", "C"))
-    atom = mma_atom(dtype)
     M, K = A.shape
     N = B.shape[0] if tb else B.shape[1]
     stages = As.input_shape[0] if len(As.input_shape) == 3 else 1
     bM, bK = As.input_shape[-2:]
     bN = Bs.input_shape[-2] if tb else Bs.input_shape[-1]
-    if bK % atom.k:
-        raise UnsupportedError(f"gemm lowering: bK = {bK} is not a multiple of the atom k = {atom.k}")
     wg, cidx = warp_grid(Cl, program.threads)
-    return GemmLaunch(A.name, B.name, g["C"], dtype, bufs[g["C"]].dtype, M, N, K, bM, bN, bK, stages,
-                      program.threads, arch_number(program.target), tb, As, Bs, Cl, cidx, atom, wg)
+    warps = (wg.brw, program.threads // WARP_SIZE // wg.brw)
+    try:
+        plan = gemm_plan(bufs[g["A"]].dtype, bufs[g["B"]].dtype, bufs[g["C"]].dtype, bM, bN, bK, program.threads,
+                         warps, trans_b=tb, arch=program.target)
+    except UnsupportedError as e:
+        raise UnsupportedError(f"gemm lowering: {e}") from None
+    return GemmLaunch(A.name, B.name, g["C"], M, N, K, stages, plan, As, Bs, Cl, cidx, wg)
 
 
 def lower_gemm(program, result, staged_epilogue: bool | None = None) -> ir.Kernel:
@@ -282,18 +320,18 @@ def lower_gemm(program, result, staged_epilogue: bool | None = None) -> ir.Kerne
     >>> lower_gemm(p, infer_layouts(p)).name
     'gemm_float16_64x64x64_32x32x32_s2_t128_sm80'
     """
-    ops = _gemm_ops(program)
+    ops = gemm_ops(program)
     L = gemm_launch(program, result, ops)
     vec = epilogue_smem.staged_vec(program, result, L, ops["epilogue"]) if staged_epilogue is not False else 0
     if vec and len(ops["epilogue"]) == 1 and ops["epilogue"][0].args["src"] == L.C and L.bits != 16 and not L.tb:
         group = operand_kn.interleave_group(L.bits, L.wg.nt, L.wg.nj_stride, lambda g: _vector_ok(L.Bs, g))
-        L = dataclasses.replace(L, b_group=group)
+        L = dataclasses.replace(L, b_group=group, plan=dataclasses.replace(L.plan, b_load=WORDS) if group else L.plan)
         if group:
             L = dataclasses.replace(L, b_skew=operand_kn.choose_skew(L, _sub))
     main = gemm_main_loop(L)
     epilogue, buffers = gemm_epilogue(program, result, L, ops["epilogue"], vec)
     body = (ir.Fill(L.C, ops["fill"]),) + main + tuple(epilogue)
-    tag = f"{'_tb' if L.tb else ''}{_epilogue_tag(ops['epilogue'])}_t{L.threads}_sm{L.sm}"  # unique per launch shape
+    tag = f"{'_tb' if L.tb else ''}{epilogue_tag(ops['epilogue'])}_t{L.threads}_sm{L.sm}"  # unique per launch shape
     name = f"gemm_{L.dtype}_{L.M}x{L.N}x{L.K}_{L.bM}x{L.bN}x{L.bK}_s{L.stages}{tag}"
     return prove_guards(ir.Kernel(name, L.threads, (-(-L.N // L.bN), -(-L.M // L.bM)), buffers, body))
 
@@ -421,10 +459,10 @@ def mma_loop(L: GemmLaunch, mi: Var, nj: Var) -> ir.For:
     c_off = mi * s_mi + nj * s_nj + int(c_base[0, 0])
     a_size, b_per = L.a_size, L.b_per
     if L.turing:  # one k16 step = two m16n8k8: A registers 0-1 / 2-3 and B register 0 / 1 hold k 0-7 / 8-15
-        mmas = tuple(ir.Mma("m16n8k8", ("a_frag", mi * a_size + 4 * h), ("b_frag", nj * b_per + 2 * h),
+        mmas = tuple(ir.Mma(L.plan.issued, ("a_frag", mi * a_size + 4 * h), ("b_frag", nj * b_per + 2 * h),
                             ("C_local", c_off)) for h in (0, 1))
     else:
-        mmas = (ir.Mma(L.atom.name, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
+        mmas = (ir.Mma(L.plan.issued, ("a_frag", mi * a_size), ("b_frag", nj * b_per), ("C_local", c_off)),)
     return ir.For(mi, mt, (ir.For(nj, nt, mmas, unroll=True),), unroll=True)
 
 
@@ -454,11 +492,12 @@ def gemm_epilogue(program, result, L: GemmLaunch, ops, staged_vec: int = 0) -> t
     return epilogue, buffers
 
 
-OPERAND_DTYPES = ("float16", "bfloat16", "int8", "uint8", "float32")
-"""GEMM operand dtypes lowered (``float32`` runs as tf32)."""
+MMA_SYNC_OPERANDS = ("f16", "bf16", "s8", "u8", "tf32")
+"""The PTX operand types (:data:`~layoutkit.targets.nv.gemm_plan.PTX_TYPES`) the mma.sync kernel lowers: what
+its printer and executor move (a float32 operand runs as tf32; fp8 ``mma.sync`` is not lowered)."""
 
 
-def _epilogue_tag(ops) -> str:
+def epilogue_tag(ops) -> str:
     """A kernel-name suffix naming the epilogue's computations (``_add_max`` for bias + row max)."""
     tags = [op.args.get("compute", "copy") if op.kind == "parallel" else op.args["kind"] + f"{op.args['dim']}"
             for op in ops if op.kind in ("parallel", "reduce")]
@@ -491,6 +530,6 @@ def lower_fragment_program(program, result) -> ir.Kernel:
              if b.is_fragment and n in layouts]
     grid = (-(-N // bN), -(-M // bM))
     fns = "".join(sorted({f"_{st.fn}" for st in body if isinstance(st, (ir.Move, ir.Compute)) and st.fn != "copy"}))
-    fns += _epilogue_tag([op for op in program.ops if op.kind == "reduce"])
+    fns += epilogue_tag([op for op in program.ops if op.kind == "reduce"])
     name = f"elementwise{fns}_{M}x{N}_{bM}x{bN}_t{program.threads}"
     return prove_guards(ir.Kernel(name, program.threads, grid, tuple(bufs + extra), tuple(body)))

@@ -33,6 +33,7 @@ import numpy as np
 from ...algebra import compile_numpy, free_vars
 from ...algebra.nodes import Const, Expr, Var
 from ...errors import UnsupportedError
+from ...targets.nv.banks import warp_wavefronts
 from ...targets.nv.hardware import WARP_SIZE
 from . import ir
 
@@ -91,8 +92,6 @@ def choose_skew(L, sub) -> bool:
     """Whether the skewed loads give warp 0's first B load of a k step fewer bank wavefronts in the shared layout
     ``L.Bs`` than the plain ones (ties keep the plain loads): tf32 spreads the columns (:func:`slot`), int8 rotates
     the rows of the lanes ``q >= 2`` by one (:func:`_rotation`)."""
-    from .epilogue_smem import wavefronts
-
     lane = np.arange(WARP_SIZE)
     g, q = lane // 4, lane % 4
     cost = []
@@ -101,7 +100,7 @@ def choose_skew(L, sub) -> bool:
             rows, cols = q, L.b_group * np.asarray([slot(skew, int(x)) for x in g])
         else:
             rows, cols = 4 * q + (q // 2 if skew else 0), L.b_group * g
-        cost.append(wavefronts(_addresses(L, sub, rows, cols) * (L.bits // 8), L.b_group * L.bits // 8))
+        cost.append(warp_wavefronts(_addresses(L, sub, rows, cols) * (L.bits // 8), L.b_group * L.bits // 8))
     return cost[1] < cost[0]
 
 

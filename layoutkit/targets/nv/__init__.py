@@ -9,9 +9,10 @@ layout rule), :mod:`.sparse_metadata` (CUTLASS's sparse metadata layouts),
 :mod:`.wgmma` and :mod:`.volta` (sm_90 / sm_70 fragments), :mod:`.tcgen05` (sm_100 tensor memory: the
 TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition` (warp partition),
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
-selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.gemm_scopes` (the memory scopes each GEMM instruction
-reads), :mod:`.report` (swizzle x move cost table),
-:mod:`.dtype` (element types).
+selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.gemm_plan` (the one instruction-level plan of a
+GEMM tile every NVIDIA GEMM lowering holds, and the dtype -> PTX type table), :mod:`.gemm_scopes` (the memory
+scopes each GEMM instruction reads), :mod:`.report` (swizzle x move cost table).  Element types are
+:mod:`layoutkit.dtypes`'s.
 
 >>> from layoutkit.targets import nv
 >>> nv.make_swizzled_layout((32, 32), "float16").swizzle.kind
@@ -22,6 +23,7 @@ reads), :mod:`.report` (swizzle x move cost table),
 _j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
 """
 
+from ...dtypes import DtypeError, canonical_dtype, element_bits
 from .banks import BankReport, InstructionSpec, bank_conflicts, instruction_spec, phase_bank_hits, transpose_read_access
 from .copy import (
     CopyInstruction,
@@ -32,8 +34,8 @@ from .copy import (
     tma_shared_layout,
 )
 from .cute import cute_swizzle, cute_swizzled_layout, swizzle_kind
-from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
+from .gemm_plan import PTX_TYPES, GemmPlan, gemm_plan, ptx_type
 from .gemm_scopes import GemmScopeError, check_operand_scopes
 from .gemm_sp import gemm_sp_layouts, gemm_sp_shape, select_gemm_sp_instruction
 from .hardware import WARP_SIZE
@@ -104,6 +106,7 @@ __all__ = [
     "DtypeError",
     "GemmLayouts",
     "GemmOperand",
+    "GemmPlan",
     "GemmScopeError",
     "InstructionSpec",
     "MmaAtom",
@@ -120,6 +123,7 @@ __all__ = [
     "element_bits",
     "format_bank_report",
     "gemm_layouts",
+    "gemm_plan",
     "gemm_sp_layouts",
     "gemm_sp_shape",
     "select_gemm_sp_instruction",
@@ -158,6 +162,8 @@ __all__ = [
     "merge_swizzles",
     "mma_atom",
     "pipelined_shape",
+    "PTX_TYPES",
+    "ptx_type",
     "select_copy_instruction",
     "select_gemm_instruction",
     "select_tcgen05_atom",

@@ -48,9 +48,9 @@ import numpy as np
 from ...algebra.bits import log2_exact
 from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 
 NUM_BANKS = 32
@@ -427,6 +427,25 @@ def bank_conflicts(
     )
 
 
+def warp_wavefronts(addr: np.ndarray, width: int) -> int:
+    """Bank wavefronts of one warp's shared access: lane ``i`` touches ``width`` bytes from byte ``addr[i]``;
+    16-byte accesses go in quarter-warp phases, 8-byte ones in half-warp phases; per phase, the most distinct
+    32-bit words that fall in one of the 32 banks (:func:`bank_conflicts` for an access given as a layout and
+    coordinates).
+
+    >>> lanes = np.arange(32)
+    >>> warp_wavefronts(lanes * 4, 4), warp_wavefronts(lanes * 128, 4), warp_wavefronts(lanes * 16, 16)
+    (1, 32, 4)
+    """
+    per = 8 if width >= 16 else 16 if width == 8 else WARP_SIZE
+    total = 0
+    for ph in range(0, WARP_SIZE, per):
+        a = addr[ph:ph + per, None] + np.arange(0, max(width, 4), 4)[None, :]
+        words = np.unique(a // 4)
+        total += int(np.bincount(words % NUM_BANKS, minlength=NUM_BANKS).max())
+    return total
+
+
 def transpose_read_access(rows: int, cols: int, threads: int = WARP_SIZE) -> np.ndarray:
     """The access ``[threads, rows*cols/threads, 2]`` that reads a ``rows x cols`` tile column by
     column (load ``k`` of lane ``t`` reads flat element ``k*threads + t`` of the transposed tile).
@@ -442,4 +461,4 @@ def transpose_read_access(rows: int, cols: int, threads: int = WARP_SIZE) -> np.
 
 
 __all__ = ["BankReport", "InstructionSpec", "bank_conflicts", "instruction_spec", "transpose_read_access",
-           "NUM_BANKS", "BANK_BYTES"]
+           "warp_wavefronts", "NUM_BANKS", "BANK_BYTES"]

@@ -33,9 +33,9 @@ import numpy as np
 from ...algebra.layout import placeholder
 from ...algebra.nodes import Expr
 from ...algebra.simplify import make_split, make_sum
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 
 _VALID_K = (8, 16, 32, 64, 128, 256)
@@ -113,10 +113,6 @@ def arch_number(arch: str | int) -> int:
     if not digits:
         raise ShapeError(f"arch must look like 'sm_80'; found {arch!r}")
     return int(digits)
-
-
-_arch_number = arch_number
-"""Deprecated private name of :func:`arch_number` (kept for existing imports)."""
 
 
 def _positive_int(value: object, what: str) -> int:

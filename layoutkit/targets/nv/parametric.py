@@ -22,13 +22,14 @@ admissible value of the symbols.
 from __future__ import annotations
 
 from ...algebra.parametric import ParametricLayout, Symbol
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.parametric import ParametricFragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 from .mma import _config, _positive_int, make_mma_store_layout
+from .partition import WARP_GROUP
 from .swizzle import _PER, make_bank_swizzled_layout, make_padded_layout
-from .wgmma import WARP_GROUP, _check_inst_n
+from .wgmma import _check_inst_n
 
 
 def make_parametric_bank_swizzled_layout(kind: str, rows: Symbol, cols: int | Symbol,
