@@ -11,7 +11,7 @@ from ..errors import ShapeError
 from ..fragment.fragment import Fragment
 from ._mpl import RC, pyplot, save
 from .draw import LABEL_CELLS, draw_cells, figure
-from .grids import Panel, _coord_text, as_layout, describe, grid2d
+from .grids import Panel, as_layout, coord_text, describe, grid2d
 
 SAME = (0xE6 / 255, 0xE6 / 255, 0xE6 / 255, 1.0)  # "#e6e6e6"
 DIFFERENT = (0xD6 / 255, 0x27 / 255, 0x28 / 255, 1.0)  # "#d62728", matplotlib's tab:red
@@ -32,7 +32,7 @@ def cell_keys(obj: object) -> np.ndarray:
         for r in range(1, threads.shape[0]):
             text = np.char.add(np.char.add(text, ","), threads[r].astype(str))
         return np.char.add(np.char.add(text, " L"), np.asarray(layout.index_table()).astype(str))
-    return _coord_text(np.asarray(layout.table()))
+    return coord_text(np.asarray(layout.table()))
 
 
 def difference_mask(a: object, b: object) -> np.ndarray:

@@ -88,7 +88,7 @@ def grid2d(shape: Sequence[int], grid_shape: Sequence[int] | None = None) -> tup
     return size // int(shape[-1]), int(shape[-1])
 
 
-def _coord_text(table: np.ndarray) -> np.ndarray:
+def coord_text(table: np.ndarray) -> np.ndarray:
     """``table[..., m]`` -> strings: ``"17"`` for one output, ``"(2,1)"`` for several."""
     if table.shape[-1] == 1:
         return table[..., 0].astype(str)
@@ -132,7 +132,7 @@ def layout_panels(obj: object, view: str = "input", grid_shape: Sequence[int] | 
         return [_output_panel(layout, grid_shape)]
     shape = layout.input_shape
     offsets = np.asarray(layout.linear_table())
-    labels = _coord_text(np.asarray(layout.table()))
+    labels = coord_text(np.asarray(layout.table()))
     stages = math.prod(shape[:-2]) if len(shape) >= 3 else 1
     if grid_shape is None and 1 < stages <= MAX_STAGE_PANELS:  # one panel per stage (leading index)
         rows, cols = shape[-2], shape[-1]
@@ -199,7 +199,7 @@ def _output_panel(layout: Layout, grid_shape: Sequence[int] | None) -> Panel:
     counts = np.bincount(flat_out, minlength=n)
     values[flat_out[::-1]] = logical[::-1] % layout.input_shape[-1]  # the first logical coordinate wins
     coords = np.stack(np.unravel_index(np.arange(flat_out.size), layout.input_shape), axis=-1)
-    text = _coord_text(coords)
+    text = coord_text(coords)
     labels = np.full(n, "", dtype=text.dtype if text.size else "<U1")
     labels[flat_out[::-1]] = text[::-1]
     labels = np.where(counts > 1, np.char.add(labels, "+"), labels)
@@ -239,7 +239,7 @@ def _register_panel(frag: Fragment, threads: np.ndarray, index: np.ndarray) -> P
     values = np.full(n, np.nan)
     values[flat[::-1]] = logical[::-1]
     coords = np.stack(np.unravel_index(logical, frag.input_shape), axis=-1)
-    text = _coord_text(coords)
+    text = coord_text(coords)
     labels = np.full(n, "", dtype=text.dtype)
     labels[flat[::-1]] = text[::-1]
     labels = np.where(np.bincount(flat, minlength=n) > 1, np.char.add(labels, "+"), labels)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
-from .grids import _coord_text, as_layout, grid2d
+from .grids import as_layout, coord_text, grid2d
 
 MAX_CELLS = 1024
 """Default largest table ``ascii_table`` prints."""
@@ -35,7 +35,7 @@ def cell_text(obj: object) -> np.ndarray:
         for r in range(1, threads.shape[0]):
             text = np.char.add(np.char.add(text, ","), threads[r].astype(str))
         return np.char.add(np.char.add(text, ":L"), np.asarray(layout.index_table()).astype(str))
-    return _coord_text(np.asarray(layout.table()))
+    return coord_text(np.asarray(layout.table()))
 
 
 def ascii_table(obj: object, max_cells: int = MAX_CELLS, grid_shape: Sequence[int] | None = None) -> str:

@@ -100,7 +100,7 @@ def c_fn(fn: str, args: list[str], floating: bool) -> str:
     return ir.compute_fn(fn, len(args), "CUDA printer").c(tuple(args), floating)
 
 
-class _Printer:
+class Printer:
     def __init__(self, kernel: ir.Kernel):
         self.k = kernel
         self.lines: list[str] = []
@@ -351,7 +351,7 @@ def print_kernel(kernel: ir.Kernel) -> str:
     written = _written(kernel.body)
     params = ", ".join(f"{'' if b.name in written else 'const '}{ctype(b.dtype)}* __restrict__ {b.name}"
                        for b in kernel.scoped(GLOBAL))
-    p = _Printer(kernel)
+    p = Printer(kernel)
     p.emit("const int tid = threadIdx.x;\nconst int bx = blockIdx.x;\nconst int by = blockIdx.y;")
     if kernel.scoped(SHARED):
         p.emit("extern __shared__ __align__(128) unsigned char lk_smem[];")

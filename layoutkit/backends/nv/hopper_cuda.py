@@ -225,7 +225,7 @@ def print_kernel(h: HopperGemm, knobs: Knobs = Knobs()) -> str:
     off = shared_layout(h)
     S = h.stages
     k = ir.Kernel(h.name, h.threads, h.grid, h.buffers, (ir.Fill(h.C, h.fill),))
-    fill = cuda._Printer(k)
+    fill = cuda.Printer(k)
     fill.depth = 0
     fill.block(k.body)
     globals_ = [b for b in h.buffers if b.scope == "global"]

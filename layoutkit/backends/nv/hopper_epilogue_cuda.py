@@ -86,7 +86,7 @@ def _tile_exprs(tiles) -> list[tuple[str, str, int, int]]:
             for i, (n, reg) in enumerate(shapes[0])]
 
 
-class EpiloguePrinter(cuda._Printer):
+class EpiloguePrinter(cuda.Printer):
     """The sm_80 printer for the consumers' epilogue: barriers are the consumers' named barrier, a
     :class:`~.hopper.TmaStore` prints its shared writes, fence and store."""
 

@@ -33,7 +33,7 @@ BLOCK_BYTES = 32
 """One MTE block: 32 bytes = C0 elements (the unit of burst lengths, gaps and Nz strides)."""
 
 
-def _bits(arr: np.ndarray, dtype: object) -> tuple[str, int]:
+def element_bits_of(arr: np.ndarray, dtype: object) -> tuple[str, int]:
     if dtype is None:
         bits = arr.dtype.itemsize * 8
         return str(arr.dtype), bits
@@ -47,7 +47,7 @@ def _bits(arr: np.ndarray, dtype: object) -> tuple[str, int]:
 
 
 def _c0_of(arr: np.ndarray, dtype: object) -> int:
-    name, bits = _bits(arr, dtype)
+    name, bits = element_bits_of(arr, dtype)
     if 256 % bits:
         raise DtypeError(f"C0 needs an element width dividing 256 bits; found {name} with {bits} bits")
     return 256 // bits
@@ -298,7 +298,7 @@ def insert_nd2nz(src: np.ndarray, l1: np.ndarray, full_rows: int, dtype: object 
 # ---- fractal images: padded logical view <-> canonical storage --------------------------------
 
 
-def _padded_extents(info: FractalInfo) -> tuple[int, int]:
+def padded_extents(info: FractalInfo) -> tuple[int, int]:
     """(rows, cols) of the padded logical view of one fractal buffer."""
     if info.kind is FractalKind.MAJOR_MN:
         return info.outer0 * info.c0, info.outer1 * ROW_FRACTAL
@@ -327,7 +327,7 @@ def from_storage(storage: np.ndarray, info: FractalInfo) -> np.ndarray:
         v = storage.transpose(tuple(range(n)) + (n, n + 3, n + 1, n + 2))
     else:
         v = storage.transpose(tuple(range(n)) + (n + 1, n + 2, n, n + 3))
-    return v.reshape(lead + _padded_extents(info))
+    return v.reshape(lead + padded_extents(info))
 
 
 def load_l1_to_l0(

@@ -14,7 +14,7 @@ from ...algebra.layout import Layout
 from ...dtypes import DtypeError
 from ...errors import CoordinateError, ShapeError, UnsupportedError
 from .layouts import ROW_FRACTAL, FractalKind, fractal_info
-from .movement import _bits, _padded_extents, from_storage, to_storage  # noqa: F401  (from_storage: doctest)
+from .movement import element_bits_of, from_storage, padded_extents, to_storage  # noqa: F401  (from_storage: doctest)
 
 # ---- out-of-bounds padding ----------------------------------------------------------------------
 
@@ -131,14 +131,14 @@ def load_tile(
             f"load_tile: expected a 2-D layout of the tile shape {(tr, tc)}; found a layout of {layout.input_shape}"
         )
     if dtype is not None:
-        _bits(gm_array, dtype)
+        element_bits_of(gm_array, dtype)
     r0, c0 = (int(x) for x in coord)
     if r0 < 0 or c0 < 0:
         raise CoordinateError(f"load_tile: expected a non-negative tile coordinate; found {(r0, c0)}")
     vr = clamp_valid(tr, gm_array.shape[0], r0, tr, 0)
     vc = clamp_valid(tc, gm_array.shape[1], c0, tc, 0)
     mark = default_sentinel(gm_array.dtype) if sentinel is None else sentinel
-    pr, pc = _padded_extents(info)
+    pr, pc = padded_extents(info)
     img = np.full((pr, pc), mark, dtype=gm_array.dtype)
     k = info.c0
     block = gm_array[r0 : r0 + vr, c0 : c0 + vc]

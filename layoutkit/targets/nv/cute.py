@@ -24,7 +24,7 @@ from ...dtypes import element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...tla.layout import Layout as TlaLayout
 from ...tla.swizzle import ComposedLayout, Swizzle
-from .swizzle import _PER, BANK_SWIZZLES, swizzle_info
+from .swizzle import BANK_SWIZZLES, SWIZZLE_PERIOD, swizzle_info
 
 _LOG2 = {2: 1, 4: 2, 8: 3}
 
@@ -32,12 +32,12 @@ _LOG2 = {2: 1, 4: 2, 8: 3}
 def cute_swizzle(kind: str, dtype: object) -> Swizzle:
     """``Swizzle<log2(per), log2(128/bits), 3>`` of the ``kind`` (``"quarter" | "half" | "full"``) bank
     swizzle of ``dtype`` elements."""
-    if kind not in _PER:
+    if kind not in SWIZZLE_PERIOD:
         raise ShapeError(f"cute_swizzle: kind must be one of {list(BANK_SWIZZLES)}; found {kind!r}")
     bits = element_bits(dtype)
     if bits > 128 or 128 % bits:
         raise UnsupportedError(f"cute_swizzle: {bits}-bit elements do not pack a 16-byte chunk")
-    return Swizzle(_LOG2[_PER[kind]], (128 // bits).bit_length() - 1, 3)
+    return Swizzle(_LOG2[SWIZZLE_PERIOD[kind]], (128 // bits).bit_length() - 1, 3)
 
 
 def swizzle_kind(sw: Swizzle, dtype: object) -> str | None:
@@ -58,7 +58,7 @@ def cute_swizzled_layout(layout: Layout, dtype: object = None) -> ComposedLayout
     if len(info.buffer_shape) != 2:
         raise UnsupportedError(f"cute_swizzled_layout: expected a 2-D buffer; found {info.buffer_shape}")
     rows, cols = info.buffer_shape
-    width = _PER[info.kind] * (128 // info.element_bits)
+    width = SWIZZLE_PERIOD[info.kind] * (128 // info.element_bits)
     if rows % 8:
         raise UnsupportedError(f"cute_swizzled_layout: {rows} rows do not fill 8-row atoms")
     inner = TlaLayout(((8, rows // 8), (width, cols // width)), ((width, 8 * width), (1, rows * width)))

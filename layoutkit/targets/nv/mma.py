@@ -32,6 +32,7 @@ import numpy as np
 
 from ...algebra.layout import placeholder
 from ...algebra.nodes import Expr
+from ...algebra.shapes import positive_int
 from ...algebra.simplify import make_split, make_sum
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
@@ -88,7 +89,7 @@ def mma_atom(dtype: object) -> MmaAtom:
 
 
 @dataclass(frozen=True)
-class _Config:
+class MmaConfig:
     """Micro sizes of the emitter: ``ms_x`` (M atom), ``ms_y`` (N atom), ``ms_k``; warp repeats."""
 
     ms_x: int
@@ -115,18 +116,12 @@ def arch_number(arch: str | int) -> int:
     return int(digits)
 
 
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ShapeError(f"{what} must be a positive integer; found {value!r}")
-    return int(value)
-
-
-def _config(dtype: object, warp_row_tiles: int, warp_col_tiles: int, chunk: int, arch: str | int) -> _Config:
+def mma_config(dtype: object, warp_row_tiles: int, warp_col_tiles: int, chunk: int, arch: str | int) -> MmaConfig:
     """Reproduce ``TensorCoreIntrinEmitter`` (and the sm_75 variant) sizing, with its errors."""
     bits = element_bits(dtype)
-    wrt = _positive_int(warp_row_tiles, "warp_row_tiles")
-    wct = _positive_int(warp_col_tiles, "warp_col_tiles")
-    chunk = _positive_int(chunk, "chunk")
+    wrt = positive_int(warp_row_tiles, "warp_row_tiles")
+    wct = positive_int(warp_col_tiles, "warp_col_tiles")
+    chunk = positive_int(chunk, "chunk")
     sm = arch_number(arch)
     where = f"({canonical_dtype(dtype)}, warp tile {wrt}x{wct}, chunk {chunk}, sm_{sm})"
     m_dim = 8 if bits == 64 else 16
@@ -157,12 +152,12 @@ def _config(dtype: object, warp_row_tiles: int, warp_col_tiles: int, chunk: int,
     return _sized(m_dim, ms_y, k_dim, wrt // m_dim, wct // ms_y, where)
 
 
-def _sized(ms_x, ms_y, ms_k, warp_rows, warp_cols, where) -> _Config:
+def _sized(ms_x, ms_y, ms_k, warp_rows, warp_cols, where) -> MmaConfig:
     if warp_rows == 0 or warp_cols == 0:
         raise ShapeError(
             f"expected at least one {ms_x}x{ms_y} MMA atom per warp; found {warp_rows} x {warp_cols} {where}"
         )
-    return _Config(ms_x, ms_y, ms_k, warp_rows, warp_cols)
+    return MmaConfig(ms_x, ms_y, ms_k, warp_rows, warp_cols)
 
 
 def _atom_extent(fn: Callable, ms_s: int, ms_k: int) -> int:
@@ -206,9 +201,9 @@ def make_mma_load_layout(
     op = str(operand).upper()
     if op not in ("A", "B"):
         raise ShapeError(f"operand must be 'A' or 'B'; found {operand!r}")
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
-    cfg = _config(dtype, warp_row_tiles, warp_col_tiles, chunk, arch)
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
+    cfg = mma_config(dtype, warp_row_tiles, warp_col_tiles, chunk, arch)
     if element_bits(dtype) not in (8, 16, 32):
         raise UnsupportedError(
             f"MMA load layouts expect 8/16/32-bit operands (TileLang has no other); found {canonical_dtype(dtype)}"
@@ -270,7 +265,7 @@ def operand_fragment(op: str, lane: Callable, local: Callable, ms_s: int, ms_k: 
     return Fragment(shape, forward_thread_fn=thread, replicate=replicate, forward_index_fn=index)
 
 
-def _mma_load_triton(op: str, atom: MmaAtom, brw: int, bcw: int, cfg: _Config, chunk: int) -> Fragment:
+def _mma_load_triton(op: str, atom: MmaAtom, brw: int, bcw: int, cfg: MmaConfig, chunk: int) -> Fragment:
     """Operand ``op`` in Triton's warp order (see :func:`make_mma_load_layout`)."""
     ms_k = cfg.ms_k
     inst_s = 16 if op == "A" else 8
@@ -331,11 +326,11 @@ def make_mma_store_layout(
     >>> print(make_mma_store_layout(1, 1, 16, 16).forward_index[0])
     _j // 8 * 4 + _i // 8 * 2 + _j % 2
     """
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
     if chunk is None:
         chunk = 16 if element_bits(dtype) != 64 else 4
-    cfg = _config(dtype, warp_row_tiles, warp_col_tiles, chunk, arch)
+    cfg = mma_config(dtype, warp_row_tiles, warp_col_tiles, chunk, arch)
     if accum_dtype is not None and element_bits(accum_dtype) == 64 and element_bits(dtype) != 64:
         raise UnsupportedError(f"a float64 accumulator expects float64 operands; found {canonical_dtype(dtype)}")
     shape = (brw * int(warp_row_tiles), bcw * int(warp_col_tiles))
@@ -367,14 +362,14 @@ def _mma_store_exprs_triton(shape: tuple[int, int], brw: int, bcw: int) -> tuple
     return _digit_sum(thread), _digit_sum(index)
 
 
-def _mma_store_exprs(shape: tuple[int, int], cfg: _Config, brw: int) -> tuple[Expr, Expr]:
+def _mma_store_exprs(shape: tuple[int, int], cfg: MmaConfig, brw: int) -> tuple[Expr, Expr]:
     """``(thread, index)`` of :func:`make_mma_store_layout`, each built as one canonical sum of
     digits of ``_i`` / ``_j`` (``x % u // l`` = ``make_split(x, l, u)``) instead of a chain of
     simplified operators: the same expression, a fraction of the simplifier work.  Nested digits
     fold because every divisor divides the next (``(i // ms_x) // wr = i // (ms_x*wr)``, ``(i %
     ms_x) % 8 = i % 8`` with ``8 | ms_x``).
 
-    >>> thread, index = _mma_store_exprs((16, 16), _Config(16, 16, 16, 1, 1), 1)
+    >>> thread, index = _mma_store_exprs((16, 16), MmaConfig(16, 16, 16, 1, 1), 1)
     >>> print(thread, "|", index)
     _i % 8 * 4 + _j % 8 // 2 | _j // 8 * 4 + _i // 8 * 2 + _j % 2
     """

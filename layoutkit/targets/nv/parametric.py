@@ -22,14 +22,15 @@ admissible value of the symbols.
 from __future__ import annotations
 
 from ...algebra.parametric import ParametricLayout, Symbol
+from ...algebra.shapes import positive_int
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.parametric import ParametricFragment
 from .hardware import WARP_SIZE
-from .mma import _config, _positive_int, make_mma_store_layout
+from .mma import make_mma_store_layout, mma_config
 from .partition import WARP_GROUP
-from .swizzle import _PER, make_bank_swizzled_layout, make_padded_layout
-from .wgmma import _check_inst_n
+from .swizzle import SWIZZLE_PERIOD, make_bank_swizzled_layout, make_padded_layout
+from .wgmma import check_inst_n
 
 
 def make_parametric_bank_swizzled_layout(kind: str, rows: Symbol, cols: int | Symbol,
@@ -45,11 +46,11 @@ def make_parametric_bank_swizzled_layout(kind: str, rows: Symbol, cols: int | Sy
     >>> bool(L.prove_bijective()), L.size()
     (True, C*R)
     """
-    if kind not in _PER:
-        raise ShapeError(f"kind must be one of {sorted(_PER)}; found {kind!r}")
+    if kind not in SWIZZLE_PERIOD:
+        raise ShapeError(f"kind must be one of {sorted(SWIZZLE_PERIOD)}; found {kind!r}")
     if not isinstance(rows, Symbol) or rows.multiple % 8:
         raise ShapeError(f"rows must be a Symbol whose values are multiples of 8 (multiple=8); found {rows!r}")
-    width = _PER[kind] * (128 // element_bits(dtype))
+    width = SWIZZLE_PERIOD[kind] * (128 // element_bits(dtype))
     what = f"a {kind} swizzle of {canonical_dtype(dtype)} needs cols a multiple of {width}"
     if isinstance(cols, Symbol):
         if cols.multiple % width:
@@ -111,12 +112,12 @@ def make_parametric_mma_store_layout(
     >>> C.bind({"M": 32}).is_equal(make_mma_store_layout(1, 1, 32, 16))
     True
     """
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
-    wct = _positive_int(warp_col_tiles, "warp_col_tiles")
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
+    wct = positive_int(warp_col_tiles, "warp_col_tiles")
     if chunk is None:
         chunk = 16 if element_bits(dtype) != 64 else 4
-    cfg = _config(dtype, 16, wct, chunk, arch)
+    cfg = mma_config(dtype, 16, wct, chunk, arch)
     if warp_order not in ("layoutkit", "triton"):
         raise ShapeError(f"warp_order must be 'layoutkit' or 'triton'; found {warp_order!r}")
     if warp_order == "triton" and cfg.ms_x != 16:
@@ -150,13 +151,13 @@ def make_parametric_wgmma_store_layout(
     >>> bool(C.prove_bijective()), C.thread_extent(), C.local_size()
     (True, 128, M/2)
     """
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
-    wct = _positive_int(warp_col_tiles, "warp_col_tiles")
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
+    wct = positive_int(warp_col_tiles, "warp_col_tiles")
     if brw % WARP_GROUP:
         raise ShapeError(f"WGMMA needs block_row_warps to be a multiple of {WARP_GROUP}; found {brw}")
-    _check_inst_n(wct)
-    ms_x = _config(dtype, 16, wct, chunk, "sm_90").ms_x
+    check_inst_n(wct)
+    ms_x = mma_config(dtype, 16, wct, chunk, "sm_90").ms_x
     if not isinstance(rows, Symbol) or rows.multiple % (ms_x * brw):
         raise ShapeError(f"rows must be a Symbol whose values are multiples of {ms_x} * block_row_warps = "
                          f"{ms_x * brw} (multiple={ms_x * brw}); found {rows!r}")

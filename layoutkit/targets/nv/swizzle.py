@@ -40,7 +40,7 @@ from ...errors import LayoutError, ShapeError, UnsupportedError
 BANK_SWIZZLES = ("quarter", "half", "full")
 """Bank swizzle kinds from the smallest to the largest granularity (32B, 64B, 128B)."""
 
-_PER = {"quarter": 2, "half": 4, "full": 8}
+SWIZZLE_PERIOD = {"quarter": 2, "half": 4, "full": 8}
 _GRANULARITY = {"quarter": 32, "half": 64, "full": 128}
 _BY_GRANULARITY = {32: "quarter", 64: "half", 128: "full"}
 
@@ -107,7 +107,7 @@ def _describe(what: str, shape: tuple[int, ...], dtype: str) -> str:
 
 
 def _bank_swizzle(kind: str, shape: tuple[int, ...], dtype: str, bits: int, what: str) -> SwizzledLayout:
-    per = _PER[kind]
+    per = SWIZZLE_PERIOD[kind]
     vec = 128 // bits
     rows, cols = shape[-2], shape[-1]
     if not (rows == 4 or rows % 8 == 0):
@@ -188,7 +188,7 @@ def make_full_bank_swizzled_layout(shape: Sequence[int], dtype: object) -> Swizz
 def make_bank_swizzled_layout(shape: Sequence[int], dtype: object, granularity: int | str) -> SwizzledLayout:
     """The bank swizzle of ``granularity`` bytes (32, 64, 128) or kind (``"quarter"`` ...)."""
     kind = granularity if isinstance(granularity, str) else _BY_GRANULARITY.get(int(granularity))
-    if kind not in _PER:
+    if kind not in SWIZZLE_PERIOD:
         raise ShapeError(f"swizzle granularity must be 32, 64, 128 or quarter/half/full; found {granularity!r}")
     return _CONSTRUCTORS[kind](shape, dtype)
 
@@ -247,7 +247,7 @@ def make_swizzled_layout(
         return _padded(dims, name, bits)
     vec = 128 // bits
     for kind in ("full", "half", "quarter"):
-        if cols % (vec * _PER[kind]) == 0:
+        if cols % (vec * SWIZZLE_PERIOD[kind]) == 0:
             return _bank_swizzle(kind, dims, name, bits, what)
     return _padded(dims, name, bits)
 
@@ -268,7 +268,7 @@ def _hopper(dims, name, bits, continuity: int, k_inner: bool, what: str, fp64_ok
     vec = 128 // bits
     if rows % 8 == 0:
         for kind in ("full", "half", "quarter"):
-            if cols % (vec * _PER[kind]) == 0:
+            if cols % (vec * SWIZZLE_PERIOD[kind]) == 0:
                 return _bank_swizzle(kind, dims, name, bits, what)
     if cols % vec == 0:
         return _linear_2d(dims, name, bits)

@@ -12,19 +12,19 @@ _i % 8 // 4 * 16 + _j % 8 // 4 * 8 + _i // 8 * 4 + _i % 4
 
 from __future__ import annotations
 
+from ...algebra.shapes import positive_int
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .hardware import WARP_SIZE
-from .mma import _positive_int
 
 MS = 16
 K = 4
 
 
 def _tiles(warp_row_tiles: int, warp_col_tiles: int) -> tuple[int, int]:
-    wrt = _positive_int(warp_row_tiles, "warp_row_tiles")
-    wct = _positive_int(warp_col_tiles, "warp_col_tiles")
+    wrt = positive_int(warp_row_tiles, "warp_row_tiles")
+    wct = positive_int(warp_col_tiles, "warp_col_tiles")
     if wrt % MS or wct % MS:
         raise ShapeError(f"Volta MMA needs warp tiles that are multiples of 16; found {wrt} x {wct}")
     return wrt // MS, wct // MS
@@ -46,8 +46,8 @@ def make_volta_store_layout(
 ) -> Fragment:
     """The sm_70 accumulator fragment (the fp32 and fp16 accumulators differ)."""
     _known(dtype)
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    _positive_int(block_col_warps, "block_col_warps")
+    brw = positive_int(block_row_warps, "block_row_warps")
+    positive_int(block_col_warps, "block_col_warps")
     wr, wc = _tiles(warp_row_tiles, warp_col_tiles)
     fp32 = _known(accum_dtype) == "float32"
 
@@ -87,10 +87,10 @@ def make_volta_load_layout(
             f"TileLang 0.1.15 has no sm_70 register layout for {op}{' transposed' if transposed else ''}; "
             "expected A not transposed or B transposed"
         )
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
     wr, wc = _tiles(warp_row_tiles, warp_col_tiles)
-    chunk = _positive_int(chunk, "chunk")
+    chunk = positive_int(chunk, "chunk")
 
     if op == "A":
         def atom(r, c, rep):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from math import gcd
 
+from ...algebra.shapes import positive_int
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .mma import MmaAtom, _config, _positive_int
+from .mma import MmaAtom, mma_config
 from .partition import WARP_GROUP
 
 
@@ -29,7 +30,7 @@ def wgmma_inst_n(warp_col_tiles: int) -> int:
     >>> wgmma_inst_n(96), wgmma_inst_n(24)
     (96, 8)
     """
-    n = _positive_int(warp_col_tiles, "warp_col_tiles")
+    n = positive_int(warp_col_tiles, "warp_col_tiles")
     fallback = gcd(n, 256)
     if n % 16 == 0:
         for cand in range(256, fallback, -16):
@@ -38,7 +39,7 @@ def wgmma_inst_n(warp_col_tiles: int) -> int:
     return fallback
 
 
-def _check_inst_n(wct: int) -> None:
+def check_inst_n(wct: int) -> None:
     n = wgmma_inst_n(wct)
     if n % 8 or not 8 <= n <= 256:
         raise ShapeError(f"WGMMA needs an instruction N in [8, 256], a multiple of 8; warp_col_tiles {wct} gives {n}")
@@ -49,10 +50,10 @@ def make_wgmma_store_layout(
     dtype: object = "float16", chunk: int = 16,
 ) -> Fragment:
     """The WGMMA accumulator fragment ``[brw*warp_row_tiles, bcw*warp_col_tiles]``."""
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
-    cfg = _config(dtype, warp_row_tiles, warp_col_tiles, chunk, "sm_90")
-    _check_inst_n(int(warp_col_tiles))
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
+    cfg = mma_config(dtype, warp_row_tiles, warp_col_tiles, chunk, "sm_90")
+    check_inst_n(int(warp_col_tiles))
     if brw % WARP_GROUP:
         raise ShapeError(f"WGMMA needs block_row_warps to be a multiple of {WARP_GROUP}; found {brw}")
     ms_x, ms_y = cfg.ms_x, cfg.ms_y
@@ -76,10 +77,10 @@ def make_wgmma_load_layout(
     chunk: int, transposed: bool = False,
 ) -> Fragment:
     """The register fragment of a WGMMA ``A`` operand (``T.gemm`` with A in registers on sm_90)."""
-    brw = _positive_int(block_row_warps, "block_row_warps")
-    bcw = _positive_int(block_col_warps, "block_col_warps")
-    cfg = _config(dtype, warp_row_tiles, warp_col_tiles, chunk, "sm_90")
-    _check_inst_n(int(warp_col_tiles))
+    brw = positive_int(block_row_warps, "block_row_warps")
+    bcw = positive_int(block_col_warps, "block_col_warps")
+    cfg = mma_config(dtype, warp_row_tiles, warp_col_tiles, chunk, "sm_90")
+    check_inst_n(int(warp_col_tiles))
     bits = element_bits(dtype)
     if bits not in (8, 16, 32):
         raise UnsupportedError(f"no WGMMA register layout for {canonical_dtype(dtype)} operands")
