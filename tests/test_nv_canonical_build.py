@@ -16,7 +16,7 @@ from layoutkit.targets.nv.mma import make_mma_store_layout
 
 def _reference_store(brw, bcw, wrt, wct, dtype, arch, chunk):
     """The accumulator map written as the formula of the docstring, one simplified operator at a time."""
-    cfg = mma._config(dtype, wrt, wct, chunk, arch)
+    cfg = mma.mma_config(dtype, wrt, wct, chunk, arch)
     ms_x, ms_y, wr, wc = cfg.ms_x, cfg.ms_y, cfg.warp_rows, cfg.warp_cols
     local_out = ms_x * ms_y // 32
 
@@ -66,7 +66,7 @@ def test_store_layout_cases_cover_every_atom():
     for _brw, _bcw, wrt, wct, dtype, arch in CASES:
         chunk = 4 if dtype == "float64" else 16
         try:
-            cfg = mma._config(dtype, wrt, wct, chunk, arch)
+            cfg = mma.mma_config(dtype, wrt, wct, chunk, arch)
         except ShapeError:
             continue
         seen.add((cfg.ms_x, cfg.ms_y))
