@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 from .. import deferred as _deferred
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (see _LAZY)
+    from ..cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
     from .conflicts import InferenceConflictError, minimal_constraints
     from .conversions import LayoutConversion
-    from .cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
     from .engine import clear_caches, infer_layouts, solve
     from .program import Access, Buffer, Op, Program, Region
     from .result import Derivation, InferenceResult
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported on first use (see _LAZY)
 _LAZY = {
     **dict.fromkeys(("InferenceConflictError", "minimal_constraints"), ".conflicts"),
     "LayoutConversion": ".conversions",
-    **dict.fromkeys(("AttemptCost", "CostModel", "RegisterCountModel", "register_cost_model"), ".cost"),
+    **dict.fromkeys(("AttemptCost", "CostModel", "RegisterCountModel", "register_cost_model"), "..cost"),
     **dict.fromkeys(("clear_caches", "infer_layouts", "solve"), ".engine"),
     **dict.fromkeys(("Access", "Buffer", "Op", "Program", "Region"), ".program"),
     **dict.fromkeys(("Derivation", "InferenceResult"), ".result"),

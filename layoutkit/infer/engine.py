@@ -31,11 +31,11 @@ import json
 from collections import deque
 
 from ..caches import clear_all
+from ..cost import get_cost_model
 from ..errors import LayoutConflictError, ShapeError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..scopes import FRAGMENT, REDUCER
 from . import loops as _loops  # noqa: F401  (registers the generic rules)
-from .cost import get_cost_model
 from .free import free_component, statements
 from .guards import texts as guard_texts
 from .reducers import reservations, seed_wide

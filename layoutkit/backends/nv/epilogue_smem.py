@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...algebra.nodes import Const, Expr, Var
-from ...targets.nv.dtype import element_bits
+from ...dtypes import element_bits
 from ...targets.nv.hardware import WARP_SIZE
 from . import ir
 from .operand_kn import slot, spread

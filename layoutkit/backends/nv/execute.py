@@ -32,11 +32,10 @@ import numpy as np
 
 from ...algebra import compile_numpy, free_vars
 from ...algebra.nodes import Expr
-from ...dtypes import from_bf16, storage_dtype, to_bf16  # noqa: F401  (re-exported)
+from ...dtypes import element_bits, from_bf16, storage_dtype, to_bf16  # noqa: F401  (re-exported)
 from ...errors import CodegenInputError, CoordinateError, DtypeError, UnsupportedError
 from ...numerics import mad
 from ...scopes import GLOBAL, SHARED
-from ...targets.nv.dtype import element_bits
 from ...targets.nv.mma import mma_atom
 from ..dispatch import OpTable
 from . import ir

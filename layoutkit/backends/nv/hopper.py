@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL
-from ...targets.nv.dtype import element_bits
 from . import ir
 from .backend import PRODUCER_THREADS
 from .guards import prove_guards

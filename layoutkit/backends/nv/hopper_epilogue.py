@@ -49,9 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED, is_shared
-from ...targets.nv.dtype import element_bits
 from . import ir
 
 if TYPE_CHECKING:

@@ -44,12 +44,12 @@ import numpy as np
 from ...algebra.layout import Layout
 from ...algebra.nodes import Const, Expr, Var
 from ...algebra.simplify import substitute
+from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
 from ...scopes import GLOBAL, SHARED
-from ...targets.nv.dtype import element_bits
-from ...targets.nv.hardware import WARP_SIZE
-from ...targets.nv.mma import MmaAtom, arch_number, mma_atom
+from ...targets.nv.hardware import WARP_SIZE, arch_number
+from ...targets.nv.mma import MmaAtom, mma_atom
 from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG

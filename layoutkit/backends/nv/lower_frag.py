@@ -49,9 +49,9 @@ from ...algebra.layout import placeholder
 from ...algebra.nodes import Const, Expr, Var
 from ...algebra.simplify import substitute
 from ...cost.access import shared_access
+from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED
-from ...targets.nv.dtype import element_bits
 from ...targets.nv.hardware import WARP_SIZE
 from ..dispatch import OpTable
 from . import ir

@@ -32,11 +32,11 @@ from ...caches import memoized
 from ...cost.access import shared_access
 from ...cost.attempt import Statement, StatementCost, check_statements
 from ...cost.io_aware import IOAwareModel
+from ...dtypes import element_bits
 from ...errors import LayoutError
 from ...fragment.fragment import Fragment
 from ...scopes import FRAGMENT
 from ...targets.nv.banks import BankReport, bank_conflicts
-from ...targets.nv.dtype import element_bits
 from ...targets.nv.hardware import WARP_SIZE
 from ...targets.nv.swizzle import make_padded_layout
 

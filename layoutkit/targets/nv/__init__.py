@@ -10,7 +10,7 @@ TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
 selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.gemm_scopes` (the memory scopes each GEMM instruction
 reads), :mod:`.report` (swizzle x move cost table),
-:mod:`.dtype` (element types).
+:mod:`.hardware` (warp size, arch strings); element types are in :mod:`layoutkit.dtypes`.
 
 >>> from layoutkit.targets import nv
 >>> nv.make_swizzled_layout((32, 32), "float16").swizzle.kind
@@ -21,6 +21,7 @@ reads), :mod:`.report` (swizzle x move cost table),
 _j // 16 * 64 + _i // 16 * 32 + _i % 8 * 4 + _j % 8 // 2
 """
 
+from ...dtypes import DtypeError, canonical_dtype, element_bits
 from .banks import BankReport, InstructionSpec, bank_conflicts, instruction_spec, phase_bank_hits, transpose_read_access
 from .copy import (
     CopyInstruction,
@@ -31,11 +32,10 @@ from .copy import (
     tma_shared_layout,
 )
 from .cute import cute_swizzle, cute_swizzled_layout, swizzle_kind
-from .dtype import DtypeError, canonical_dtype, element_bits
 from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_shape, select_gemm_instruction
 from .gemm_scopes import GemmScopeError, check_operand_scopes
 from .gemm_sp import gemm_sp_layouts, gemm_sp_shape, select_gemm_sp_instruction
-from .hardware import WARP_SIZE
+from .hardware import ARCH_RANGE, WARP_SIZE, arch_number, parse_arch
 from .mma import (
     MmaAtom,
     ldmatrix_layout,
@@ -107,7 +107,10 @@ __all__ = [
     "InstructionSpec",
     "MmaAtom",
     "SwizzleInfo",
+    "ARCH_RANGE",
     "WARP_SIZE",
+    "arch_number",
+    "parse_arch",
     "SwizzledLayout",
     "WarpPartitionError",
     "bank_conflicts", "phase_bank_hits",

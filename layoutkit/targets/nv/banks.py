@@ -48,9 +48,9 @@ import numpy as np
 from ...algebra.bits import log2_exact
 from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import CoordinateError, LayoutError, ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 
 NUM_BANKS = 32

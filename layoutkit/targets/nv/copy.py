@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...algebra.layout import Layout, check_shape
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
-from .dtype import canonical_dtype, element_bits
-from .mma import _arch_number
+from .hardware import arch_number
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 FRAGMENT_SCOPES = ("local.fragment",)
@@ -278,7 +278,7 @@ def select_copy_instruction(
     for op, name in ((src, "src"), (dst, "dst")):
         if not isinstance(op, CopyOperand):
             raise ShapeError(f"select_copy_instruction: {name} must be a CopyOperand; found {type(op).__name__}")
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     where = f"T.copy({src.scope} {src.dtype}{list(src.shape)} -> {dst.scope} {dst.dtype}{list(dst.shape)}, sm_{sm})"
     inst = _select(src, dst, sm, where, prefer_instruction, is_tma_copy, is_async_copy, is_gather4, is_scatter4,
                    cluster_mask, disable_tma, disable_tma_lower, enable_async_copy, has_layout_map)

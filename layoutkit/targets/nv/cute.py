@@ -20,10 +20,10 @@ Sw<3,3,3> o 0 o ((8,2),(64,1)):((64,512),(1,1024))
 from __future__ import annotations
 
 from ...algebra.layout import Layout
+from ...dtypes import element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...tla.layout import Layout as TlaLayout
 from ...tla.swizzle import ComposedLayout, Swizzle
-from .dtype import element_bits
 from .swizzle import _PER, BANK_SWIZZLES, swizzle_info
 
 _LOG2 = {2: 1, 4: 2, 8: 3}

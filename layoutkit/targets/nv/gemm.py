@@ -30,13 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ...algebra.layout import Layout, check_shape
+from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .copy import FRAGMENT_SCOPES, SHARED_SCOPES, TMEM_SCOPES
-from .dtype import canonical_dtype, element_bits, is_float8
 from .gemm_scopes import check_operand_scopes
-from .hardware import WARP_SIZE
-from .mma import _arch_number, make_mma_load_layout, make_mma_store_layout
+from .hardware import WARP_SIZE, arch_number
+from .mma import make_mma_load_layout, make_mma_store_layout
 from .partition import compute_warp_partition, normalize_policy
 from .swizzle import (
     make_full_bank_swizzled_layout,
@@ -191,7 +191,7 @@ def select_gemm_instruction(
     """
     A, B, C = _operand(A, "A"), _operand(B, "B"), _operand(C, "C")
     M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B, two_cta)
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     num_warps = int(threads) // WARP_SIZE
     if 100 <= sm <= 110 and (A.shared or A.tmem) and B.shared and C.tmem and _tcgen05_fits(A, B, C, M, N, K):
         return "tcgen05"
@@ -255,7 +255,7 @@ def gemm_layouts(
     if threads % WARP_SIZE:
         raise ShapeError(f"T.gemm needs whole warps; found {threads} threads")
     M, N, K = gemm_shape(A, B, C, transpose_A, transpose_B, two_cta)
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     inst = instruction or select_gemm_instruction(A, B, C, transpose_A=transpose_A, transpose_B=transpose_B,
                                                    threads=threads, arch=arch, two_cta=two_cta)
     pol = normalize_policy(policy)

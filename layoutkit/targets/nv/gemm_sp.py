@@ -21,12 +21,11 @@ TileLang 0.1.15's ``GemmSP`` decides it.
 from __future__ import annotations
 
 from ...algebra.layout import Layout
+from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits, is_float8
 from .gemm import GemmLayouts, GemmOperand
-from .hardware import WARP_SIZE
-from .mma import arch_number
+from .hardware import WARP_SIZE, arch_number
 from .mma_sp import (
     SPARSE_FACTOR,
     compute_sparse_warp_partition,

@@ -33,10 +33,10 @@ import numpy as np
 from ...algebra.layout import placeholder
 from ...algebra.nodes import Expr
 from ...algebra.simplify import make_split, make_sum
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
-from .hardware import WARP_SIZE
+from .hardware import WARP_SIZE, arch_number
 
 _VALID_K = (8, 16, 32, 64, 128, 256)
 
@@ -96,27 +96,6 @@ class _Config:
     ms_k: int
     warp_rows: int
     warp_cols: int
-
-
-def arch_number(arch: str | int) -> int:
-    """The SM number of ``arch`` (``"sm_80"``, ``"SM90a"`` or an int).
-
-    >>> arch_number("sm_90a"), arch_number(75)
-    (90, 75)
-    """
-    if isinstance(arch, int) and not isinstance(arch, bool):
-        return arch
-    text = str(arch).lower().strip()
-    if text.startswith("sm_"):
-        text = text[3:]
-    digits = "".join(ch for ch in text if ch.isdigit())
-    if not digits:
-        raise ShapeError(f"arch must look like 'sm_80'; found {arch!r}")
-    return int(digits)
-
-
-_arch_number = arch_number
-"""Deprecated private name of :func:`arch_number` (kept for existing imports)."""
 
 
 def _positive_int(value: object, what: str) -> int:

@@ -22,9 +22,9 @@ admissible value of the symbols.
 from __future__ import annotations
 
 from ...algebra.parametric import ParametricLayout, Symbol
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.parametric import ParametricFragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 from .mma import _config, _positive_int, make_mma_store_layout
 from .swizzle import _PER, make_bank_swizzled_layout, make_padded_layout

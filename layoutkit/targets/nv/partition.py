@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LayoutError, ShapeError
-from .mma import _arch_number
+from .hardware import arch_number
 
 M_PER_WARP = 16
 WARP_GROUP = 4
@@ -69,7 +69,7 @@ def default_instruction(arch: str | int, M: int, num_warps: int) -> str:
     """The GEMM instruction family when only the arch is known: sm_90 uses WGMMA when the tile can
     (``M >= 64`` and whole warp groups), everything else MMA.  Use ``instruction=`` (or
     :func:`~layoutkit.targets.nv.gemm.select_gemm_instruction`, which also checks dtypes) otherwise."""
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     if 90 <= sm < 100 and M >= 64 and num_warps % WARP_GROUP == 0:
         return "wgmma"
     return "mma"
@@ -92,7 +92,7 @@ def compute_warp_partition(
         raise ShapeError(f"unknown GEMM instruction {instruction!r}: expected one of {_INSTRUCTIONS}")
     if inst in ("tcgen05", "fma"):
         return 1, nw
-    sm = _arch_number(arch)
+    sm = arch_number(arch)
     k_n = 16 if 70 <= sm < 75 and inst == "mma" else 8
     group = WARP_GROUP if inst == "wgmma" else 1
 

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import LayoutError
 from .banks import bank_conflicts
-from .dtype import canonical_dtype, element_bits
 from .mma import make_mma_load_layout, make_mma_store_layout
 from .swizzle import SHARED_LAYOUTS
 

@@ -33,8 +33,8 @@ from typing import ClassVar
 from ...algebra.layout import Layout, check_shape, placeholder
 from ...algebra.nodes import Expr
 from ...algebra.simplify import bitxor, make_split, make_sum
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import LayoutError, ShapeError, UnsupportedError
-from .dtype import canonical_dtype, element_bits
 
 BANK_SWIZZLES = ("quarter", "half", "full")
 """Bank swizzle kinds from the smallest to the largest granularity (32B, 64B, 128B)."""

@@ -40,9 +40,9 @@ from math import prod
 import numpy as np
 
 from ...algebra.layout import Layout
+from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits, is_float8
 
 TMEM_DATAPATHS = 128
 """Datapaths (lanes) of one CTA's tensor memory."""

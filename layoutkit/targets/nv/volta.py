@@ -12,9 +12,9 @@ _i % 8 // 4 * 16 + _j % 8 // 4 * 8 + _i // 8 * 4 + _i % 4
 
 from __future__ import annotations
 
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
 from .hardware import WARP_SIZE
 from .mma import _positive_int
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from math import gcd
 
+from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .dtype import canonical_dtype, element_bits
 from .mma import MmaAtom, _config, _positive_int
 
 WARP_GROUP = 4
