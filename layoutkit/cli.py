@@ -269,7 +269,7 @@ def parse_target(text: str) -> str:
     >>> parse_target("sm_60")
     Traceback (most recent call last):
     ...
-    argparse.ArgumentTypeError: target must be sm_70 .. sm_120 (an a or f suffix too) or ascend; found 'sm_60'
+    argparse.ArgumentTypeError: target must be ascend or sm_70 .. sm_120 (an a or f suffix too); found 'sm_60'
     """
     from .backends import target_name
     from .errors import TargetError

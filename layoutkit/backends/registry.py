@@ -89,23 +89,24 @@ def target_name(text: str) -> str:
     >>> target_name("gfx90a")
     Traceback (most recent call last):
     ...
-    layoutkit.errors.TargetError: target must be sm_70 .. sm_120 (an a or f suffix too) or ascend; found 'gfx90a'
+    layoutkit.errors.TargetError: target must be ascend or sm_70 .. sm_120 (an a or f suffix too); found 'gfx90a'
     """
     name = text.strip().lower()
     backend = get_backend(name)
+    refusal = f"target must be {' or '.join(served_targets())}; found {text!r}"
+    if backend is _GENERIC:
+        raise TargetError(refusal)
     try:
-        if backend is _GENERIC:
-            raise TargetError(f"no backend serves {text!r}")
         return backend.target_name(name)
     except TargetError as err:
-        raise TargetError(f"target must be {' or '.join(served_targets())}; found {text!r}") from err
+        raise TargetError(refusal) from err
 
 
 def served_targets() -> list[str]:
-    """What each registered backend serves, as its messages say it (NVIDIA first).
+    """What each registered backend serves, as its messages say it (sorted).
 
     >>> served_targets()
-    ['sm_70 .. sm_120 (an a or f suffix too)', 'ascend']
+    ['ascend', 'sm_70 .. sm_120 (an a or f suffix too)']
     """
     deferred.load()
-    return sorted((b.targets for b in _BACKENDS.values() if b.targets), key=lambda t: not t.startswith("sm_"))
+    return sorted(b.targets for b in _BACKENDS.values() if b.targets)
