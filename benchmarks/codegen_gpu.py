@@ -20,8 +20,8 @@ for _p in (Path(__file__).resolve().parent, Path(__file__).resolve().parent.pare
     if str(_p) not in sys.path:  # measure this checkout's layoutkit, installed or not
         sys.path.insert(0, str(_p))
 
+from layoutkit.backends.nv.cuda import print_module, smem_bytes  # noqa: E402
 from layoutkit.codegen import lower  # noqa: E402
-from layoutkit.codegen.cuda import print_module, smem_bytes  # noqa: E402
 from layoutkit.infer import infer_layouts, programs  # noqa: E402
 
 LAUNCHER = """

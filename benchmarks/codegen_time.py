@@ -34,7 +34,7 @@ from harness import (  # noqa: E402
 )
 
 from layoutkit import codegen, infer  # noqa: E402
-from layoutkit.codegen.cuda import print_module  # noqa: E402
+from layoutkit.backends.nv.cuda import print_module  # noqa: E402
 from layoutkit.infer import programs  # noqa: E402
 
 KERNELS = (

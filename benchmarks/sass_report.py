@@ -229,8 +229,8 @@ def _mma_per_tile(cfg) -> int:
 
 def layoutkit_kernel(cfg):
     sys.path.insert(0, str(ROOT))
+    from layoutkit.backends.nv.cuda import print_module, smem_bytes
     from layoutkit.codegen import lower
-    from layoutkit.codegen.cuda import print_module, smem_bytes
     from layoutkit.infer import infer_layouts, programs
 
     M, N, K, bM, bN, bK, stages, threads, dtype = cfg

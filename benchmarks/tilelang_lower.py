@@ -53,10 +53,10 @@ def _lower_once(func, target: dict, ours: bool, cold: bool = False,
     import tilelang
     from tilelang import tvm
 
-    from layoutkit.frontends import tilelang_pass
+    from layoutkit.frontends import tilelang as frontend
 
     if cold:
-        tilelang_pass.clear_cache()
+        frontend.clear_cache()
 
     by_pass: dict[str, float] = {}
     started: list[float] = []
@@ -73,7 +73,7 @@ def _lower_once(func, target: dict, ours: bool, cold: bool = False,
     with tvm.transform.PassContext(instruments=[PassTimes()]):
         t0 = time.perf_counter()
         if ours:
-            with tilelang_pass.layoutkit_inference(lower_gemm=lower_gemm) as record, tvm.target.Target(target):
+            with frontend.layoutkit_inference(lower_gemm=lower_gemm) as record, tvm.target.Target(target):
                 src = tilelang.lower(func, target=target).kernel_source
             fallbacks = record.fallbacks
         else:

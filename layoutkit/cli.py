@@ -260,28 +260,24 @@ exit codes: 0 success, 1 (check) not bijective / not injective, 2 bad input or f
 
 FORMATS = ("png", "svg", "pdf", "all")
 """Figure formats ``--formats`` accepts (``all`` writes the three)."""
-NV_TARGETS = (70, 90)
-"""The NVIDIA architectures ``--target`` accepts: ``sm_70`` .. ``sm_90`` (with an optional ``a``, e.g. ``sm_90a``)."""
-
-
 def parse_target(text: str) -> str:
-    """A target ``infer`` supports: ``sm_70`` .. ``sm_90`` (``sm_90a`` too) or ``ascend``.
+    """A target ``infer`` supports: any a registered backend serves (:func:`layoutkit.backends.target_name`:
+    ``sm_70`` .. ``sm_120`` with an optional ``a`` / ``f`` suffix, ``ascend``), spelled as its backend does.
 
-    >>> parse_target("sm_80"), parse_target("SM_90a"), parse_target("ascend")
-    ('sm_80', 'sm_90a', 'ascend')
+    >>> parse_target("sm_80"), parse_target("SM_100a"), parse_target("ascend")
+    ('sm_80', 'sm_100a', 'ascend')
     >>> parse_target("sm_60")
     Traceback (most recent call last):
     ...
-    argparse.ArgumentTypeError: target must be sm_70 .. sm_90 (sm_90a too) or ascend; found 'sm_60'
+    argparse.ArgumentTypeError: target must be ascend or sm_70 .. sm_120 (an a or f suffix too); found 'sm_60'
     """
-    name = text.strip().lower()
-    if name == "ascend":
-        return name
-    digits = name[3:-1] if name.endswith("a") else name[3:]
-    lo, hi = NV_TARGETS
-    if name.startswith("sm_") and digits.isdigit() and lo <= int(digits) <= hi:
-        return name
-    raise argparse.ArgumentTypeError(f"target must be sm_{lo} .. sm_{hi} (sm_{hi}a too) or ascend; found {text!r}")
+    from .backends import target_name
+    from .errors import TargetError
+
+    try:
+        return target_name(text)
+    except TargetError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def _formats(text: str) -> str:
@@ -346,15 +342,16 @@ def build_parser() -> argparse.ArgumentParser:
                                        "fragment: injective).  Exit 0 when it is, 1 when it is not.")
     _layout_args(check)
     check.set_defaults(run=cmd_check)
+    from .backends import served_targets
+
     models = _cost_model_names()
-    lo, hi = NV_TARGETS
     infer = sub.add_parser("infer", help="infer the layouts of a program (.py defining program(), or .json)",
                            description="Infer every buffer's layout of a program, print them with the "
                                        "reasons, and optionally draw them and emit the kernel.")
     infer.add_argument("program", metavar="PROGRAM",
                        help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json")
     infer.add_argument("--target", type=parse_target, metavar="TARGET",
-                       help=f"override the program's target: sm_{lo} .. sm_{hi} (sm_{hi}a too) or ascend")
+                       help=f"override the program's target: {' or '.join(served_targets())}")
     infer.add_argument("--cost-model", choices=models, metavar="MODEL",
                        help=f"cost model that picks among candidate layouts: {', '.join(models)} "
                             "(default: register-count)")

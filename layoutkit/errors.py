@@ -100,6 +100,11 @@ class UnsupportedError(LayoutError, NotImplementedError):
     """The operation is well defined but outside what layoutkit can do for this input."""
 
 
+class TargetError(UnsupportedError, ValueError):
+    """A target string names no target layoutkit serves (a malformed NVIDIA arch such as ``"sm_8x"``, or one
+    outside the architectures its rules cover); the message quotes the string."""
+
+
 class NotLinearError(UnsupportedError):
     """A layout or fragment has no F2-linear (Triton ``LinearLayout``) view; the message says why
     (an extent that is not a power of two, a slot held twice or not at all, or a coordinate whose image
@@ -148,6 +153,7 @@ __all__ = [
     "NotBijectiveError",
     "LayoutConflictError",
     "UnsupportedError",
+    "TargetError",
     "ProofError",
     "ProofBudgetError",
     "IntegerOverflowError",

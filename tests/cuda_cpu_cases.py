@@ -11,9 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from layoutkit.codegen import ir, lower
-from layoutkit.codegen.cuda import print_module
-from layoutkit.codegen.execute import from_bf16, np_dtype, to_bf16
+from layoutkit.backends.nv import ir
+from layoutkit.backends.nv.cuda import print_module
+from layoutkit.backends.nv.execute import from_bf16, np_dtype, to_bf16
+from layoutkit.codegen import lower
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.scopes import GLOBAL
 

@@ -10,12 +10,12 @@ import re
 import numpy as np
 import pytest
 
+from layoutkit.backends.ascend import ir
 from layoutkit.backends.ascend.ascend_c import print_kernel
+from layoutkit.backends.ascend.execute import run
+from layoutkit.backends.ascend.lower import lower
 from layoutkit.backends.ascend.passes import run_ascend_passes
 from layoutkit.backends.ascend.reference import bf16_bits, bf16_value, run_ascend
-from layoutkit.codegen import ascend_ir as ir
-from layoutkit.codegen.execute_ascend import run
-from layoutkit.codegen.lower_ascend import lower
 from layoutkit.infer import infer_layouts
 from layoutkit.testing.ascend_cpu import AscendCpuError, compiler, run_ascend_c, run_kernel
 

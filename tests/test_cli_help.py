@@ -67,20 +67,20 @@ def test_help_lists_the_choices(capsys):
     for model in cost_model_names():  # from the registry, so a target's model is listed too
         assert model in text
     assert "smem-aware" in text
-    assert "sm_70 .. sm_90 (sm_90a too) or ascend" in text
+    assert "ascend or sm_70 .. sm_120 (an a or f suffix too)" in text
     assert "png, svg, pdf, all" in text and f"(default: {TABLE_CELLS})" in text
 
 
-@pytest.mark.parametrize("target", ["sm_60", "sm_100", "sm_", "gfx90a", "sm_80x"])
+@pytest.mark.parametrize("target", ["sm_60", "sm_130", "sm_", "gfx90a", "sm_80x"])
 def test_target_outside_the_accepted_range_is_refused(target, capsys):
     assert main(["infer", "examples/gemm.py", "--target", target]) == 2
-    assert f"target must be sm_70 .. sm_90 (sm_90a too) or ascend; found '{target}'" in _one_error_line(
+    assert f"target must be ascend or sm_70 .. sm_120 (an a or f suffix too); found '{target}'" in _one_error_line(
         capsys.readouterr().err)
 
 
 def test_accepted_targets():
-    assert [parse_target(t) for t in ("sm_70", "sm_75", "sm_86", "SM_90A", " ascend ")] == [
-        "sm_70", "sm_75", "sm_86", "sm_90a", "ascend"]
+    assert [parse_target(t) for t in ("sm_70", "sm_75", "sm_86", "SM_90A", "sm_100", "sm_100f", " ascend ")] == [
+        "sm_70", "sm_75", "sm_86", "sm_90a", "sm_100", "sm_100f", "ascend"]
 
 
 def test_unknown_cost_model_is_one_line_listing_the_known(capsys):

@@ -9,10 +9,11 @@ import subprocess
 import numpy as np
 import pytest
 
+from layoutkit.backends.nv import ir
+from layoutkit.backends.nv.cuda import print_module
 from layoutkit.backends.nv.epilogue_smem import BUFFERS as STAGED_BUFFERS
-from layoutkit.codegen import emit, emit_cuda, execute, ir, lower
-from layoutkit.codegen.cuda import print_module
-from layoutkit.codegen.execute import np_dtype, run
+from layoutkit.backends.nv.execute import np_dtype, run
+from layoutkit.codegen import emit, emit_cuda, execute, lower
 from layoutkit.errors import RaceError, UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program

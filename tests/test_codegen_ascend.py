@@ -14,13 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from layoutkit import codegen
+from layoutkit.backends.ascend import ir
+from layoutkit.backends.ascend.ascend_c import print_kernel
+from layoutkit.backends.ascend.execute import PipeRaceError, run
+from layoutkit.backends.ascend.lower import load_plan, lower, staged_image
 from layoutkit.backends.ascend.passes import run_ascend_passes
 from layoutkit.backends.ascend.reference import UninitialisedReadError, bf16_bits, bf16_value, run_ascend
 from layoutkit.cli import main
-from layoutkit.codegen import ascend_ir as ir
-from layoutkit.codegen.ascend_c import print_kernel
-from layoutkit.codegen.execute_ascend import PipeRaceError, run
-from layoutkit.codegen.lower_ascend import load_plan, lower, staged_image
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import Program, infer_layouts, programs
 from layoutkit.targets import ascend

@@ -13,8 +13,8 @@ import pytest
 
 from layoutkit import codegen, infer
 from layoutkit.algebra import compile_numpy, free_vars
+from layoutkit.backends.nv import cuda, ir
 from layoutkit.backends.nv.smem_cost import WAVEFRONT_BYTES, shared_instruction, staging_layout
-from layoutkit.codegen import ir
 from layoutkit.errors import UnsupportedError
 from layoutkit.targets.nv.banks import bank_conflicts
 
@@ -154,8 +154,8 @@ def test_staging_does_not_overlap_a_reduction_buffer():
     assert (conv.buffer, conv.op) == ("s", "parallel#2")
     k = codegen.lower(p, r)
     assert [(b.name, b.size) for b in k.scoped("shared")] == [("s_red1", 128), ("s__stage2", 32)]
-    assert codegen.cuda.shared_offsets(k) == {"s_red1": 0, "s__stage2": 512}
-    assert codegen.cuda.smem_bytes(k) == 512 + 128
+    assert cuda.shared_offsets(k) == {"s_red1": 0, "s__stage2": 512}
+    assert cuda.smem_bytes(k) == 512 + 128
     a = (np.arange(256 * 256) % 11 - 5).astype(np.float32).reshape(256, 256)
     out = codegen.execute(p, r, {"G": a})["H"]
     t = _tiles(a, 32)

@@ -8,11 +8,12 @@ import pytest
 
 from layoutkit import codegen
 from layoutkit.algebra.nodes import Const
+from layoutkit.backends.ascend.execute import gm_inputs
+from layoutkit.backends.ascend.execute import run as run_ascend_kernel
+from layoutkit.backends.ascend.lower import lower as lower_ascend
 from layoutkit.backends.nv import execute as execute_mod  # codegen.execute is the function
-from layoutkit.codegen import CodegenInputError, ir
-from layoutkit.codegen.execute_ascend import gm_inputs
-from layoutkit.codegen.execute_ascend import run as run_ascend_kernel
-from layoutkit.codegen.lower_ascend import lower as lower_ascend
+from layoutkit.backends.nv import ir
+from layoutkit.codegen import CodegenInputError
 from layoutkit.errors import DtypeError, LayoutError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts, programs
 from layoutkit.infer.result import InferenceResult

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from layoutkit.algebra.nodes import Const
+from layoutkit.backends.nv import ir
+from layoutkit.backends.nv.cuda import print_module
+from layoutkit.backends.nv.execute import from_bf16, np_dtype, run, to_bf16
 from layoutkit.backends.nv.lower import lower as nv_lower
-from layoutkit.codegen import execute, ir, lower
-from layoutkit.codegen.cuda import print_module
-from layoutkit.codegen.execute import from_bf16, np_dtype, run, to_bf16
+from layoutkit.codegen import execute, lower
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import infer_layouts, programs
 from layoutkit.infer.program import Program

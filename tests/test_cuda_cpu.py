@@ -249,9 +249,9 @@ def test_prmt_follows_the_ptx_isa(selector):
     """The printed prmt.b32 on the harness and the executor's prmt both equal the ISA's definition (the
     selector's msb replicating a byte's sign included)."""
     from layoutkit.algebra.nodes import Const
-    from layoutkit.codegen import ir
-    from layoutkit.codegen.cuda import print_module
-    from layoutkit.codegen.execute import run
+    from layoutkit.backends.nv import ir
+    from layoutkit.backends.nv.cuda import print_module
+    from layoutkit.backends.nv.execute import run
 
     k = ir.Kernel("prmt_k", 32, (1, 1), (ir.Buffer("X", "int32", 64, "global"), ir.Buffer("Y", "int32", 32, "global"),
                                          ir.Buffer("w", "int32", 2, "reg"), ir.Buffer("res", "int32", 1, "reg")),

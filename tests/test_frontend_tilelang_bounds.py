@@ -204,7 +204,7 @@ def test_moving_shared_start_reads_the_alignment_of_its_values():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_tma_copy_into_column_slices_lowers_and_compiles_for_sm90a(tmp_path):
     """Lowered by TileLang's pipeline with layoutkit as its layout pass (no fallback), compiled for sm_90a."""
-    from layoutkit.frontends.tilelang_pass import lower
+    from layoutkit.frontends.tilelang import lower
 
     src = tmp_path / "column_slices.cu"
     src.write_text(lower(K.column_slices(), {"kind": "cuda", "arch": "sm_90a"}, fallback=False).kernel_source)

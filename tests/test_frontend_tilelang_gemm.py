@@ -12,8 +12,8 @@ tilelang = require_tilelang()
 
 import tilelang.language as T  # noqa: E402
 
+from layoutkit.frontends.tilelang import layoutkit_inference  # noqa: E402
 from layoutkit.frontends.tilelang_gemm import MMA_IMPL, both_mma_lowerings, layoutkit_mma_lowering  # noqa: E402
-from layoutkit.frontends.tilelang_pass import layoutkit_inference  # noqa: E402
 
 pytestmark = pytest.mark.oracle
 

@@ -13,8 +13,7 @@ from .tilelang_env import require_tilelang  # noqa: E402
 tilelang = require_tilelang()
 
 from layoutkit.errors import LayoutError  # noqa: E402
-from layoutkit.frontends.tilelang import from_tilelang, tilelang_inference  # noqa: E402
-from layoutkit.frontends.tilelang_pass import layoutkit_inference  # noqa: E402
+from layoutkit.frontends.tilelang import from_tilelang, layoutkit_inference, tilelang_inference  # noqa: E402
 from layoutkit.infer import infer_layouts  # noqa: E402
 from layoutkit.targets import nv  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""layoutkit *as* TileLang's layout-inference pass (``layoutkit.frontends.tilelang_pass``): TileLang
+"""layoutkit *as* TileLang's layout-inference pass (``layoutkit.frontends.tilelang.lower``): TileLang
 0.1.15's own lowering with its LayoutInference replaced gives the same CUDA text as ``tilelang.lower``
 on every test kernel TileLang solves (sm_80, and sm_90 with warp-specialised TMA pipelines), writes the
 same annotations, never runs TileLang's pass, and lowers the kernels TileLang cannot lay out."""
@@ -16,10 +16,10 @@ tilelang = require_tilelang()
 
 from layoutkit.errors import UnsupportedError  # noqa: E402
 from layoutkit.frontends import tilelang as lktl  # noqa: E402
-from layoutkit.frontends.tilelang import from_tilelang  # noqa: E402
-from layoutkit.frontends.tilelang_pass import (  # noqa: E402
+from layoutkit.frontends.tilelang import (  # noqa: E402
     LOOP_PREDICATE,
     PADDING_GUARD,
+    from_tilelang,
     fuse_parallel_loops,
     layoutkit_inference,
 )
@@ -215,7 +215,7 @@ def test_pass_configs_are_honoured(name, config, arch):
     TileLang's pass would use is the one layoutkit infers with."""
     from tilelang import tvm
 
-    from layoutkit.frontends.tilelang_pass import configured_cost_model
+    from layoutkit.frontends.tilelang import configured_cost_model
 
     target = {"kind": "cuda", "arch": arch}
     with tvm.transform.PassContext(config=config), tvm.target.Target(target):
@@ -230,7 +230,7 @@ def test_pass_configs_are_honoured(name, config, arch):
 def test_a_function_lowered_again_reuses_its_solution(monkeypatch):
     """The pass remembers what it solved: the same PrimFunc lowered again is not walked or solved
     again (same CUDA text); a rebuilt kernel (new parameter objects) and another cost model are."""
-    from layoutkit.frontends import tilelang_pass as tp
+    from layoutkit.frontends import tilelang as tp
 
     solved = []
     real = tp._solve

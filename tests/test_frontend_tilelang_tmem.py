@@ -22,8 +22,7 @@ from tilelang import _ffi_api, tvm  # noqa: E402
 from tilelang.cuda.intrinsics.layout import mma_sm100_layout as sm100  # noqa: E402
 
 from layoutkit.errors import LayoutError, UnsupportedError  # noqa: E402
-from layoutkit.frontends.tilelang import from_prim_func, from_tilelang, tilelang_inference  # noqa: E402
-from layoutkit.frontends.tilelang_pass import lower  # noqa: E402
+from layoutkit.frontends.tilelang import from_prim_func, from_tilelang, lower, tilelang_inference  # noqa: E402
 from layoutkit.infer import infer_layouts  # noqa: E402
 from layoutkit.targets.nv.tcgen05 import (  # noqa: E402
     Tcgen05Atom,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from layoutkit import codegen
-from layoutkit.backends.nv import hopper, hopper_cuda, hopper_execute
+from layoutkit.backends.nv import hopper, hopper_cuda, hopper_execute, ir
 from layoutkit.backends.nv.hopper_epilogue_cuda import StoreKnobs
 from layoutkit.dtypes import from_bf16, from_fp8, to_bf16
 from layoutkit.infer import infer_layouts, programs
@@ -115,7 +115,7 @@ def test_execute_runs_the_plan_lower_gives_and_emit_cuda_prints(monkeypatch):
         assert np.array_equal(out.reshape(-1), real(plan, {"A": sa, "B": sb})["C"])  # one computation, same bits
     n = len(ran)
     mma = codegen.execute(p, r, {"A": sa, "B": sb}, gemm_instruction="mma")["C"]  # the mma.sync IR on request
-    assert len(ran) == n and isinstance(codegen.lower(p, r, gemm_instruction="mma"), codegen.ir.Kernel)
+    assert len(ran) == n and isinstance(codegen.lower(p, r, gemm_instruction="mma"), ir.Kernel)
     assert np.allclose(mma.astype(np.float64), out.astype(np.float64), rtol=2.0**-9, atol=1e-2)
 
 

@@ -39,7 +39,7 @@ def test_public_names_still_import_from_their_paths() -> None:
         assert getattr(lk, name) is not None
     for name in infer.__all__:
         assert getattr(infer, name) is not None
-    assert lk.tla.Layout is not None and infer.convert.LayoutConversion is infer.LayoutConversion
+    assert lk.tla.Layout is not None and infer.conversions.LayoutConversion is infer.LayoutConversion
     assert {"nv", "ascend"} <= set(lk.backends.backend_names())
 
 
@@ -52,3 +52,14 @@ def test_parametric_layouts_are_public_and_load_sympy_only_when_read() -> None:
     from layoutkit.algebra.parametric import ParametricLayout, Symbol
 
     assert lk.ParametricLayout is ParametricLayout and lk.Symbol is Symbol
+
+
+def test_import_codegen_loads_no_backend() -> None:
+    """The facade dispatches through the backend registry: a backend loads when a program's target needs it."""
+    loaded = _modules_after("import layoutkit.codegen")
+    backends = sorted(m for m in loaded if m.startswith(("layoutkit.backends.nv", "layoutkit.backends.ascend")))
+    assert backends == [], backends
+    loaded = _modules_after("from layoutkit import codegen\nfrom layoutkit.infer import infer_layouts, programs\n"
+                            "p = programs.elementwise(M=64, N=64, bM=32, bN=32)\n"
+                            "assert '__global__' in codegen.emit_cuda(p, infer_layouts(p))")
+    assert "layoutkit.backends.nv.cuda" in loaded and "layoutkit.backends.ascend" not in loaded

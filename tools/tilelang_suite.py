@@ -335,7 +335,7 @@ def _lower_and_compile(func) -> str:
     nvcc compiles the CUDA source; else which step failed and its first line, prefixed
     ``tilelang-fails-too`` where TileLang's own lowering and compile of the kernel fail as well."""
     from layoutkit.errors import LayoutError
-    from layoutkit.frontends.tilelang_pass import lower
+    from layoutkit.frontends.tilelang import lower
 
     if shutil.which("nvcc") is None:
         return "not run: nvcc is not installed"
@@ -360,7 +360,7 @@ def _gemm_text(func) -> str:
     layoutkit as the layout pass, each lowering starting from the same variable names (lowering a GEMM
     renames the kernel's thread variable, which a later lowering of the same objects would see).
     ``varies`` where TileLang's own lowering gives two texts twice (the comparison says nothing there)."""
-    from layoutkit.frontends.tilelang_pass import lower
+    from layoutkit.frontends.tilelang import lower
 
     restore = _names(func)
     try:
@@ -383,8 +383,8 @@ def _gemm_text(func) -> str:
 def _gemm_statements(func) -> str:
     """How many of the kernel's ``mma.sync`` GEMMs layoutkit lowers to TileLang's statement (same TIR
     text), each GEMM lowered both ways from the same node in one lowering."""
+    from layoutkit.frontends.tilelang import lower
     from layoutkit.frontends.tilelang_gemm import both_mma_lowerings
-    from layoutkit.frontends.tilelang_pass import lower
 
     restore = _names(func)
     try:

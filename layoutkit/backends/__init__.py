@@ -15,9 +15,9 @@ Another target is one more folder that calls :func:`register_backend`.
 
 import importlib
 
-from .registry import Backend, backend_names, get_backend, register_backend
+from .registry import Backend, backend_names, get_backend, register_backend, served_targets, target_name
 
-__all__ = ["Backend", "backend_names", "get_backend", "register_backend"]
+__all__ = ["Backend", "backend_names", "get_backend", "register_backend", "served_targets", "target_name"]
 
 _BUILT_IN = ("ascend", "nv")
 

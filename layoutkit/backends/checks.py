@@ -35,11 +35,8 @@ import numpy as np
 
 from ..errors import CodegenInputError, DtypeError, UnsupportedError
 from ..fragment.fragment import Fragment
-from ..scopes import GLOBAL, REDUCER
-from .ascend.scopes import GM
-
-GLOBAL_SCOPES = (GLOBAL, GM)
-"""The global-memory scopes of the backends' programs (NVIDIA ``global``, Ascend ``gm``)."""
+from ..infer.target import get_target
+from ..scopes import REDUCER
 
 
 def check_program(program, what: str) -> None:
@@ -83,7 +80,7 @@ def check_result(program, result, what: str, requires_layouts: bool = True) -> N
     touched = _touched(program)
     gemm_reads = {op.args[k] for op in program.ops if op.kind == "gemm" for k in ("A", "B")}
     for name, buf in program.buffers.items():
-        if buf.scope in GLOBAL_SCOPES:
+        if _is_global(program, buf):
             continue
         lay = layouts.get(name)
         needed = requires_layouts and name in touched and (buf.is_fragment or name in gemm_reads)
@@ -130,12 +127,13 @@ def inputs_of(program) -> list[str]:
     written = {a.buffer for op in program.ops for a in op.accesses if a.is_write}
     written |= {op.args["dst"] for op in program.ops if isinstance(op.args.get("dst"), str)}
     written |= {op.args["C"] for op in program.ops if op.kind == "gemm"}
-    return [n for n in program.buffers if _is_global(program.buffers[n]) and n not in written
+    return [n for n in program.buffers if _is_global(program, program.buffers[n]) and n not in written
             and n in _touched(program)]
 
 
-def _is_global(buf) -> bool:
-    return buf.scope in GLOBAL_SCOPES
+def _is_global(program, buf) -> bool:
+    # each target names its global memory (NVIDIA ``global``, Ascend ``gm``): ask the program's target
+    return buf.scope == get_target(program.target).global_scope
 
 
 def check_names(arrays, params: dict, inputs: list[str], what: str, where: str = "") -> None:
@@ -175,7 +173,7 @@ def check_arrays(program, arrays, storage, what: str = "execute") -> None:
     ...     print(e)
     execute: array A has dtype float32; expected float16 (the float16 buffer's storage type)
     """
-    globals_ = {n: b for n, b in program.buffers.items() if _is_global(b)}
+    globals_ = {n: b for n, b in program.buffers.items() if _is_global(program, b)}
     check_names(arrays, {n: (b.shape, b.dtype) for n, b in globals_.items()}, inputs_of(program), what,
                 " of the program")
     for name, arr in arrays.items():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fnmatch import fnmatchcase
 
 from .. import deferred
-from ..errors import UnsupportedError
+from ..errors import TargetError, UnsupportedError
 from ..infer.target import Target, register_target
 
 
@@ -27,6 +27,14 @@ class Backend(Target):
     """Whether lowering needs the inference result's layouts (False: the program's annotations do)."""
     lowering_options: frozenset[str] = frozenset()
     """Keyword options :meth:`lower` and :meth:`check_target` take (the codegen facade refuses others)."""
+    targets: str = ""
+    """The target strings this backend serves, as a message says them (``"ascend"``)."""
+
+    def target_name(self, text: str) -> str:
+        """``text`` (a lower-case target its family matches) as this backend spells it; raises
+        :class:`~layoutkit.errors.TargetError` quoting it when the backend serves no such target.  Law: a
+        name it returns is returned unchanged."""
+        return text
 
     def check_target(self, program) -> None:
         """Refuse, before the layouts are checked, a program this backend cannot lower."""
@@ -80,3 +88,36 @@ def get_backend(target: str) -> Backend:
 def backend_names() -> list[str]:
     deferred.load()
     return [b.name for b in _BACKENDS.values()]
+
+
+def target_name(text: str) -> str:
+    """The target ``text`` names, spelled as its backend spells it (any case, spaces around it ignored);
+    :class:`~layoutkit.errors.TargetError` quoting ``text`` and saying the served targets when no
+    registered backend serves it.
+
+    >>> target_name(" SM_100a "), target_name("ascend")
+    ('sm_100a', 'ascend')
+    >>> target_name("gfx90a")
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.TargetError: target must be ascend or sm_70 .. sm_120 (an a or f suffix too); found 'gfx90a'
+    """
+    name = text.strip().lower()
+    backend = get_backend(name)
+    refusal = f"target must be {' or '.join(served_targets())}; found {text!r}"
+    if backend is _GENERIC:
+        raise TargetError(refusal)
+    try:
+        return backend.target_name(name)
+    except TargetError as err:
+        raise TargetError(refusal) from err
+
+
+def served_targets() -> list[str]:
+    """What each registered backend serves, as its messages say it (sorted).
+
+    >>> served_targets()
+    ['ascend', 'sm_70 .. sm_120 (an a or f suffix too)']
+    """
+    deferred.load()
+    return sorted(b.targets for b in _BACKENDS.values() if b.targets)

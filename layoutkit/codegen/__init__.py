@@ -1,9 +1,11 @@
 """Code generation from solved programs, for any registered backend (:mod:`layoutkit.backends`): ``lower``
 to the backend's IR, ``emit`` / ``emit_cuda`` / ``emit_ascend_c`` its source, ``execute`` it with numpy to check
 the numbers on a CPU.  The facade dispatches on the program's target through
-:func:`layoutkit.backends.get_backend`; the NVIDIA backend has a per-thread IR (:mod:`.ir`), a CUDA C++ printer
-(:mod:`.cuda`) and an executor (:mod:`.execute`), the Ascend one :mod:`.ascend_ir`, :mod:`.ascend_c` and
-:mod:`.execute_ascend` (these names re-export the backends' modules).
+:func:`layoutkit.backends.get_backend`, so importing it loads no backend: the first program of a target loads
+that target's.  The NVIDIA backend has a per-thread IR (:mod:`layoutkit.backends.nv.ir`), a CUDA C++ printer
+(:mod:`layoutkit.backends.nv.cuda`) and an executor (:mod:`layoutkit.backends.nv.execute`), the Ascend one
+:mod:`layoutkit.backends.ascend.ir`, :mod:`layoutkit.backends.ascend.ascend_c` and
+:mod:`layoutkit.backends.ascend.execute`.
 
 Lowered for NVIDIA (sm_80+ with ``mma.sync``; sm_75 float16 as two ``m16n8k8`` per k16 step, synchronous
 copies; for ``target="sm_90"`` or ``"sm_90a"`` a GEMM whose pipelined copies are TMA loads - the copy
@@ -21,17 +23,19 @@ wgmma-shaped accumulator the inference picks):
   fp32 operands as tf32 ``m16n8k8``, ``B`` either way (``ldmatrix``, ``.trans`` for 16-bit; 32- / 128-bit
   word reads, int8 ones transposed with ``prmt``, for an 8- or 32-bit ``B`` stored ``[K, N]``), any stage count
   as a ``cp.async`` pipeline; the accumulator stored through shared memory in 16-byte row runs;
-* after the GEMM, or alone, fragment ops (:mod:`.lower_frag`): global <-> fragment copies (1-D replicated
-  fragments too), parallel loops whose ``compute`` is one of :data:`.ir.COMPUTE_FNS` (``bias[j]`` style reads
-  resolved through the fragments' thread maps), and ``reduce`` (sum / max / min, dim 0 or 1, clear or not:
+* after the GEMM, or alone, fragment ops (:mod:`layoutkit.backends.nv.lower_frag`): global <-> fragment copies
+  (1-D replicated fragments too), parallel loops whose ``compute`` is one of
+  :data:`layoutkit.backends.nv.ir.COMPUTE_FNS` (``bias[j]`` style reads resolved through the fragments' thread
+  maps), and ``reduce`` (sum / max / min, dim 0 or 1, clear or not:
   per-thread fold, ``__shfl_xor_sync`` butterflies, a shared-memory step across warps) - so
   :func:`~layoutkit.infer.programs.gemm_rowmax_bias` and :func:`~layoutkit.infer.programs.elementwise`;
 * layout conversions free mode inserts (``result.conversions``): staged through shared memory in the tile the
-  cost model priced, with a barrier (:func:`.lower_frag.lower_conversion`).  The Ascend lowering refuses them.
+  cost model priced, with a barrier (:func:`layoutkit.backends.nv.lower_frag.lower_conversion`).  The Ascend
+  lowering refuses them.
 
-Every entry point first checks its arguments (:mod:`.checks`): a result that does not solve the program
-(missing layouts, another program's shapes or thread count, a Layout where a Fragment belongs), missing or
-unknown arrays, wrong shapes or dtypes raise :class:`~layoutkit.errors.CodegenInputError` /
+Every entry point first checks its arguments (:mod:`layoutkit.backends.checks`): a result that does not solve
+the program (missing layouts, another program's shapes or thread count, a Layout where a Fragment belongs),
+missing or unknown arrays, wrong shapes or dtypes raise :class:`~layoutkit.errors.CodegenInputError` /
 :class:`~layoutkit.errors.DtypeError` naming the buffer.  Anything else raises
 :class:`~layoutkit.errors.UnsupportedError` naming the op (e.g. ``wgmma`` / TMA
 kernels other than the sm_90a GEMM, sm_75 operands other than float16, sm_70 and older, ops other than copy / fill
@@ -52,23 +56,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..backends import get_backend
+from ..backends import checks, get_backend
 from ..errors import CodegenInputError, UnsupportedError
-from . import ascend_c, ascend_ir, checks, cuda, execute_ascend, ir, lower_ascend, lower_nv  # noqa: F401
-from .execute import np_dtype, run  # noqa: F401  (first, so the function execute below wins over the module)
 
-__all__ = ["CodegenInputError", "emit", "emit_ascend_c", "emit_cuda", "execute", "lower", "ir"]
+__all__ = ["CodegenInputError", "emit", "emit_ascend_c", "emit_cuda", "execute", "lower"]
 
 
 def lower(program, result, **options):
     """The IR kernel of ``program`` solved by ``result`` (its :func:`~layoutkit.infer.infer_layouts`; Ascend
-    programs lower to :mod:`.ascend_ir` and may pass ``None`` to use their annotations).  A result that does not
-    solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the lowering does not
-    support, :class:`~layoutkit.errors.UnsupportedError` naming the op.  ``options``: the backend's lowering
-    options (NVIDIA: ``gemm_instruction="mma"`` keeps an sm_90 GEMM on ``mma.sync``, ``"wgmma"`` insists on the
-    warp-specialised kernel; the default follows the copy selection; ``tma_store=False`` keeps that kernel's
-    accumulator stores in registers, ``True`` insists on the store through shared memory and TMA); another
-    raises :class:`~layoutkit.errors.CodegenInputError`.
+    programs lower to :mod:`layoutkit.backends.ascend.ir` and may pass ``None`` to use their annotations).  A result
+    that does not solve ``program`` raises :class:`~layoutkit.errors.CodegenInputError` naming the buffer; an op the
+    lowering does not support, :class:`~layoutkit.errors.UnsupportedError` naming the op. ``options``: the backend's
+    lowering options (NVIDIA: ``gemm_instruction="mma"`` keeps an sm_90 GEMM on ``mma.sync``, ``"wgmma"`` insists on
+    the warp-specialised kernel; the default follows the copy selection; ``tma_store=False`` keeps that kernel's
+    accumulator stores in registers, ``True`` insists on the store through shared memory and TMA); another raises
+    :class:`~layoutkit.errors.CodegenInputError`.
 
     >>> from layoutkit.infer import infer_layouts, programs
     >>> p = programs.elementwise(M=64, N=64, bM=32, bN=32)
@@ -141,8 +143,8 @@ def execute(program, result, arrays: dict, **options) -> dict:
     return every global tensor, shaped as declared: the kernel :func:`lower` gives for the same ``options``
     (the lowering options), which :func:`emit_cuda` prints.  Every input (a global tensor no op writes) needs an
     array; outputs not given start at zero.  NVIDIA arrays must have the storage dtype exactly
-    (:func:`.execute.np_dtype`: ``bfloat16`` as ``uint16`` bit patterns, see :func:`.execute.to_bf16`; fp8
-    operands of the sm_90 wgmma GEMM as ``uint8`` codes);
+    (:func:`layoutkit.backends.nv.execute.np_dtype`: ``bfloat16`` as ``uint16`` bit patterns, see
+    :func:`layoutkit.backends.nv.execute.to_bf16`; fp8 operands of the sm_90 wgmma GEMM as ``uint8`` codes);
     Ascend arrays hold floating values (``bfloat16`` outputs come back as float32 values).  Anything else
     raises :class:`~layoutkit.errors.CodegenInputError` / :class:`~layoutkit.errors.DtypeError` naming the array.
 

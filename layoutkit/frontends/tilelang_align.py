@@ -21,6 +21,8 @@ import math
 from contextlib import ExitStack
 from typing import Any
 
+from ..targets.nv.hardware import arch_number
+
 __all__ = ["PLANNED_CALLS", "Alignment", "access_conditions", "atomic_vector_cap", "condition_cap", "opaque_call_cap",
            "rng_vector_cap"]
 
@@ -141,16 +143,6 @@ def access_conditions(body) -> list[tuple[Any, list]]:
             for n in nodes(body, t.BufferStore, t.BufferLoad)]
 
 
-def _arch(target: str) -> int:
-    """The SM number of an ``sm_XY`` target (0 when it has none).
-
-    >>> _arch("sm_90a"), _arch("sm_80"), _arch("cuda")
-    (90, 80, 0)
-    """
-    digits = "".join(c for c in target.removeprefix("sm_") if c.isdigit())
-    return int(digits) if target.startswith("sm_") and digits else 0
-
-
 def _atomic_width(dtype, scope: str, target: str) -> int:
     """TileLang's ``GetMaxAtomicVectorSize``: 2 for 16-bit floats, 4 for float32 in global memory on
     sm_90+, else 1 (no wider atomic instruction).
@@ -163,7 +155,7 @@ def _atomic_width(dtype, scope: str, target: str) -> int:
         return 1
     if name in ("float16", "bfloat16"):
         return 2
-    if name == "float32" and _arch(target) >= 90 and scope in ("", "global"):
+    if name == "float32" and arch_number(target) >= 90 and scope in ("", "global"):
         return 4
     return 1
 

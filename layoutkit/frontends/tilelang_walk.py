@@ -46,9 +46,9 @@ from ..fragment.fragment import Fragment, make_fully_replicated_fragment
 from ..infer.ops import Buffer, Region
 from ..infer.program import Program
 from ..scopes import REDUCER, SCOPES
+from ..targets.nv.hardware import arch_number
 from .tilelang_align import (
     Alignment,
-    _arch,
     access_conditions,
     atomic_vector_cap,
     condition_cap,
@@ -174,7 +174,7 @@ class _Walker(TileOps, ThreadBounds, Reducers):
         scope = "global" if global_ else _program_scope(buf.scope())
         if scope in _NO_LAYOUT_SCOPES:
             return None
-        if scope not in SCOPES and not (scope == _TMEM and _arch(self.p.target) >= 100):
+        if scope not in SCOPES and not (scope == _TMEM and arch_number(self.p.target) >= 100):
             what = _SCOPE_CONSTRUCTS.get(scope, "a storage scope with no layoutkit counterpart")
             dims = ", ".join(str(x) for x in buf.shape) + ("," if len(buf.shape) == 1 else "")
             stmt = f"{buf.name} = T.alloc_buffer(({dims}), \"{buf.dtype}\", scope=\"{scope}\")"

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from .. import deferred as _deferred
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (see _LAZY)
+    from ..cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
     from .conversions import LayoutConversion
-    from .cost import AttemptCost, CostModel, RegisterCountModel, register_cost_model
     from .engine import InferenceConflictError, clear_caches, infer_layouts, minimal_constraints, solve
     from .library import get_op, get_rule, register_op, register_rule, unregister_op, unregister_rule
     from .ops import Access, Buffer, Op, Region
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover - imported on first use (see _LAZY)
 _LAZY = {
     **dict.fromkeys(("InferenceConflictError", "minimal_constraints"), ".engine"),
     "LayoutConversion": ".conversions",
-    **dict.fromkeys(("AttemptCost", "CostModel", "RegisterCountModel", "register_cost_model"), ".cost"),
+    **dict.fromkeys(("AttemptCost", "CostModel", "RegisterCountModel", "register_cost_model"), "..cost"),
     **dict.fromkeys(("clear_caches", "infer_layouts", "solve"), ".engine"),
     **dict.fromkeys(("Access", "Buffer", "Op", "Region"), ".ops"),
     "Program": ".program",

@@ -43,10 +43,10 @@ import json
 from collections import deque
 
 from ..caches import clear_all
+from ..cost import get_cost_model
 from ..errors import LayoutConflictError, LayoutError, ShapeError
 from ..fragment.fragment import make_fully_replicated_fragment
 from ..scopes import FRAGMENT, REDUCER
-from .cost import get_cost_model
 from .free import free_component
 from .guards import texts as guard_texts
 from .program import Program

@@ -1,7 +1,7 @@
 """Builders of the reference tile programs, shared by ``examples/``, the tests and the benchmarks: the
 TileLang kernels whose inferred layouts are on record (``kernels.py`` of the conformance data: the docs
 GEMM, the elementwise kernel and GEMM + bias + row max, and their variants), the examples' elementwise
-multiply and the Ascend GEMM.  (The old module name ``layoutkit.infer.kernels`` re-exports them.)
+multiply and the Ascend GEMM.
 
 >>> p = gemm(bM=32, bN=32, bK=32)
 >>> [op.kind for op in p.ops]

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import re as _re
 
+from ..dtypes import c0, element_bits
 from .bridges import from_layout, from_linear, to_linear
 from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
 from .composition import complement, composition, make_swizzle
 from .coord import crd2crd, crd2idx, idx2crd
-from .dtypes import c0, element_bits
 from .int_tuple import (
     Int,
     ceil_div,

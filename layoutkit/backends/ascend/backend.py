@@ -29,6 +29,7 @@ class AscendBackend(Backend):
     requires_layouts = False
     scopes = ASCEND_SCOPES + (FRAGMENT, LOCAL)
     global_scope = GM
+    targets = "ascend"
 
     def rules(self):
         return rules.RULES

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...dtypes import FP8_FORMATS, storage_dtype
-from ...errors import UnsupportedError
+from ...errors import TargetError, UnsupportedError
 from ...infer import validate
 from ...infer.library import gemm_args
 from ...scopes import FRAGMENT, GLOBAL, LOCAL, SCOPES, SHARED, SHARED_DYN, TMEM
 from ...targets import nv
-from ...targets.nv.mma import arch_number
+from ...targets.nv.hardware import arch_number
 from ..registry import Backend
 from . import rules
 from .smem_cost import SharedMemoryAwareModel
@@ -30,6 +30,21 @@ class NvBackend(Backend):
     name = "nv"
     language = "cuda"
     suffix = ".cu"
+
+    targets = f"sm_{nv.ARCH_RANGE[0]} .. sm_{nv.ARCH_RANGE[1]} (an a or f suffix too)"
+
+    def target_name(self, text: str) -> str:
+        """``sm_<n>`` with its suffix, for an SM number the NVIDIA rules cover
+        (:data:`layoutkit.targets.nv.ARCH_RANGE`).
+
+        >>> NvBackend().target_name("sm90a")
+        'sm_90a'
+        """
+        number, suffix = nv.parse_arch(text)
+        lo, hi = nv.ARCH_RANGE
+        if not lo <= number <= hi:
+            raise TargetError(f"the NVIDIA rules cover sm_{lo} .. sm_{hi}; found {text!r}")
+        return f"sm_{number}{suffix}"
 
     scopes = (*SCOPES, TMEM)
     """The NVIDIA scopes and Blackwell tensor memory (``shared.tmem``, sm_100 and later only)."""
@@ -79,7 +94,7 @@ class NvBackend(Backend):
         TMA load it runs as SIMT code on a producer partition as wide as the consumers: ``(threads, threads)``."""
         t = program.threads
         arch = program.target
-        if arch.startswith("sm_") and arch[3:5].isdigit() and int(arch[3:5]) >= 90:
+        if arch_number(arch) >= 90:
             staged = staged_copies(program)
             if staged and any(op.kind in ("gemm", "gemm_sp") for op in program.ops):
                 tma = [tma_capable(program, op) for op in staged]

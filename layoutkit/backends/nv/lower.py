@@ -48,8 +48,8 @@ from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
 from ...scopes import GLOBAL, SHARED
 from ...targets.nv.gemm_plan import MMA, WORDS, GemmPlan, gemm_plan, instruction_shape, ptx_type
-from ...targets.nv.hardware import WARP_SIZE
-from ...targets.nv.mma import MmaAtom, arch_number
+from ...targets.nv.hardware import WARP_SIZE, arch_number
+from ...targets.nv.mma import MmaAtom
 from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG

@@ -11,8 +11,8 @@ TCGEN05 atom, TMEM layouts, ``tcgen05.ld`` / ``st`` fragments), :mod:`.partition
 :mod:`.banks` (wavefronts and conflict ways, exact and F2), :mod:`.copy` (copy instruction
 selection), :mod:`.gemm` (the ``T.gemm`` layout rule), :mod:`.gemm_plan` (the one instruction-level plan of a
 GEMM tile every NVIDIA GEMM lowering holds, and the dtype -> PTX type table), :mod:`.gemm_scopes` (the memory
-scopes each GEMM instruction reads), :mod:`.report` (swizzle x move cost table).  Element types are
-:mod:`layoutkit.dtypes`'s.
+scopes each GEMM instruction reads), :mod:`.report` (swizzle x move cost table), :mod:`.hardware` (warp size,
+arch strings).  Element types are :mod:`layoutkit.dtypes`'s.
 
 >>> from layoutkit.targets import nv
 >>> nv.make_swizzled_layout((32, 32), "float16").swizzle.kind
@@ -38,7 +38,7 @@ from .gemm import GemmLayouts, GemmOperand, gemm_layouts, gemm_shape, pipelined_
 from .gemm_plan import PTX_TYPES, GemmPlan, gemm_plan, ptx_type
 from .gemm_scopes import GemmScopeError, check_operand_scopes
 from .gemm_sp import gemm_sp_layouts, gemm_sp_shape, select_gemm_sp_instruction
-from .hardware import WARP_SIZE
+from .hardware import ARCH_RANGE, WARP_SIZE, arch_number, parse_arch
 from .mma import (
     MmaAtom,
     ldmatrix_layout,
@@ -111,7 +111,10 @@ __all__ = [
     "InstructionSpec",
     "MmaAtom",
     "SwizzleInfo",
+    "ARCH_RANGE",
     "WARP_SIZE",
+    "arch_number",
+    "parse_arch",
     "SwizzledLayout",
     "WarpPartitionError",
     "bank_conflicts", "phase_bank_hits",

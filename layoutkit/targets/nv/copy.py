@@ -42,7 +42,7 @@ from enum import Enum
 from ...algebra.layout import Layout, check_shape
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
-from .mma import arch_number
+from .hardware import arch_number
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 FRAGMENT_SCOPES = ("local.fragment",)

@@ -35,8 +35,8 @@ from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .copy import FRAGMENT_SCOPES, SHARED_SCOPES, TMEM_SCOPES
 from .gemm_scopes import check_operand_scopes
-from .hardware import WARP_SIZE
-from .mma import arch_number, make_mma_load_layout, make_mma_store_layout
+from .hardware import WARP_SIZE, arch_number
+from .mma import make_mma_load_layout, make_mma_store_layout
 from .partition import compute_warp_partition, normalize_policy
 from .swizzle import (
     make_full_bank_swizzled_layout,

@@ -25,8 +25,7 @@ from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .gemm import GemmLayouts, GemmOperand
-from .hardware import WARP_SIZE
-from .mma import arch_number
+from .hardware import WARP_SIZE, arch_number
 from .mma_sp import (
     SPARSE_FACTOR,
     compute_sparse_warp_partition,

@@ -37,7 +37,7 @@ from ...algebra.simplify import make_split, make_sum
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .hardware import WARP_SIZE
+from .hardware import WARP_SIZE, arch_number
 
 _VALID_K = (8, 16, 32, 64, 128, 256)
 
@@ -97,23 +97,6 @@ class MmaConfig:
     ms_k: int
     warp_rows: int
     warp_cols: int
-
-
-def arch_number(arch: str | int) -> int:
-    """The SM number of ``arch`` (``"sm_80"``, ``"SM90a"`` or an int).
-
-    >>> arch_number("sm_90a"), arch_number(75)
-    (90, 75)
-    """
-    if isinstance(arch, int) and not isinstance(arch, bool):
-        return arch
-    text = str(arch).lower().strip()
-    if text.startswith("sm_"):
-        text = text[3:]
-    digits = "".join(ch for ch in text if ch.isdigit())
-    if not digits:
-        raise ShapeError(f"arch must look like 'sm_80'; found {arch!r}")
-    return int(digits)
 
 
 def mma_config(dtype: object, warp_row_tiles: int, warp_col_tiles: int, chunk: int, arch: str | int) -> MmaConfig:

@@ -32,7 +32,8 @@ import numpy as np
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
-from .mma import MmaAtom, arch_number, make_mma_store_layout, operand_fragment
+from .hardware import arch_number
+from .mma import MmaAtom, make_mma_store_layout, operand_fragment
 from .partition import M_PER_WARP, WARP_GROUP, WarpPartitionError, normalize_policy
 
 SPARSE_FACTOR = 2

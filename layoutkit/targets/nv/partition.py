@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LayoutError, ShapeError
-from .mma import arch_number
+from .hardware import arch_number
 
 M_PER_WARP = 16
 WARP_GROUP = 4

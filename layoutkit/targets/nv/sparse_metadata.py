@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ...algebra.layout import Layout, check_shape
 from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
-from .mma import arch_number
+from .hardware import arch_number
 
 _SM90_A_TYPES = ("float16", "bfloat16", "float32", "int8")
 

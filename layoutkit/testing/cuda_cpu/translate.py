@@ -4,7 +4,9 @@ The translation is textual and strict: it knows the shapes of statement the CUDA
 signature, shared and register declarations, ``reinterpret_cast`` vector accesses, ``asm volatile``
 statements with their operand lists) and raises :class:`TranslationError` on anything else, so a printer
 change that the harness would misread fails loudly.  Line numbers are kept: each translated line stays on
-its source line, so the harness's messages name lines of the printed ``.cu`` file.
+its source line, so the harness's messages name lines of the printed ``.cu`` file.  The sm_90 instructions
+(TMA, mbarriers, ``wgmma``, ``stmatrix``, bulk stores) become calls of ``lk_cuda_cpu_sm90.h`` and
+``lk_cuda_cpu_sm90_store.h`` (:func:`sm90_instruction`, :func:`store_instruction`).
 
 >>> src = '''// launch k: grid (1, 1), block 32, dynamic shared memory 0 bytes
 ... extern "C" __global__ void __launch_bounds__(32) k(float* __restrict__ y) {
@@ -289,13 +291,9 @@ def _instruction(ins: _Instr) -> str:
         return "lkc::cp_async_commit(); lkc::cp_async_wait(0);"
     if mn in ("bar.sync", "barrier.sync", "bar.sync.aligned", "barrier.sync.aligned") and args == ["0"]:
         return "lkc::syncthreads();"
-    from .translate_sm90 import sm90_instruction  # TMA, mbarrier, wgmma, setmaxnreg, predicates
-
-    if (out := sm90_instruction(ins)) is not None:
+    if (out := sm90_instruction(ins)) is not None:  # TMA, mbarrier, wgmma, setmaxnreg, predicates
         return out
-    from .translate_sm90_store import store_instruction  # stmatrix, TMA stores, bulk groups, named barriers
-
-    if (out := store_instruction(ins)) is not None:
+    if (out := store_instruction(ins)) is not None:  # stmatrix, TMA stores, bulk groups, named barriers
         return out
     raise TranslationError(f"{ins.where}: PTX instruction {mn} {', '.join(args)} is not translated")
 
@@ -459,3 +457,161 @@ def driver(t: Translation, header: str) -> str:
     parts.append("int main(int argc, char** argv) {")
     parts.append(f"  return lkc::main_entry(argc, argv, lkc_table, {len(entries)});\n}}")
     return "\n".join(parts) + "\n"
+
+
+# ---- sm_90 instructions: TMA loads, mbarriers, setmaxnreg, wgmma, predicates ----
+_TYPES = r"(f16|bf16|e4m3|e5m2)"
+_WGMMA = re.compile(rf"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k(\d+)\.f32\.{_TYPES}\.{_TYPES}")
+_WGMMA_DT = {"f16": "lkc::F16", "bf16": "lkc::BF16", "e4m3": "lkc::E4M3", "e5m2": "lkc::E5M2"}
+_TMA = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier::complete_tx::bytes")
+
+
+def _pred(ins, tok: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_]\w*", tok):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic}: expected a predicate register, found {tok!r}")
+    return f"lkc_pred_{tok}"
+
+
+def _imm(ins, tok: str) -> int:
+    if not tok.isdigit():
+        raise TranslationError(f"{ins.where}: {ins.mnemonic}: expected an immediate, found {tok!r}")
+    return int(tok)
+
+
+def _wgmma(ins, m) -> str:
+    """The PTX ISA's forms: ``.f16`` / ``.bf16`` (A and B alike) at k16 with the transpose immediates, ``.e4m3``
+    / ``.e5m2`` (either for A and B) at k32 without them (8-bit operands are K-major only)."""
+    n, k, ta, tb = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+    args = ins.args
+    fp8 = ta in ("e4m3", "e5m2")
+    legal = (tb in ("e4m3", "e5m2") and k == 32) if fp8 else (ta == tb and k == 16)
+    if not legal or len(args) != (6 if fp8 else 8):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic} with {len(args)} operands is no wgmma form of the PTX "
+                               "ISA (f16 / bf16: k16, A and B alike, 8 operands; e4m3 / e5m2: k32, 6 operands, no "
+                               "transpose)")
+    d = ins.vector(args[0])
+    if len(d) != n // 2 or any(c != "+f" for c, _ in d):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic} takes {n // 2} '+f' accumulators; found {len(d)}")
+    da, db = (f"(uint64_t)({ins.ref(t)[1]})" for t in args[1:3])
+    scale = _pred(ins, args[3])
+    sa, sb, tra, trb = (_imm(ins, t) for t in (*args[4:8], "0", "0")[:4])
+    regs = ", ".join(e for _, e in d)
+    return (f"{{ lkc::Acc<float> lkc_wd[] = {{{regs}}}; lkc::wgmma({n}, {_WGMMA_DT[ta]}, {_WGMMA_DT[tb]}, lkc_wd, "
+            f"{da}, {db}, {scale}, {sa}, {sb}, {tra}, {trb}, __LINE__); }}")
+
+
+def sm90_instruction(ins) -> str | None:
+    """The harness call of one sm_90 instruction (``None`` when ``ins`` is none of them): TMA tile loads,
+    mbarriers, ``setmaxnreg``, ``wgmma`` and the ``.pred`` registers their templates use, as calls of
+    ``lk_cuda_cpu_sm90.h``.
+
+    >>> asm = _Asm("", [], [("r", "bar"), ("r", "n")])
+    >>> sm90_instruction(_Instr(asm, "mbarrier.init.shared::cta.b64 [%0], %1", "line 1"))
+    'lkc::mbar_init(lkc::b32(bar), lkc::b32(n), __LINE__);'
+    """
+    mn, args = ins.mnemonic, ins.args
+    if mn == ".reg" and len(args) == 1 and (m := re.fullmatch(r"\.pred (\w+)", args[0])):
+        return f"bool {_pred(ins, m.group(1))} = false;"
+    if mn == "setp.ne.b32" and len(args) == 3:
+        return f"{_pred(ins, args[0])} = ({ins.value(args[1])} != {ins.value(args[2])});"
+    if mn == "selp.u32" and len(args) == 4:
+        _, dst = ins.ref(args[0])
+        on, off = ins.value(args[1]), ins.value(args[2])
+        return f"lkc::set_b32({dst}, {_pred(ins, args[3])} ? (uint32_t){on} : (uint32_t){off});"
+    if mn == "mbarrier.init.shared::cta.b64" and len(args) == 2:
+        return f"lkc::mbar_init(lkc::b32({ins.address(args[0])}), {ins.value(args[1])}, __LINE__);"
+    if mn == "fence.mbarrier_init.release.cluster" and not args:
+        return "lkc::mbar_fence_init();"
+    if mn == "mbarrier.arrive.expect_tx.shared::cta.b64" and len(args) == 3 and args[0] == "_":
+        return f"lkc::mbar_arrive(lkc::b32({ins.address(args[1])}), {ins.value(args[2])}, __LINE__);"
+    if mn == "mbarrier.arrive.shared::cta.b64" and len(args) == 2 and args[0] == "_":
+        return f"lkc::mbar_arrive(lkc::b32({ins.address(args[1])}), 0, __LINE__);"
+    if mn == "mbarrier.try_wait.parity.shared::cta.b64" and len(args) == 3:
+        return (f"{_pred(ins, args[0])} = lkc::mbar_try_wait(lkc::b32({ins.address(args[1])}), {ins.value(args[2])}, "
+                "__LINE__);")
+    if m := re.fullmatch(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32", mn):
+        return f"lkc::setmaxnreg({'true' if m.group(1) == 'inc' else 'false'}, {_imm(ins, args[0])}, __LINE__);"
+    if mn == "wgmma.fence.sync.aligned" and not args:
+        return "lkc::wgmma_fence();"
+    if mn == "wgmma.commit_group.sync.aligned" and not args:
+        return "lkc::wgmma_commit(__LINE__);"
+    if mn == "wgmma.wait_group.sync.aligned" and len(args) == 1:
+        return f"lkc::wgmma_wait({_imm(ins, args[0])}, __LINE__);"
+    if m := _WGMMA.fullmatch(mn):
+        return _wgmma(ins, m)
+    if (m := _TMA.fullmatch(mn)) and len(args) == 3:
+        rank = int(m.group(1))
+        src = args[1]
+        if not (src.startswith("[") and src.endswith("]")):
+            raise TranslationError(f"{ins.where}: {mn}: expected [map, {{coordinates}}], found {src!r}")
+        parts = [p.strip() for p in src[1:-1].split(",", 1)]
+        coords = [f"(int32_t)lkc::b32({e})" for _, e in ins.vector(parts[1])]
+        if len(coords) != rank:
+            raise TranslationError(f"{ins.where}: {mn} takes {rank} coordinates; found {len(coords)}")
+        tmap = ins.ref(parts[0])[1]
+        return (f"{{ const int32_t lkc_c[] = {{{', '.join(coords)}}}; lkc::tma_load(lkc::b32({ins.address(args[0])}), "
+                f"(uint64_t)({tmap}), lkc::b32({ins.address(args[2])}), lkc_c, {rank}, __LINE__); }}")
+    return None
+
+
+# ---- sm_90 epilogue instructions: stmatrix, shared stores, named barriers, TMA stores ----
+_STMATRIX = re.compile(r"stmatrix\.sync\.aligned\.m8n8\.x([124])(\.trans)?\.shared(?:::cta)?\.b16")
+_ST_SHARED = re.compile(r"st\.shared(?:::cta)?(?:\.v([24]))?\.(?:b32|f32)")
+_TMA_STORE = re.compile(r"cp\.async\.bulk\.tensor\.(\d)d\.global\.shared::cta\.bulk_group")
+
+
+def _regs(ins, tok: str) -> list[str]:
+    vec = ins.vector(tok) if tok.startswith("{") else [ins.ref(tok)]
+    return [f"lkc::b32({e})" for _, e in vec]
+
+
+def _tma_store(ins, rank: int) -> str:
+    dst, src = ins.args
+    if not (dst.startswith("[") and dst.endswith("]")):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic}: expected [map, {{coordinates}}], found {dst!r}")
+    parts = [p.strip() for p in dst[1:-1].split(",", 1)]
+    coords = [f"(int32_t)lkc::b32({e})" for _, e in ins.vector(parts[1])]
+    if len(coords) != rank:
+        raise TranslationError(f"{ins.where}: {ins.mnemonic} takes {rank} coordinates; found {len(coords)}")
+    tmap = ins.ref(parts[0])[1]
+    return (f"{{ const int32_t lkc_c[] = {{{', '.join(coords)}}}; lkc::tma_store((uint64_t)({tmap}), lkc_c, {rank}, "
+            f"lkc::b32({ins.address(src)}), __LINE__); }}")
+
+
+def store_instruction(ins) -> str | None:
+    """The harness call of one sm_90 epilogue instruction (``None`` when ``ins`` is none of them): ``stmatrix``,
+    ``st.shared`` vectors, named barriers, ``fence.proxy.async``, TMA tensor stores and their bulk async-groups,
+    as calls of ``lk_cuda_cpu_sm90_store.h``.
+
+    >>> asm = _Asm("", [], [("r", "a"), ("r", "x"), ("r", "y")])
+    >>> store_instruction(_Instr(asm, "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%0], {%1, %2}", "line 1"))
+    '{ const uint32_t lkc_r[] = {lkc::b32(x), lkc::b32(y)}; lkc::stmatrix(2, true, lkc::b32(a), lkc_r, __LINE__); }'
+    >>> store_instruction(_Instr(asm, "cp.async.bulk.wait_group.read 0", "line 2"))
+    'lkc::bulk_wait(0, __LINE__);'
+    """
+    mn, args = ins.mnemonic, ins.args
+    if (m := _STMATRIX.fullmatch(mn)) and len(args) == 2:
+        num, regs = int(m.group(1)), _regs(ins, args[1])
+        if len(regs) != num:
+            raise TranslationError(f"{ins.where}: {mn} takes {num} source registers; found {len(regs)}")
+        return (f"{{ const uint32_t lkc_r[] = {{{', '.join(regs)}}}; lkc::stmatrix({num}, "
+                f"{'true' if m.group(2) else 'false'}, lkc::b32({ins.address(args[0])}), lkc_r, __LINE__); }}")
+    if (m := _ST_SHARED.fullmatch(mn)) and len(args) == 2:
+        regs = _regs(ins, args[1])
+        if len(regs) != int(m.group(1) or 1):
+            raise TranslationError(f"{ins.where}: {mn} takes {m.group(1) or 1} source registers; found {len(regs)}")
+        return (f"{{ const uint32_t lkc_r[] = {{{', '.join(regs)}}}; lkc::st_shared(lkc::b32({ins.address(args[0])}), "
+                f"lkc_r, {len(regs)}, __LINE__); }}")
+    if mn in ("bar.sync", "barrier.sync", "barrier.sync.aligned") and len(args) == 2:
+        return f"lkc::named_barrier((int){ins.value(args[0])}, (int){ins.value(args[1])}, __LINE__);"
+    if mn == "fence.proxy.async.shared::cta" and not args:
+        return "lkc::fence_proxy_async();"
+    if (m := _TMA_STORE.fullmatch(mn)) and len(args) == 2:
+        return _tma_store(ins, int(m.group(1)))
+    if mn == "cp.async.bulk.commit_group" and not args:
+        return "lkc::bulk_commit();"
+    if (m := re.fullmatch(r"cp\.async\.bulk\.wait_group(\.read)?", mn)) and len(args) == 1:
+        if not args[0].isdigit():
+            raise TranslationError(f"{ins.where}: {mn}: expected an immediate group count, found {args[0]!r}")
+        return f"lkc::bulk_wait({int(args[0])}, __LINE__);"
+    return None
