@@ -25,15 +25,15 @@ MAX_OUTPUTS = 3
 # ---- small integer helpers ---------------------------------------------------------------------
 
 
-def _is_pow2(n: int) -> bool:
+def is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def _divisors(n: int) -> list[int]:
+def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _check_limits(max_rank: int, max_size: int, max_extent: int | None = None) -> None:
+def check_limits(max_rank: int, max_size: int, max_extent: int | None = None) -> None:
     if max_rank < 1:
         raise InvalidArgument(f"max_rank must be >= 1, found {max_rank}")
     if max_size < 1:
@@ -42,11 +42,11 @@ def _check_limits(max_rank: int, max_size: int, max_extent: int | None = None) -
         raise InvalidArgument(f"max_extent must be >= 1, found {max_extent}")
 
 
-def _fixed_shape(shape: Sequence[int] | None, what: str, pow2: bool = False) -> tuple[int, ...] | None:
+def fixed_shape(shape: Sequence[int] | None, what: str, pow2: bool = False) -> tuple[int, ...] | None:
     if shape is None:
         return None
     fixed = check_shape(shape, what)
-    if pow2 and not all(_is_pow2(e) for e in fixed):
+    if pow2 and not all(is_pow2(e) for e in fixed):
         raise InvalidArgument(f"{what} must have power-of-two extents here, found {fixed}")
     return fixed
 
@@ -62,7 +62,7 @@ class _Digit:
     radix: int
 
 
-def _unravel(shape: Sequence[int]) -> Layout:
+def unravel(shape: Sequence[int]) -> Layout:
     """``flat -> coordinate`` over ``shape`` (row-major), as a layout of rank 1."""
     f = placeholder(0, math.prod(shape))
     strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
@@ -75,7 +75,7 @@ def _radices(draw: st.DrawFn, extent: int) -> list[int]:
     out: list[int] = []
     rest = extent
     while rest > 1:
-        inner = [d for d in _divisors(rest) if 1 < d < rest]
+        inner = [d for d in divisors(rest) if 1 < d < rest]
         if not inner or not draw(st.booleans()):
             out.append(rest)
             break
@@ -102,7 +102,7 @@ def _bit_count(radix: int) -> int:
 
 
 @dataclass(frozen=True)
-class _Recipe:
+class Recipe:
     """What a layout strategy may use.
 
     ``digit_ops``: digit transforms among ``"flip"``, ``"xor"``, ``"add"``; ``general_add``:
@@ -116,8 +116,8 @@ class _Recipe:
     exact: bool
     transforms: tuple[str, ...]
 
-    def bijective(self) -> _Recipe:
-        return _Recipe(self.digit_ops, self.general_add, self.f2, True, self.transforms)
+    def bijective(self) -> Recipe:
+        return Recipe(self.digit_ops, self.general_add, self.f2, True, self.transforms)
 
 
 @st.composite
@@ -135,7 +135,7 @@ def _transform_digits(draw: st.DrawFn, digits: list[_Digit], ops: tuple[str, ...
             digits[k] = _Digit((digits[k].radix - 1) - digits[k].expr, digits[k].radix)
             continue
         if op == "xor":
-            targets = [k for k, d in enumerate(digits) if _is_pow2(d.radix)]
+            targets = [k for k, d in enumerate(digits) if is_pow2(d.radix)]
         elif general_add:
             targets = list(range(len(digits)))
         else:
@@ -177,10 +177,10 @@ def _mixed_radix(group: list[int], digits: list[_Digit]) -> list[tuple[int, int]
 
 
 @st.composite
-def _core(draw: st.DrawFn, shape: tuple[int, ...], recipe: _Recipe) -> Layout:
+def core_recipe(draw: st.DrawFn, shape: tuple[int, ...], recipe: Recipe) -> Layout:
     """A digit layout over ``shape``: split, transform, permute and group digits into outputs."""
     ops = recipe.digit_ops
-    if not all(_is_pow2(e) for e in shape):
+    if not all(is_pow2(e) for e in shape):
         ops = tuple(op for op in ops if op != "xor")  # XOR swizzles live on power-of-two shapes
     digits = draw(_transform_digits(draw(_digits(shape)), ops, recipe.general_add))
     if not digits:

@@ -35,7 +35,7 @@ import hypothesis.strategies as st
 from hypothesis.errors import InvalidArgument
 
 from ..algebra.layout import Layout, check_shape
-from .digits import _check_limits, _core, _divisors, _fixed_shape, _is_pow2, _Recipe, _unravel
+from .digits import Recipe, check_limits, core_recipe, divisors, fixed_shape, is_pow2, unravel
 
 __all__ = [
     "MAX_SIZE",
@@ -81,7 +81,7 @@ def _shape_of_size(draw: st.DrawFn, size: int, max_rank: int, min_rank: int = 1)
     dims: list[int] = []
     rest = size
     for _ in range(rank - 1):
-        e = draw(st.sampled_from(_divisors(rest)))
+        e = draw(st.sampled_from(divisors(rest)))
         dims.append(e)
         rest //= e
     dims.append(rest)
@@ -112,7 +112,7 @@ def shapes(
     ...     assert math.prod(reshaped) == 24
     >>> test_shape()
     """
-    _check_limits(max_rank, max_size, max_extent)
+    check_limits(max_rank, max_size, max_extent)
     if not 1 <= min_rank <= max_rank:
         raise InvalidArgument(f"need 1 <= min_rank <= max_rank, found min_rank={min_rank}, max_rank={max_rank}")
     if size is not None:
@@ -151,15 +151,15 @@ def _check_transforms(transforms: Sequence[str]) -> tuple[str, ...]:
 
 
 @st.composite
-def _onto(draw: st.DrawFn, target: tuple[int, ...], recipe: _Recipe, max_rank: int) -> Layout:
+def _onto(draw: st.DrawFn, target: tuple[int, ...], recipe: Recipe, max_rank: int) -> Layout:
     """A bijection from a drawn shape of size ``prod(target)`` onto exactly the box ``target``."""
-    core = draw(_core(draw(_shape_of_size(math.prod(target), max_rank)), recipe.bijective()))
-    return _unravel(target).compose(core.linearized())
+    core = draw(core_recipe(draw(_shape_of_size(math.prod(target), max_rank)), recipe.bijective()))
+    return unravel(target).compose(core.linearized())
 
 
 @st.composite
 def _transformed(
-    draw: st.DrawFn, layout: Layout, recipe: _Recipe, fixed_size: bool, max_rank: int, max_size: int, max_steps: int
+    draw: st.DrawFn, layout: Layout, recipe: Recipe, fixed_size: bool, max_rank: int, max_size: int, max_steps: int
 ) -> Layout:
     """Apply up to ``max_steps`` of reshape / repeat / expand / compose (with a bijection onto the
     input shape) / linearized; every step keeps a bijection bijective."""
@@ -192,7 +192,7 @@ def _transformed(
 @st.composite
 def _layout(
     draw: st.DrawFn,
-    recipe: _Recipe,
+    recipe: Recipe,
     shape: tuple[int, ...] | None,
     onto: tuple[int, ...] | None,
     max_rank: int,
@@ -207,11 +207,11 @@ def _layout(
     else:
         pow2 = recipe.f2 or ("xor" in recipe.digit_ops and draw(st.booleans()))  # room for swizzles
         start = draw(_free_shape(1, max_rank, max_extent, pow2, max_size))
-    layout = draw(_core(start, recipe))
+    layout = draw(core_recipe(start, recipe))
     fixed = shape is not None or onto is not None
     layout = draw(_transformed(layout, recipe, fixed, max_rank, max_size, max_steps))
     if onto is not None:
-        layout = _unravel(onto).compose(layout.linearized())
+        layout = unravel(onto).compose(layout.linearized())
     if shape is not None and layout.input_shape != shape:
         layout = layout.reshape(shape)
     return layout
@@ -256,13 +256,13 @@ def bijective_layouts(
     ...     assert outer.compose(inner).is_bijective()
     >>> test_compose()
     """
-    _check_limits(max_rank, max_size, max_extent)
-    fixed = _fixed_shape(shape, "bijective_layouts shape", pow2)
-    box = _fixed_shape(onto, "bijective_layouts onto", pow2)
+    check_limits(max_rank, max_size, max_extent)
+    fixed = fixed_shape(shape, "bijective_layouts shape", pow2)
+    box = fixed_shape(onto, "bijective_layouts onto", pow2)
     if fixed is not None and box is not None and math.prod(fixed) != math.prod(box):
         raise InvalidArgument(f"a bijection from {fixed} onto {box} needs equal sizes")
     ops = (("xor", "add") if swizzles else ()) + (("flip",) if flips and not pow2 else ())
-    recipe = _Recipe(ops, False, pow2, True, _check_transforms(transforms))
+    recipe = Recipe(ops, False, pow2, True, _check_transforms(transforms))
     return _layout(recipe, fixed, box, max_rank, max_extent, max_size, max_steps)
 
 
@@ -290,13 +290,13 @@ def quasi_affine_layouts(
     ...     assert layout.prove_bijective("isl").verdict == layout.prove_bijective("enumerate").verdict
     >>> test_methods_agree()
     """
-    _check_limits(max_rank, max_size, max_extent)
-    fixed = _fixed_shape(shape, "quasi_affine_layouts shape")
+    check_limits(max_rank, max_size, max_extent)
+    fixed = fixed_shape(shape, "quasi_affine_layouts shape")
     steps = _check_transforms(transforms)
     exact = st.booleans() if bijective is None else st.just(bool(bijective))
     return exact.flatmap(
         lambda e: _layout(
-            _Recipe(("flip", "add"), True, False, e, steps), fixed, None, max_rank, max_extent, max_size, max_steps
+            Recipe(("flip", "add"), True, False, e, steps), fixed, None, max_rank, max_extent, max_size, max_steps
         )
     )
 
@@ -324,13 +324,13 @@ def xor_layouts(
     ...     assert lk.Layout.from_linear(layout.to_linear()).is_equal(layout)
     >>> test_f2_round_trip()
     """
-    _check_limits(max_rank, max_size, max_extent)
-    fixed = _fixed_shape(shape, "xor_layouts shape", pow2=True)
+    check_limits(max_rank, max_size, max_extent)
+    fixed = fixed_shape(shape, "xor_layouts shape", pow2=True)
     steps = _check_transforms(transforms)
     exact = st.booleans() if bijective is None else st.just(bool(bijective))
     return exact.flatmap(
         lambda e: _layout(
-            _Recipe(("xor", "add"), False, True, e, steps), fixed, None, max_rank, max_extent, max_size, max_steps
+            Recipe(("xor", "add"), False, True, e, steps), fixed, None, max_rank, max_extent, max_size, max_steps
         )
     )
 
@@ -349,8 +349,8 @@ def layouts(
     ...     assert (layout.linearized().table()[..., 0] == flat).all()
     >>> test_linearized()
     """
-    _check_limits(max_rank, max_size)
-    pow2 = shape is None or all(_is_pow2(e) for e in check_shape(shape))
+    check_limits(max_rank, max_size)
+    pow2 = shape is None or all(is_pow2(e) for e in check_shape(shape))
     options = [
         bijective_layouts(shape, max_rank=max_rank, max_size=max_size),
         quasi_affine_layouts(shape, max_rank=max_rank, max_size=max_size),
@@ -387,11 +387,11 @@ def fragments(
     perm = draw(bijective_layouts(shape=shape, max_steps=1)).linearized()
     p = perm.forward_index[0]
     size = math.prod(shape)
-    local = draw(st.sampled_from(_divisors(size)))
+    local = draw(st.sampled_from(divisors(size)))
     index, thread = p % local, p // local
     threads = size // local
     if injective is False or (injective is None and draw(st.booleans())):
-        fold = draw(st.sampled_from(_divisors(threads)))
+        fold = draw(st.sampled_from(divisors(threads)))
         thread = thread % fold
         threads = fold
     r = replicate if replicate is not None else draw(st.sampled_from([1, 1, 2, 4]))
