@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import ShapeError
-from .bits import gf2_inverse
 from .nodes import Const, Expr, Var
 from .simplify import bitxor, make_split, make_sum
 
@@ -57,4 +56,4 @@ def expressions_from_bases(
     return tuple(outs)
 
 
-__all__ = ["expressions_from_bases", "gf2_inverse"]
+__all__ = ["expressions_from_bases"]
