@@ -3,10 +3,24 @@
 from .evaluate import compile_numpy, evaluate
 from .layout import Layout, placeholder, positional_arity, positive_int
 from .linear import F2Linear
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, as_expr, free_vars
+from .nodes import (
+    And,
+    Const,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    Mul,
+    Or,
+    Sum,
+    Var,
+    Xor,
+    as_expr,
+    free_vars,
+    simplify,
+    substitute,
+)
 from .parse import parse_expr, parse_index_fn
 from .proof import Proof
-from .simplify import simplify, substitute
 
 __all__ = [
     "positional_arity", "positive_int",

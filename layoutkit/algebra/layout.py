@@ -63,8 +63,20 @@ from .f2_reasons import not_linear_reason
 from .inverse import solve_inverse
 from .linear import F2Linear, bases_from_mapping, inverse_bases
 from .linear_exprs import expressions_from_bases
-from .nodes import Const, Expr, Var, as_expr, free_vars
-from .printing import text_prefix, tuple_text
+from .nodes import (
+    Const,
+    Expr,
+    Var,
+    add,
+    as_expr,
+    floordiv,
+    floormod,
+    free_vars,
+    scale,
+    substitute,
+    text_prefix,
+    tuple_text,
+)
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method, describe_witness
 from .shapes import (
     TABLE_LIMIT,
@@ -84,7 +96,6 @@ from .shapes import (
     row_major_flat,
     unflatten_mapping,
 )
-from .simplify import add, floordiv, floormod, scale, substitute
 from .tagging import Tagged
 
 ENUMERATION_LIMIT = 1 << 22

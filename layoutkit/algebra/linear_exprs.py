@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import ShapeError
-from .nodes import Const, Expr, Var
-from .simplify import bitxor, make_split, make_sum
+from .nodes import Const, Expr, Var, bitxor, make_split, make_sum
 
 
 def expressions_from_bases(

@@ -27,8 +27,7 @@ from ..errors import (
     UserFunctionError,
 )
 from .evaluate import grid
-from .nodes import MAX_EXTENT, Const, Expr, Var, as_expr
-from .simplify import add, floordiv, floormod, scale
+from .nodes import MAX_EXTENT, Const, Expr, Var, add, as_expr, floordiv, floormod, scale
 
 _NAMES = "ijklmnopqrstuvwxyzabcdefgh"
 

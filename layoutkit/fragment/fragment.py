@@ -39,10 +39,8 @@ from ..algebra.layout import (
     positive_int,
 )
 from ..algebra.linear import F2Linear
-from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
-from ..algebra.printing import tuple_text
+from ..algebra.nodes import Const, Expr, Var, add, as_expr, free_vars, scale, substitute, tuple_text
 from ..algebra.proof import Proof
-from ..algebra.simplify import add, scale, substitute
 from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
 from .arguments import _call, _call_index, _check_range, _one_thread
 from .splits import flatten_digits, unused_digits

@@ -59,9 +59,9 @@ from ..algebra.forall import (
     symbols_of,
 )
 from ..algebra.layout import placeholder
+from ..algebra.nodes import substitute
 from ..algebra.parametric import digit_values
 from ..algebra.proof import Proof
-from ..algebra.simplify import substitute
 from ..errors import ShapeError, UnsupportedError
 from .fragment import Fragment
 

@@ -25,8 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..algebra.layout import Layout, positive_int
-from ..algebra.nodes import Expr, Var
-from ..algebra.simplify import add, scale, split_view, substitute
+from ..algebra.nodes import Expr, Var, add, scale, split_view, substitute
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment
 
@@ -97,7 +96,7 @@ class PartialFragment(Fragment):
         lo, hi = Var("_lane", self._combine), Var("_copy", max(self.copy_size, 1))
         thread = substitute(self.forward_thread, {self.rep_var: add(lo, scale(hi, self._combine))})
         steps = []
-        from ..algebra.simplify import linear
+        from ..algebra.nodes import linear
 
         terms, _ = linear(thread)
         for atom, coeff in terms.items():

@@ -16,8 +16,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..algebra.layout import check_shape, placeholder, positive_int, reshape_mapping
-from ..algebra.nodes import Const, Expr, Var, free_vars
-from ..algebra.simplify import add, floordiv, floormod, linear, make_split, scale, split_view, substitute
+from ..algebra.nodes import (
+    Const,
+    Expr,
+    Var,
+    add,
+    floordiv,
+    floormod,
+    free_vars,
+    linear,
+    make_split,
+    scale,
+    split_view,
+    substitute,
+)
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment, rep_var
 

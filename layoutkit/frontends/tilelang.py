@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from math import prod
 
 from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Const
-from ..algebra.simplify import substitute
+from ..algebra.nodes import Const, substitute
 from ..codegen.checks import check_result
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment

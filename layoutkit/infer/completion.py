@@ -25,8 +25,7 @@ _i * 2 + _j // 16
 from __future__ import annotations
 
 from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import floordiv, floormod, linear, make_split, split_view, substitute
+from ..algebra.nodes import Const, Expr, Var, floordiv, floormod, linear, make_split, split_view, substitute
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 

@@ -39,8 +39,7 @@ import numpy as np
 
 from ..algebra.evaluate import evaluate_columns
 from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Expr, Var
-from ..algebra.simplify import linear
+from ..algebra.nodes import Expr, Var, linear
 from ..caches import memoized
 
 MAX_VECTOR_BITS = 128

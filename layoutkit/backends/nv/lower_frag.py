@@ -46,8 +46,7 @@ import numpy as np
 
 from ...algebra import compile_numpy, free_vars
 from ...algebra.layout import placeholder
-from ...algebra.nodes import Const, Expr, Var
-from ...algebra.simplify import substitute
+from ...algebra.nodes import Const, Expr, Var, substitute
 from ...cost.access import shared_access
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED

@@ -394,8 +394,7 @@ def tma_linear_layout(shape: Sequence[int], fixed: Sequence[int] = ()) -> Layout
     Layout((2, 64, 512) -> (2, 2, 64, 256), transform: (_i, _j, _k) -> (_i, _k // 256, _j, _k % 256))
     """
     from ...algebra.layout import placeholder
-    from ...algebra.nodes import Const
-    from ...algebra.simplify import floordiv, floormod
+    from ...algebra.nodes import Const, floordiv, floormod
 
     dims = check_shape(shape, "TMA shared buffer shape")
     keep, outer, inner = [], [], []

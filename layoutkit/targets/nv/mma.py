@@ -31,8 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...algebra.layout import placeholder
-from ...algebra.nodes import Expr
-from ...algebra.simplify import make_split, make_sum
+from ...algebra.nodes import Expr, make_split, make_sum
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ...algebra.layout import Layout, check_shape, placeholder
-from ...algebra.nodes import Expr
-from ...algebra.simplify import bitxor, make_split, make_sum
+from ...algebra.nodes import Expr, bitxor, make_split, make_sum
 from ...errors import LayoutError, ShapeError, UnsupportedError
 from .dtype import canonical_dtype, element_bits
 
