@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..algebra.layout import Layout, positive_int
-from ..algebra.nodes import Expr, Var, add, scale, split_view, substitute
+from ..algebra.nodes import Expr, Var, add, free_vars, scale, split_view, substitute
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment
 
@@ -131,8 +131,6 @@ class PartialFragment(Fragment):
 
 
 def _vars(e: Expr) -> tuple[Var, ...]:
-    from ..algebra.nodes import free_vars
-
     return free_vars(e)
 
 
