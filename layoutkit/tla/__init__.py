@@ -28,11 +28,10 @@ from __future__ import annotations
 
 import re as _re
 
+from ..dtypes import c0, element_bits
 from .bridges import from_layout, from_linear, to_linear
 from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
 from .composition import complement, composition, make_swizzle
-from .coord import crd2crd, crd2idx, idx2crd
-from .dtypes import c0, element_bits
 from .int_tuple import (
     Int,
     ceil_div,
@@ -62,7 +61,20 @@ from .int_tuple import (
     weakly_congruent,
 )
 from .inverses import left_inverse, max_common_vector, nullspace, right_inverse
-from .layout import Layout, cosize, crd2offset, get_tile_layout, is_layout, make_layout, origin_shape, shape, stride
+from .layout import (
+    Layout,
+    cosize,
+    crd2crd,
+    crd2idx,
+    crd2offset,
+    get_tile_layout,
+    idx2crd,
+    is_layout,
+    make_layout,
+    origin_shape,
+    shape,
+    stride,
+)
 from .layout import size as size
 from .swizzle import ComposedLayout, Swizzle, make_composed_layout
 from .tags import (

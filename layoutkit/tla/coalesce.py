@@ -50,7 +50,7 @@ def concat(modes: Sequence[Any]) -> Layout:
     return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
-def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
+def unwrap_modes(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
     """One mode as integers, several as tuples (C++ ``unwrap``)."""
     if len(shapes) == 1:
         return shapes[0], strides[0]
@@ -60,7 +60,7 @@ def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
 # ---- coalesce and filter ------------------------------------------------------------------------
 
 
-def _bw_coalesce(
+def bw_coalesce(
     shapes: tuple[Any, ...], strides: tuple[Any, ...], last_shape: int | None = None
 ) -> tuple[object, object]:
     """C++ ``bw_coalesce`` over flat modes, from the last mode to the first: skip size-1 modes,
@@ -83,7 +83,7 @@ def _bw_coalesce(
         return Int(1), Int(0)
     out_s.reverse()
     out_d.reverse()
-    return _wrap(out_s, out_d)
+    return unwrap_modes(out_s, out_d)
 
 
 def coalesce(layout: object, profile: object = None) -> object:
@@ -106,21 +106,21 @@ def coalesce(layout: object, profile: object = None) -> object:
             raise ShapeError(f"coalesce: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
         modes = [coalesce(L.mode(i), p) for i, p in enumerate(profile)]
         return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    shape, stride = _bw_coalesce(leaves(L.shape), leaves(L.stride))
+    shape, stride = bw_coalesce(leaves(L.shape), leaves(L.stride))
     return Layout._make(shape, stride)
 
 
 def coalesced_shape(L: Layout) -> object:
     """``shape(coalesce(L))``."""
-    return _bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
+    return bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
 
 
-def _coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """C++ ``detail::coalesce_x``: like coalesce but a trailing size-1 mode keeps its stride (as a
     dummy size 2), so the function outside the domain -- the unbounded last mode -- is preserved."""
     shapes, strides = leaves(L.shape), leaves(L.stride)
     last = Int(2) if shapes[-1] == 1 else None
-    shape, stride = _bw_coalesce(shapes, strides, last)
+    shape, stride = bw_coalesce(shapes, strides, last)
     return leaves(shape), leaves(stride)
 
 
@@ -141,11 +141,11 @@ def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
     return fn(a, b)
 
 
-def _filtered(L: Layout) -> Layout:
+def filtered(L: Layout) -> Layout:
     """``filter(L)`` without the dispatch: zero-stride modes dropped, then coalesced."""
     strides = leaves(L.stride)
     shapes = tuple(Int(1) if d == 0 else s for s, d in zip(leaves(L.shape), strides))
-    shape, stride = _bw_coalesce(shapes, strides)
+    shape, stride = bw_coalesce(shapes, strides)
     return Layout._make(shape, stride)
 
 
@@ -165,7 +165,7 @@ def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - Cu
             raise ShapeError(f"filter: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
         modes = [filter(L.mode(i), p) for i, p in enumerate(profile)]
         return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    return _filtered(L)
+    return filtered(L)
 
 
 def coalesce_shape(shape: object) -> object:

@@ -37,8 +37,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import LimitError, ShapeError, UnsupportedError
-from .coalesce import _bw_coalesce, _coalesce_x, _filtered, _wrap, as_layout, coalesce_shape, concat
-from .coord import _crd2idx, idx2crd
+from .coalesce import as_layout, bw_coalesce, coalesce_shape, coalesce_x, concat, filtered, unwrap_modes
 from .int_tuple import (
     Int,
     as_int_tuple,
@@ -48,7 +47,7 @@ from .int_tuple import (
     leaves,
     to_str,
 )
-from .layout import Layout
+from .layout import Layout, crd2idx_unchecked, idx2crd
 from .swizzle import ComposedLayout, Swizzle
 
 NUMERIC_CHECK_LIMIT = 1 << 22
@@ -70,7 +69,7 @@ class _Composer:
 
     def __init__(self, A: Layout, B: Layout):
         self.A, self.B = A, B
-        self.shapes, self.strides = _coalesce_x(A)
+        self.shapes, self.strides = coalesce_x(A)
         self.usage: dict[int, list[tuple[tuple[int, ...], object, object, int]]] = {}
 
     def flat_a(self) -> str:
@@ -133,7 +132,7 @@ class _Composer:
         if rest_s != 1:
             out_s.append(rest_s)
             out_d.append(rest_d * strides[-1])
-        return _wrap(out_s, out_d)
+        return unwrap_modes(out_s, out_d)
 
     def use(self, k: int, path: tuple[int, ...], s: object, d: object, top: int) -> None:
         self.usage.setdefault(k, []).append((path, s, d, int(top)))
@@ -168,7 +167,7 @@ def layout_at(A: Layout, idx: Any) -> Any:
     array([0, 1, 0, 3])
     """
     v = np.asarray(idx, dtype=np.int64)
-    return np.sign(v) * np.asarray(_crd2idx(np.abs(v), A.shape, A.stride, ()), dtype=np.int64)
+    return np.sign(v) * np.asarray(crd2idx_unchecked(np.abs(v), A.shape, A.stride, ()), dtype=np.int64)
 
 
 def _wrap_str(items: tuple[object, ...]) -> str:
@@ -376,7 +375,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
             raise UnsupportedError(f"complement of {layout}: the inner function is not a layout")
         return complement(inner, cotarget)
     L = as_layout(layout, "complement: layout")
-    F = _filtered(L)
+    F = filtered(L)
     if cotarget is None:
         cotarget = F.cosize
     elif isinstance(cotarget, Layout):
@@ -408,5 +407,5 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     new_stride = strides[last] * shapes[last]
     rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
     rest_stride = compact_col_major(rest_shape, new_stride)
-    shape, stride = _bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
+    shape, stride = bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
     return Layout._make(shape, stride)

@@ -14,9 +14,8 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
-from .coalesce import _wrap, as_layout, coalesce
+from .coalesce import as_layout, coalesce, unwrap_modes
 from .composition import NUMERIC_CHECK_LIMIT, composition
-from .coord import _crd2idx
 from .int_tuple import (
     Int,
     is_static,
@@ -24,7 +23,7 @@ from .int_tuple import (
     product,
     to_str,
 )
-from .layout import Layout
+from .layout import Layout, crd2idx_unchecked
 from .swizzle import ComposedLayout, Swizzle
 
 
@@ -151,8 +150,8 @@ def _check_quasi_inverse(L: Layout, R: Layout) -> None:
     if L.size > NUMERIC_CHECK_LIMIT:
         raise ShapeError(f"left_inverse of {L}: its modes overlap and it is too large ({L.size}) to verify")
     t = L.table()
-    idx = np.asarray(_crd2idx(t, R.shape, R.stride, ()))
-    back = np.asarray(_crd2idx(idx, L.shape, L.stride, ()))
+    idx = np.asarray(crd2idx_unchecked(t, R.shape, R.stride, ()))
+    back = np.asarray(crd2idx_unchecked(idx, L.shape, L.stride, ()))
     bad = np.flatnonzero((back != t) | (idx >= L.size))
     if bad.size:
         i = int(bad[0])
@@ -175,7 +174,7 @@ def nullspace(layout: Layout) -> Layout:
     idx = [i for i, d in enumerate(strides) if d == 0]
     if not idx:
         return Layout._make(Int(1), Int(0))
-    s, d = _wrap([shapes[i] for i in idx], [pre[i] for i in idx])
+    s, d = unwrap_modes([shapes[i] for i in idx], [pre[i] for i in idx])
     return Layout._make(s, d)
 
 

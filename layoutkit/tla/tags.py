@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
+from ..dtypes import c0 as c0_of
 from ..errors import ShapeError
-from .dtypes import c0 as c0_of
 from .int_tuple import Int, as_int_tuple, ceil_div, round_up
 from .layout import Layout
 

@@ -1,7 +1,7 @@
 """CUDA C++ printer for :mod:`.ir` kernels (``mma.sync``, ``ldmatrix``, ``cp.async``, vector loads/stores).
 
-Index expressions print with :func:`layoutkit.algebra.convert.to_c` (exact floor semantics); the helpers
-of :data:`~layoutkit.algebra.convert.C_PRELUDE` are emitted as ``__device__`` functions.  The prelude sits
+Index expressions print with :func:`layoutkit.algebra.translate.to_c` (exact floor semantics); the helpers
+of :data:`~layoutkit.algebra.translate.C_PRELUDE` are emitted as ``__device__`` functions.  The prelude sits
 behind an include guard, so several emitted kernels concatenate into one translation unit.
 
 >>> from layoutkit.algebra.nodes import Const
@@ -14,7 +14,7 @@ extern "C" __global__ void __launch_bounds__(32) k(float* __restrict__ y) {
 
 from __future__ import annotations
 
-from ...algebra.convert import C_PRELUDE, to_c
+from ...algebra.translate import C_PRELUDE, to_c
 from ...algebra.nodes import Expr
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED

@@ -2,7 +2,7 @@
 
 Every statement runs on every thread of a block.  Index expressions are :mod:`layoutkit.algebra`
 expressions over the thread variables (:data:`TID`, :data:`BX`, :data:`BY`) and loop variables, so the
-printer writes them with :func:`~layoutkit.algebra.convert.to_c` and the executor evaluates them with numpy,
+printer writes them with :func:`~layoutkit.algebra.translate.to_c` and the executor evaluates them with numpy,
 for all threads at once.  Memory is addressed in elements of the buffer's dtype:
 
 * ``global`` buffers are kernel parameters (flat, row-major), ``shared`` buffers are per block,
