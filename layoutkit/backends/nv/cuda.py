@@ -14,8 +14,8 @@ extern "C" __global__ void __launch_bounds__(32) k(float* __restrict__ y) {
 
 from __future__ import annotations
 
-from ...algebra.translate import C_PRELUDE, to_c
 from ...algebra.nodes import Expr
+from ...algebra.translate import C_PRELUDE, to_c
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED
 from . import ir
