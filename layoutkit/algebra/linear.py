@@ -308,16 +308,24 @@ class F2Linear:
                     out = [o ^ v for o, v in zip(out, image)]
         return tuple(out)
 
-    def _pack(self, image: Sequence[int]) -> int:
-        """One image as an int over the concatenated out bits."""
+    def pack(self, image: Sequence[int]) -> int:
+        """One image as an int over the concatenated out bits (out dim ``k`` at bit ``sum(out_bits[:k])``).
+
+        >>> F2Linear.identity_of((("a", 4), ("b", 2))).pack([3, 1])
+        7
+        """
         out, shift = 0, 0
         for v, nb in zip(image, self.out_bits):
             out |= int(v) << shift
             shift += nb
         return out
 
-    def _unpack_in(self, combo: int) -> Image:
-        """An int over the concatenated in bits as one value per in dim."""
+    def unpack_in(self, combo: int) -> Image:
+        """An int over the concatenated in bits as one value per in dim (the inverse of packing inputs).
+
+        >>> F2Linear.identity_of((("a", 4), ("b", 2))).unpack_in(7)
+        (3, 1)
+        """
         return unpack_bits(combo, self.in_bits)
 
     def columns(self) -> tuple[int, ...]:
@@ -386,7 +394,7 @@ class F2Linear:
         for name, per in zip(self.in_names, self.bases):
             mask = 0
             for b, image in enumerate(per):
-                if not basis.insert(self._pack(image)):
+                if not basis.insert(self.pack(image)):
                     mask |= 1 << b
             masks[name] = mask
         return masks
@@ -425,7 +433,7 @@ class F2Linear:
         basis = XorBasis()
         for k, col in enumerate(self._columns):
             if not basis.insert(col):
-                return self._unpack_in(int(basis.solve(col) or 0) | 1 << k)
+                return self.unpack_in(int(basis.solve(col) or 0) | 1 << k)
         return None
 
     def max_values(self, offset: Sequence[int] | None = None) -> Image:
@@ -457,7 +465,7 @@ class F2Linear:
         diff = [int(y) ^ int(c) for y, c in zip(point, starts)]
         if any(v >> nb for v, nb in zip(diff, self.out_bits)):
             return False
-        return self._span.reduce(self._pack(diff))[0] == 0
+        return self._span.reduce(self.pack(diff))[0] == 0
 
     # ---- composition and inverses -----------------------------------------------------------------
     def compose(self, outer: F2Linear) -> F2Linear:
@@ -908,7 +916,7 @@ def identity_dims(this: F2Linear, outer: F2Linear, outs: tuple[str, ...]) -> set
         per = outer.bases[outer.in_names.index(name)]
         out = 0
         for image in per:
-            out |= outer._pack(image)
+            out |= outer.pack(image)
         return out
 
     shared = [n for n in outer.in_names if n in this.in_names]
@@ -947,7 +955,7 @@ def _solve(this: F2Linear, A: F2Linear, same: set[str]) -> F2Linear:
             continue
         for b, image in enumerate(per):
             columns.append((d, b))
-            basis.insert(A._pack(image))
+            basis.insert(A.pack(image))
     bases = []
     for name, per in zip(this.in_names, this.bases):
         if name in same:
@@ -957,7 +965,7 @@ def _solve(this: F2Linear, A: F2Linear, same: set[str]) -> F2Linear:
             continue
         row = []
         for b, image in enumerate(per):
-            combo = basis.solve(A._pack(image))
+            combo = basis.solve(A.pack(image))
             if combo is None:
                 raise NotBijectiveError(
                     f"invert_and_compose: bit {b} of in dim {name!r} maps to {image}, which the outer map never "

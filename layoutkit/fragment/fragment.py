@@ -200,7 +200,9 @@ class Fragment(Layout):
                            None if index is None else tuple(as_expr(e) for e in index), thread_range)
         return obj
 
-    def _rebuild(self, **changes: Any) -> Fragment:
+    def rebuild(self, **changes: Any) -> Fragment:
+        """A copy with some of the constructor arguments replaced (``input_shape``, ``index``, ``thread``,
+        ``replicate``, ``thread_range``)."""
         args: dict[str, Any] = dict(input_shape=self.input_shape, index=self.forward_index, thread=self._thread,
                     replicate=self._replicate, thread_range=self._thread_range)
         args.update(changes)
@@ -273,7 +275,7 @@ forward_index: (_j % 8,))
         >>> G = F.bind_thread_range(32, 64)
         >>> G.thread_range, G.thread_extent, G.forward_thread is F.forward_thread
         ((32, 64), 4, True)
-        >>> G == F._rebuild(thread_range=(32, 64))
+        >>> G == F.rebuild(thread_range=(32, 64))
         True
         """
         thread_range = check_thread_range((start, extent))
@@ -573,7 +575,7 @@ def condense_fragment_rep(fragment: Fragment) -> Fragment:
     """``fragment.condense_rep_var()``: only the digits of ``_rep`` the thread map reads."""
     rep = fragment.rep_var
     if rep not in free_vars(fragment._thread):
-        return fragment._rebuild(thread=fragment._thread, replicate=1)
+        return fragment.rebuild(thread=fragment._thread, replicate=1)
     terms, _ = linear(fragment._thread)
     rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
     pure_digits = all(split_view(atom)[0] == rep for atom, _ in rep_terms)
@@ -610,7 +612,7 @@ def condense_fragment_rep(fragment: Fragment) -> Fragment:
     thread = substitute(thread, {fresh: rep_var(new_r)})
     if new_r == fragment._replicate and thread == fragment._thread:
         return fragment
-    return fragment._rebuild(thread=thread, replicate=new_r)
+    return fragment.rebuild(thread=thread, replicate=new_r)
 
 
 def reshape_fragment(fragment: Fragment, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:

@@ -30,7 +30,7 @@ def as_layout(x: object, what: str = "layout") -> Layout:
     if is_int(x):
         if x < 1:
             raise ShapeError(f"{what}: an integer tiler must be positive; found {x}")
-        return Layout._make(x if type(x) is Int else int(x), Int(1))
+        return Layout.from_modes(x if type(x) is Int else int(x), Int(1))
     raise ShapeError(f"{what} must be a tla.Layout or an integer; found {type(x).__name__} {x!r}")
 
 
@@ -47,7 +47,7 @@ def check_profile(profile: object, what: str) -> object:
 def concat(modes: Sequence[Any]) -> Layout:
     """``make_layout(l0, l1, ...)``: layouts as the modes of one layout (mode-wise results of the
     algebra, typed ``object`` where they may also be composed layouts)."""
-    return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return Layout.from_modes(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
 def unwrap_modes(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
@@ -107,7 +107,7 @@ def coalesce(layout: object, profile: object = None) -> object:
         modes = [coalesce(L.mode(i), p) for i, p in enumerate(profile)]
         return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
     shape, stride = bw_coalesce(leaves(L.shape), leaves(L.stride))
-    return Layout._make(shape, stride)
+    return Layout.from_modes(shape, stride)
 
 
 def coalesced_shape(L: Layout) -> object:
@@ -132,7 +132,7 @@ def filter_zeros(layout: Layout) -> Layout:
     """
     L = as_layout(layout, "filter_zeros: layout")
     shape = _map2(L.shape, L.stride, lambda s, d: Int(1) if d == 0 else s)
-    return Layout._make(shape, L.stride)
+    return Layout.from_modes(shape, L.stride)
 
 
 def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
@@ -146,7 +146,7 @@ def filtered(L: Layout) -> Layout:
     strides = leaves(L.stride)
     shapes = tuple(Int(1) if d == 0 else s for s, d in zip(leaves(L.shape), strides))
     shape, stride = bw_coalesce(shapes, strides)
-    return Layout._make(shape, stride)
+    return Layout.from_modes(shape, stride)
 
 
 def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - CuTe name

@@ -214,7 +214,7 @@ def composition(a: object, b: object) -> object:
     B = as_layout(b, "composition: right operand")
     composer = _Composer(A, B)
     shape, stride = composer.tree(B.shape, B.stride, ())
-    result = Layout._make(shape, stride)
+    result = Layout.from_modes(shape, stride)
     bad = composer.carries()
     if bad:
         _check_carries(A, B, result, bad, composer)
@@ -385,7 +385,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     shapes, strides = leaves(F.shape), leaves(F.stride)
     if strides == (0,):
         rest = coalesce_shape(cotarget)
-        return Layout._make(rest, compact_col_major(rest))
+        return Layout.from_modes(rest, compact_col_major(rest))
     if min(strides) < 0:
         raise UnsupportedError(f"complement of {L}: negative strides have no complement (C++ returns a layout of "
                                "negative extents)")
@@ -408,4 +408,4 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
     rest_stride = compact_col_major(rest_shape, new_stride)
     shape, stride = bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
-    return Layout._make(shape, stride)
+    return Layout.from_modes(shape, stride)

@@ -85,7 +85,7 @@ def right_inverse(layout: object) -> object:
             res_s.append(shapes[i])
             res_d.append(pre[i])
             curr = shapes[i] * strides[i]
-    return coalesce(Layout._make(tuple(res_s), tuple(res_d)))
+    return coalesce(Layout.from_modes(tuple(res_s), tuple(res_d)))
 
 
 def left_inverse(layout: object) -> object:
@@ -124,7 +124,7 @@ def left_inverse(layout: object) -> object:
         res_s.append(d // covered)
         res_d.append(pre[i])
     res_s.append(shapes[order[-1]])
-    result = coalesce(Layout._make(tuple(res_s), tuple(res_d)))
+    result = coalesce(Layout.from_modes(tuple(res_s), tuple(res_d)))
     if not _disjoint_modes(shapes, strides, order):
         _check_quasi_inverse(L, result)  # type: ignore[arg-type]
     return result
@@ -173,9 +173,9 @@ def nullspace(layout: Layout) -> Layout:
     pre = _prefix(shapes)
     idx = [i for i, d in enumerate(strides) if d == 0]
     if not idx:
-        return Layout._make(Int(1), Int(0))
+        return Layout.from_modes(Int(1), Int(0))
     s, d = unwrap_modes([shapes[i] for i in idx], [pre[i] for i in idx])
-    return Layout._make(s, d)
+    return Layout.from_modes(s, d)
 
 
 def max_common_vector(a: Layout, b: Layout) -> int:

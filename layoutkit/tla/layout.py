@@ -183,7 +183,7 @@ def _checked_crd2idx(coord: object, shape: object, stride: object, what: str) ->
     c = check_coord(coord)
     if any(isinstance(v, np.ndarray) for v in leaves(c)):
         # numpy coordinates: the layout's evaluation proves int64 suffices or goes exact
-        return Layout._make(shape, stride)(c)
+        return Layout.from_modes(shape, stride)(c)
     try:
         return crd2idx_unchecked(c, shape, stride, ())
     except _Mismatch as err:
@@ -358,7 +358,7 @@ class Layout:
         self._hash = None
 
     @classmethod
-    def _make(cls, shape: object, stride: object, origin: tuple[int, ...] | None = None) -> Layout:
+    def from_modes(cls, shape: object, stride: object, origin: tuple[int, ...] | None = None) -> Layout:
         """Trusted constructor for results of the algebra (no validation).
 
         Layouts are immutable: ``shape``, ``stride`` and ``origin_shape`` are read-only properties
@@ -416,8 +416,8 @@ class Layout:
         """
         s, d = self._tla_shape, self._stride
         if len(index) == 1 and type(s) is tuple and type(index[0]) is int and -len(s) <= index[0] < len(s):
-            return Layout._make(s[index[0]], cast("tuple[object, ...]", d)[index[0]])
-        return Layout._make(get(s, *index), get(d, *index))
+            return Layout.from_modes(s[index[0]], cast("tuple[object, ...]", d)[index[0]])
+        return Layout.from_modes(get(s, *index), get(d, *index))
 
     def __getitem__(self, index: int) -> Layout:
         return self.mode(index)
@@ -430,7 +430,7 @@ class Layout:
 
     def with_origin_shape(self, origin_shape: object) -> Layout:
         """The same layout with another ``origin_shape``."""
-        return Layout._make(self._tla_shape, self._stride, check_origin(origin_shape, self._tla_shape))
+        return Layout.from_modes(self._tla_shape, self._stride, check_origin(origin_shape, self._tla_shape))
 
     # ---- evaluation -----------------------------------------------------------------------------
     def __call__(self, *coord: object) -> object:
@@ -571,7 +571,7 @@ class Layout:
         return h
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Layout._make, (self._tla_shape, self._stride, self._origin))
+        return (Layout.from_modes, (self._tla_shape, self._stride, self._origin))
 
     def __str__(self) -> str:
         return f"{to_str(self._tla_shape)}:{to_str(self._stride)}"
@@ -625,7 +625,7 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
         if origin_shape is not None:
             raise ShapeError("make_layout of layouts takes no origin_shape")
         layouts = cast("tuple[Layout, ...]", args)
-        return Layout._make(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
+        return Layout.from_modes(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
     if len(args) in (1, 2, 3) and _has_empty_mode(args[0]):
         # CuTe's rank-0 layout has no element to address; TLA refuses it, and so do we
         raise ShapeError(f"make_layout needs a shape with at least one extent in every mode; found "
@@ -691,10 +691,10 @@ def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout
     origin = tuple(min(int(t), max(int(o) - int(c), 0)) for t, o, c in zip(flat_tile, parent, flat_crd))
     shape = layout.shape
     if type(shape) is not tuple:
-        return Layout._make(tile[0], layout.stride, origin)
+        return Layout.from_modes(tile[0], layout.stride, origin)
     if depth(shape) <= 1:
-        return Layout._make(tile, layout.stride, origin)
-    return Layout._make(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, flat_tile)), layout.stride, origin)
+        return Layout.from_modes(tile, layout.stride, origin)
+    return Layout.from_modes(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, flat_tile)), layout.stride, origin)
 
 
 def _tile_mode(mode: object, extent: int, layout: Layout) -> object:
