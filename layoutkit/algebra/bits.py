@@ -1,5 +1,5 @@
 """Bit vectors over F2 held as Python ints: an echelon basis that remembers how each of its vectors
-was made, and Gauss-Jordan inversion of small 0/1 matrices.
+was made (the one GF(2) elimination of layoutkit: ranks, kernels, spans and inverses all use it).
 
 Bit ``k`` of an int is coordinate ``k`` of the vector, so xor is vector addition.
 
@@ -165,14 +165,12 @@ def gf2_inverse(m: NDArray[np.integer]) -> NDArray[np.uint8] | None:
     n = m.shape[0]
     if m.ndim != 2 or m.shape[1] != n:
         return None
-    a = np.concatenate([m.astype(np.uint8) & 1, np.eye(n, dtype=np.uint8)], axis=1)
-    for col in range(n):
-        rows = np.flatnonzero(a[col:, col]) + col
-        if rows.size == 0:
-            return None
-        a[[col, rows[0]]] = a[[rows[0], col]]
-        hit = np.flatnonzero(a[:, col])
-        hit = hit[hit != col]
-        a[hit] ^= a[col]
-    out: NDArray[np.uint8] = a[:, n:]
+    bits = m.astype(np.uint8) & 1
+    basis = XorBasis(int(sum(int(bits[r, c]) << r for r in range(n))) for c in range(n))  # the columns
+    if basis.rank < n:
+        return None
+    out = np.zeros((n, n), dtype=np.uint8)
+    for i in range(n):  # column i of the inverse: the columns of m whose xor is the unit vector e_i
+        combo = int(basis.solve(1 << i) or 0)
+        out[:, i] = [(combo >> c) & 1 for c in range(n)]
     return out

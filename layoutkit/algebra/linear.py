@@ -430,11 +430,21 @@ class F2Linear:
         """
         if self._span.rank == len(self._columns):
             return None
+        return self.kernel_basis()[0]
+
+    def kernel_basis(self) -> list[Image]:
+        """A basis of the inputs the map sends to 0: one vector per free variable (an input bit whose image
+        is the xor of earlier ones, in flattened order), that bit with those ones.
+
+        >>> F2Linear.from_images([1, 2, 3, 0]).kernel_basis()
+        [(7,), (8,)]
+        """
         basis = XorBasis()
+        out = []
         for k, col in enumerate(self._columns):
             if not basis.insert(col):
-                return self.unpack_in(int(basis.solve(col) or 0) | 1 << k)
-        return None
+                out.append(self.unpack_in(int(basis.solve(col) or 0) | 1 << k))
+        return out
 
     def max_values(self, offset: Sequence[int] | None = None) -> Image:
         """The exact maximum of every output of ``x -> offset ^ self(x)`` over all inputs (``offset``: one

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..algebra.bits import XorBasis, log2_exact, unpack_bits
+from ..algebra.bits import log2_exact
 from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.f2_reasons import not_linear_reason
 from ..algebra.layout import (
@@ -755,19 +755,6 @@ def _slot_map(view: F2Linear) -> F2Linear:
     return view.transpose_ins(list(SLOT_DIMS))
 
 
-def _kernel(view: F2Linear) -> list[tuple[int, ...]]:
-    """A basis of the inputs mapped to 0, one vector per free variable (values per in dim)."""
-    cols, widths = view.columns(), view.in_bits
-    basis = XorBasis()
-    out = []
-    for k, c in enumerate(cols):
-        combo = basis.solve(c)
-        if combo is not None:
-            out.append(unpack_bits(int(combo) ^ (1 << k), widths))
-        basis.insert(c)
-    return out
-
-
 def fragment_from_linear(view: F2Linear, input_shape: tuple[int, ...] | None = None) -> Fragment:
     """The fragment placing element ``x`` (replica ``rep``) in every slot ``view`` maps to ``x``.
 
@@ -784,7 +771,7 @@ def fragment_from_linear(view: F2Linear, input_shape: tuple[int, ...] | None = N
         inverse = m.pseudo_inverse()  # element -> (register, lane, warp), free variables 0
     except NotBijectiveError as err:
         raise NotBijectiveError(f"not every element is held by a slot: {err}", err.witness) from None
-    kernel = _kernel(m)
+    kernel = m.kernel_basis()
     if any(k[0] for k in kernel):
         raise UnsupportedError(
             f"slots {kernel} differ in the register and hold the same element: one thread would hold it twice"
