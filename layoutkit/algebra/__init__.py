@@ -1,7 +1,7 @@
 """Integer index expressions and the Layout algebra."""
 
 from .evaluate import compile_numpy, evaluate
-from .layout import Layout, placeholder, positional_arity, positive_int
+from .layout import Layout
 from .linear import F2Linear
 from .nodes import (
     And,
@@ -21,6 +21,7 @@ from .nodes import (
 )
 from .parse import parse_expr, parse_index_fn
 from .proof import Proof
+from .shapes import placeholder, positional_arity, positive_int
 
 __all__ = [
     "positional_arity", "positive_int",

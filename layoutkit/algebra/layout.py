@@ -81,7 +81,6 @@ from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_met
 from .shapes import (
     TABLE_LIMIT,
     call_index_fn,
-    call_user,
     check_not_shape_stride,
     check_shape,
     coordinate_tuple,
@@ -89,10 +88,8 @@ from .shapes import (
     flat_coords,
     normalize_outputs,
     placeholder,
-    positional_arity,
     positive_int,
     region_ranges,
-    reshape_mapping,
     row_major_flat,
     unflatten_mapping,
 )
@@ -108,11 +105,7 @@ DESCRIBE_CHARS = 400
 """Characters of each output that :meth:`Layout.describe` shows."""
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
-__all__ = [  # the helpers moved to .shapes stay importable from here
-    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "coordinate_tuple",
-    "enumerable_grid", "normalize_outputs", "placeholder", "positional_arity", "positive_int", "reshape_mapping",
-    "row_major_flat", "unflatten_mapping",
-]
+__all__ = ["AUTO_BUDGET_S", "DESCRIBE_CHARS", "ENUMERATION_LIMIT", "Layout", "tagged_layout"]
 
 
 class Layout(Tagged):

@@ -217,23 +217,24 @@ class F2Linear:
             raise ShapeError(f"from_rows: rows {rows} read bits past the {n_bits} input bits of {in_dims}")
         names = [f"dim{k}" for k in range(len(rows))] if out_names is None else list(out_names)
         widths = [max(len(per), w) for per, w in zip(rows, [0] * len(rows) if out_bits is None else out_bits)]
-        columns = [0] * n_bits  # the packed columns: the proofs read them first, the bases are slices of them
+        columns = [0] * n_bits  # the packed columns (the proofs read them first) and each output's images
+        per_out = [[0] * n_bits for _ in rows]
         shift = 0
         for k, per in enumerate(rows):
+            images = per_out[k]
             for p, row in enumerate(per):
                 while row:
                     low = row & -row
-                    columns[low.bit_length() - 1] |= 1 << (shift + p)
+                    g = low.bit_length() - 1
+                    images[g] |= 1 << p
+                    columns[g] |= 1 << (shift + p)
                     row ^= low
             shift += widths[k]
-        fields, shift = [], 0
-        for w in widths:
-            fields.append((shift, (1 << w) - 1))
-            shift += w
+        flat = list(zip(*per_out)) if rows else [() for _ in range(n_bits)]  # the image of every input bit
         bases, start = [], 0
         for _, s in in_dims:
             n = s.bit_length() - 1
-            bases.append(tuple([tuple([c >> sh & m for sh, m in fields]) for c in columns[start:start + n]]))
+            bases.append(tuple(flat[start:start + n]))
             start += n
         out_dims = tuple((n, 1 << w) for n, w in zip(names, widths))
         if len(set(names)) != len(names) or len({n for n, _ in in_dims}) != len(in_dims):
@@ -348,7 +349,7 @@ class F2Linear:
     @cached_property
     def _span(self) -> XorBasis:
         # an echelon basis of the columns, built once per map (never inserted into after)
-        return XorBasis(self._columns)
+        return XorBasis(self._columns, combos=False)
 
     def matrix(self) -> NDArray[np.uint8]:
         """The 0/1 matrix ``[out bits, in bits]`` (output dims concatenated, low bits first).
@@ -461,7 +462,7 @@ class F2Linear:
         for k, start in enumerate(starts):
             values = {image[k] for per in self.bases for image in per}  # distinct values: most repeat or are 0
             values.discard(0)
-            out.append(XorBasis(values).maximize(start))
+            out.append(XorBasis(values, combos=False).maximize(start))
         return tuple(out)
 
     def contains(self, point: Sequence[int], offset: Sequence[int] | None = None) -> bool:

@@ -63,16 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..algebra.bits import log2_exact
 from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.f2_reasons import not_linear_reason
-from ..algebra.layout import (
-    Layout,
-    check_shape,
-    coordinate_tuple,
-    enumerable_grid,
-    normalize_outputs,
-    placeholder,
-    positive_int,
-    reshape_mapping,
-)
+from ..algebra.layout import Layout
 from ..algebra.linear import F2Linear
 from ..algebra.linear_exprs import expressions_from_bases
 from ..algebra.nodes import (
@@ -92,6 +83,15 @@ from ..algebra.nodes import (
     tuple_text,
 )
 from ..algebra.proof import Proof
+from ..algebra.shapes import (
+    check_shape,
+    coordinate_tuple,
+    enumerable_grid,
+    normalize_outputs,
+    placeholder,
+    positive_int,
+    reshape_mapping,
+)
 from ..errors import (
     CoordinateError,
     ExprError,
@@ -396,7 +396,7 @@ forward_index: (_j % 8,))
 
     def to_linear(self, lanes: int = 32) -> F2Linear:
         """Triton's distributed view ``(register, lane, warp) -> (dim0, dim1, ...)`` (see
-        :mod:`layoutkit.fragment.linear`); :class:`~layoutkit.errors.NotLinearError` saying why when it
+        the module doc); :class:`~layoutkit.errors.NotLinearError` saying why when it
         does not exist.  The index map alone, as for a plain Layout, is ``Layout.to_linear(F)``.
 
         >>> from layoutkit.targets import nv

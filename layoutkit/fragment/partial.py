@@ -24,8 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..algebra.layout import Layout, positive_int
+from ..algebra.layout import Layout
 from ..algebra.nodes import Expr, Var, add, free_vars, scale, split_view, substitute
+from ..algebra.shapes import positive_int
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment
 

@@ -37,8 +37,9 @@ import time
 from dataclasses import dataclass, field
 from math import prod
 
-from ..algebra.layout import Layout, placeholder
+from ..algebra.layout import Layout
 from ..algebra.nodes import Const, substitute
+from ..algebra.shapes import placeholder
 from ..codegen.checks import check_result
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 import hypothesis.strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..algebra.layout import Layout, check_shape
+from ..algebra.layout import Layout
+from ..algebra.shapes import check_shape
 from .digits import _check_limits, _core, _divisors, _fixed_shape, _is_pow2, _Recipe, _unravel
 
 __all__ = [

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...algebra import compile_numpy, free_vars
-from ...algebra.layout import placeholder
 from ...algebra.nodes import Const, Expr, Var, substitute
+from ...algebra.shapes import placeholder
 from ...cost.access import shared_access
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...algebra.layout import placeholder
 from ...algebra.nodes import Expr, make_split, make_sum
+from ...algebra.shapes import placeholder
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment
 from .dtype import canonical_dtype, element_bits
