@@ -137,9 +137,11 @@ class Layout(Tagged):
             exprs = call_index_fn(forward_fn, variables, "Layout forward function")
         else:
             exprs = normalize_outputs(forward_fn, "Layout forward expressions")
-        self._init(shape, variables, exprs)
+        self.initialize(shape, variables, exprs)
 
-    def _init(self, shape: tuple[int, ...], variables: tuple[Var, ...], exprs: tuple[Expr, ...]) -> None:
+    def initialize(self, shape: tuple[int, ...], variables: tuple[Var, ...], exprs: tuple[Expr, ...]) -> None:
+        """Set the fields of a new layout (the constructors of this type and its subclasses call it once, on an
+        object not yet shared): checks that the expressions use only the placeholders."""
         allowed = set(variables)
         for k, e in enumerate(exprs):
             for v in free_vars(e):
@@ -159,7 +161,7 @@ class Layout(Tagged):
         """Build from expressions over the placeholders of ``input_shape`` (no function call)."""
         shape = check_shape(input_shape)
         obj = cls.__new__(cls)
-        obj._init(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
+        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
         return obj
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -283,6 +285,12 @@ class Layout(Tagged):
 
     def __call__(self, *coord: int | Expr) -> tuple[Any, ...]:
         return self.map_forward_index(coord)
+
+    @property
+    def memo(self) -> dict[object, Any]:
+        """The memo of derived data (tables, proofs, the inverse), shared by tagged copies; subclasses keep
+        their own derived data here too.  Never holds anything that defines the layout."""
+        return self._cache
 
     def _flat_coords(self, coords: ArrayLike) -> tuple[NDArray[np.int64], tuple[int, ...]]:
         """Checked ``[N, n]`` int64 view of a coordinate array and its leading shape (:func:`.shapes.flat_coords`)."""

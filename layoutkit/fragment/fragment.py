@@ -87,6 +87,7 @@ from ..algebra.shapes import (
     check_shape,
     coordinate_tuple,
     enumerable_grid,
+    flat_coords,
     normalize_outputs,
     placeholder,
     positive_int,
@@ -161,10 +162,12 @@ class Fragment(Layout):
                 index = call_index(forward_index_fn, variables)
             else:
                 index = normalize_outputs(forward_index_fn, "Fragment forward index")
-        self._init_fragment(shape, thread, replicate, index, thread_range)
+        self.initialize_fragment(shape, thread, replicate, index, thread_range)
 
-    def _init_fragment(self, shape: tuple[int, ...], thread: Expr, replicate: int, index: Sequence[Expr] | None,
-                       thread_range: object) -> None:
+    def initialize_fragment(self, shape: tuple[int, ...], thread: Expr, replicate: int, index: Sequence[Expr] | None,
+                            thread_range: object) -> None:
+        """Set the fields of a new fragment (its constructors and its subclasses' call it once, on an object
+        not yet shared): the layout part, then the thread map, the replica count and the thread range."""
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
         used = free_vars(thread)
@@ -182,7 +185,7 @@ class Fragment(Layout):
         for e in index:
             if rep in free_vars(e):
                 raise ExprError(f"the register index {e} must not depend on _rep (only the thread may)")
-        self._init(shape, variables, tuple(index))
+        self.initialize(shape, variables, tuple(index))
         object.__setattr__(self, "_thread", thread)
         object.__setattr__(self, "_replicate", replicate)
         object.__setattr__(self, "_thread_range", check_thread_range(thread_range))
@@ -196,7 +199,7 @@ class Fragment(Layout):
         if thread is None:
             raise ExprError("Fragment.from_exprs needs a thread expression")
         obj = cls.__new__(cls)
-        obj._init_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
+        obj.initialize_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
                            None if index is None else tuple(as_expr(e) for e in index), thread_range)
         return obj
 
@@ -229,13 +232,13 @@ class Fragment(Layout):
     @property
     def thread_extent(self) -> int:
         """``max(thread) + 1`` over every coordinate and replica (TileLang's ``get_thread_size``)."""
-        hit = self._cache.get("thread_extent")
+        hit = self.memo.get("thread_extent")
         if hit is None:
             t = self.thread_table()
             if t.min() < 0:
                 raise LayoutError(f"{self.describe()}: the thread map is negative somewhere (min {t.min()})")
             hit = int(t.max()) + 1
-            self._cache["thread_extent"] = hit
+            self.memo["thread_extent"] = hit
         return hit
 
     def get_thread_size(self) -> int:
@@ -283,7 +286,7 @@ forward_index: (_j % 8,))
         for slot in ("_input_shape", "_vars", "_forward", "_thread", "_replicate", "_tag"):
             object.__setattr__(obj, slot, getattr(self, slot))
         object.__setattr__(obj, "_thread_range", thread_range)
-        object.__setattr__(obj, "_cache", {k: v for k, v in self._cache.items() if k in _RANGE_FREE_CACHE})
+        object.__setattr__(obj, "_cache", {k: v for k, v in self.memo.items() if k in _RANGE_FREE_CACHE})
         return obj
 
     # ---- evaluation ---------------------------------------------------------------------------
@@ -308,7 +311,7 @@ forward_index: (_j % 8,))
         >>> F.apply_thread([[0, 1], [2, 3]]).tolist(), F.apply_thread([[2, 3]], rep=None).tolist()
         ([2, 6], [[6], [7]])
         """
-        flat, lead = self._flat_coords(coords)
+        flat, lead = flat_coords(coords, self.input_shape, self.describe)
         reps = range(self._replicate) if rep is None else [self._rep_index(rep)]
         variables = self.forward_vars + (self.rep_var,)
         cols = [flat[:, d] for d in range(flat.shape[1])]
@@ -326,7 +329,7 @@ forward_index: (_j % 8,))
 
     def thread_table(self) -> NDArray[np.int64]:
         """Threads of every replica of every coordinate: shape ``(replicate,) + input_shape``."""
-        hit = self._cache.get("thread_table")
+        hit = self.memo.get("thread_table")
         if hit is None:
             run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
             g = [c[None, ...] for c in enumerable_grid(self.input_shape, lambda: f"thread table of {self.describe()}",
@@ -335,7 +338,7 @@ forward_index: (_j % 8,))
             (t,) = run(*g, rep)
             hit = np.broadcast_to(t, (self._replicate,) + self.input_shape)
             hit.setflags(write=False)
-            self._cache["thread_table"] = hit
+            self.memo["thread_table"] = hit
         return hit
 
     def index_table(self) -> NDArray[np.intp]:

@@ -47,7 +47,7 @@ class PartialFragment(Fragment):
         c = r if combine_size is None else positive_int(combine_size, "combine_size")
         if c < 1 or r % c:
             raise ShapeError(f"combine_size must divide the replicate size {r}; found {combine_size}")
-        self._init_fragment(fragment.input_shape, fragment.forward_thread, r, fragment.forward_index,
+        self.initialize_fragment(fragment.input_shape, fragment.forward_thread, r, fragment.forward_index,
                             fragment.thread_range)
         object.__setattr__(self, "_combine", c)
 
