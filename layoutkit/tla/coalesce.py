@@ -12,14 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..errors import ShapeError
-from .int_tuple import (
-    Int,
-    as_int_tuple,
-    is_int,
-    leaves,
-    to_str,
-)
+from .int_tuple_check import as_int_tuple, to_str
+from .int_tuple_structure import leaves
 from .layout import Layout
+from .static_int import Int, is_int
 from .swizzle import ComposedLayout
 
 

@@ -38,16 +38,11 @@ import numpy as np
 
 from ..errors import LimitError, ShapeError, UnsupportedError
 from .coalesce import as_layout, bw_coalesce, coalesce_shape, coalesce_x, concat, filtered, unwrap_modes
-from .int_tuple import (
-    Int,
-    as_int_tuple,
-    ceil_div,
-    compact_col_major,
-    is_int,
-    leaves,
-    to_str,
-)
+from .int_tuple_arith import ceil_div, compact_col_major
+from .int_tuple_check import as_int_tuple, to_str
+from .int_tuple_structure import leaves
 from .layout import Layout, crd2idx_unchecked, idx2crd
+from .static_int import Int, is_int
 from .swizzle import ComposedLayout, Swizzle
 
 NUMERIC_CHECK_LIMIT = 1 << 22

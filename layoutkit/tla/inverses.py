@@ -16,14 +16,10 @@ import numpy as np
 from ..errors import ShapeError, UnsupportedError
 from .coalesce import as_layout, coalesce, unwrap_modes
 from .composition import NUMERIC_CHECK_LIMIT, composition
-from .int_tuple import (
-    Int,
-    is_static,
-    leaves,
-    product,
-    to_str,
-)
+from .int_tuple_check import to_str
+from .int_tuple_structure import leaves, product
 from .layout import Layout, crd2idx_unchecked
+from .static_int import Int, is_static
 from .swizzle import ComposedLayout, Swizzle
 
 

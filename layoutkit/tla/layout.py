@@ -49,22 +49,10 @@ from ..algebra.nodes import Expr
 from ..algebra.overflow import INT64, narrow_int64
 from ..algebra.shapes import TABLE_LIMIT, placeholder
 from ..errors import CoordinateError, LayoutError, LimitError, ShapeError, UnsupportedError
-from .int_tuple import (
-    MAX_NESTING,
-    Int,
-    as_int_tuple,
-    ceil_div,
-    compact_col_major,
-    congruent,
-    depth,
-    get,
-    is_int,
-    leaves,
-    nesting_error,
-    product,
-    product_each,
-    to_str,
-)
+from .int_tuple_arith import ceil_div, compact_col_major
+from .int_tuple_check import MAX_NESTING, as_int_tuple, nesting_error, to_str
+from .int_tuple_structure import congruent, depth, get, leaves, product, product_each
+from .static_int import Int, is_int
 
 Coord: TypeAlias = Any
 """A coordinate or index: an int, an integer numpy array or an index expression, or a nested tuple of

@@ -28,8 +28,9 @@ from ..algebra.layout import Layout as LkLayout
 from ..algebra.nodes import Expr
 from ..algebra.overflow import INT64
 from ..errors import CoordinateError, IntegerOverflowError, LimitError, ShapeError
-from .int_tuple import Int, to_str
+from .int_tuple_check import to_str
 from .layout import Coord, Layout, check_coord, check_table_size, crd2idx_unchecked
+from .static_int import Int
 
 MAX_SWIZZLE_BITS = 62
 """Highest bit (``bits + base + |shift|``) a swizzle may touch."""

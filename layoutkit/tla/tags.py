@@ -32,8 +32,10 @@ from typing import Any, cast
 
 from ..dtypes import c0 as c0_of
 from ..errors import ShapeError
-from .int_tuple import Int, as_int_tuple, ceil_div, round_up
+from .int_tuple_arith import ceil_div, round_up
+from .int_tuple_check import as_int_tuple
 from .layout import Layout
+from .static_int import Int
 
 FRACTAL_ROWS = 16
 """Rows of a fractal (``C0_NUM_PER_FRACTAL``)."""

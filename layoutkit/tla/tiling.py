@@ -22,8 +22,9 @@ import numpy as np
 from ..errors import ShapeError
 from .coalesce import as_layout, coalesced_shape, concat
 from .composition import NUMERIC_CHECK_LIMIT, complement, composition, layout_at, make_swizzle
-from .int_tuple import Int, to_str
+from .int_tuple_check import to_str
 from .layout import Layout
+from .static_int import Int
 from .swizzle import ComposedLayout, Swizzle
 
 
