@@ -329,7 +329,7 @@ def bench_proofs(budget: Budget) -> None:
         if not check(ok, f"{name}: table() vs reference"):
             continue
         for method in ("enumerate", "isl", "f2"):
-            if method == "f2" and probe._bit_linear() is None:
+            if method == "f2" and probe.affine_f2() is None:
                 notes.append(f"{name}: not affine over F2 (no f2 row)")
                 continue
             try:

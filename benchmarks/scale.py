@@ -45,13 +45,10 @@ def _once(budget: Budget) -> Budget:
 def _clear_caches() -> None:
     infer.clear_caches()
     import layoutkit.algebra.evaluate  # noqa: F401  (the package exports functions of the same names)
-    import layoutkit.algebra.printing  # noqa: F401
-    import layoutkit.algebra.simplify  # noqa: F401
+    from layoutkit.algebra.nodes import clear_caches
 
     sys.modules["layoutkit.algebra.evaluate"].compile_numpy.cache_clear()
-    sys.modules["layoutkit.algebra.printing"]._compare.cache_clear()
-    sys.modules["layoutkit.algebra.simplify"]._rebuilt.cache_clear()
-    getattr(sys.modules["layoutkit.algebra.simplify"], "_SUBSTITUTED", {}).clear()
+    clear_caches()
 
 
 # ---- algebra ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 import layoutkit as lk
 from layoutkit import cost, infer
-from layoutkit.algebra.layout import placeholder
+from layoutkit.algebra.shapes import placeholder
 from layoutkit.backends.nv import SharedMemoryAwareModel, conversion_cost
 from layoutkit.backends.nv.smem_cost import shared_rows
 from layoutkit.cost import IOAwareModel, Operand, RegisterCountModel, Statement

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 
 import layoutkit as lk
 from layoutkit.algebra import Var
-from layoutkit.algebra.nodes import walk
-from layoutkit.algebra.printing import compare_text, text_prefix, to_str
+from layoutkit.algebra.nodes import compare_text, text_prefix, to_str, walk
 from layoutkit.errors import LimitError
 
 from .test_properties import _built, raw_expressions

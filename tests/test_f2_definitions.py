@@ -20,7 +20,7 @@ def inputs(f: F2Linear):
 
 
 def columns(f: F2Linear) -> list[int]:
-    return [f._pack(im) for per in f.bases for im in per]
+    return [f.pack(im) for per in f.bases for im in per]
 
 
 def rank(vectors: list[int]) -> int:

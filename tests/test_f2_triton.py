@@ -12,9 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from layoutkit.algebra.linear import F2Linear
-from layoutkit.algebra.linear_names import HARDWARE_DIMS, dim_names
-from layoutkit.algebra.linear_solve import identity_dims
+from layoutkit.algebra.linear import HARDWARE_DIMS, F2Linear, dim_names, identity_dims
 
 try:
     from triton._C.libtriton.linear_layout import LinearLayout as TL

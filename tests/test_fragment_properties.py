@@ -85,7 +85,7 @@ def test_containment_reflexive_and_transitive(f, k1, k2):
 def test_contains_mask_and_sort_paths_agree(a, b, rep):
     """Fragment.contains tests membership with a (thread, element) mask, or by sorting past a size limit: both
     decide alike (the witness included)."""
-    from layoutkit.fragment import proofs
+    from layoutkit.fragment import fragment as proofs
 
     b = b if b.input_shape == a.input_shape else a.replicate(rep)
     # more than 256 replica pairs: the mask (or sort) path, not the pairwise one

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from layoutkit.algebra.layout import placeholder
+from layoutkit.algebra.shapes import placeholder
 from layoutkit.errors import UnsupportedError
 from layoutkit.fragment.fragment import Fragment
 from layoutkit.infer import Program, infer_layouts

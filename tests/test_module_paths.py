@@ -7,7 +7,7 @@ from pathlib import Path
 
 import layoutkit  # noqa: F401  (registers the backends)
 from layoutkit import cost, infer, scopes
-from layoutkit.algebra.layout import placeholder
+from layoutkit.algebra.shapes import placeholder
 from layoutkit.cost import IOAwareModel
 from layoutkit.cost.access import global_traffic
 from layoutkit.fragment.fragment import Fragment

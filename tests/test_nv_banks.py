@@ -161,7 +161,7 @@ def test_f2_agrees_on_random_linear_layouts(seed):
     n_bits = 10  # a 32 x 32 tile of 4-byte elements
     while True:
         m = rng.integers(0, 2, size=(n_bits, n_bits), dtype=np.uint8)
-        if lk.algebra.linear.gf2_inverse(m) is not None:
+        if lk.algebra.bits.gf2_inverse(m) is not None:
             break
     cols = [int(sum(int(m[r, c]) << r for r in range(n_bits))) for c in range(n_bits)]
     layout = lk.Layout.from_linear({"i": [(v,) for v in cols[:5]], "j": [(v,) for v in cols[5:]]})

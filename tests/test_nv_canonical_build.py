@@ -85,7 +85,7 @@ def test_bound_copy_keeps_tables_and_range():
     G = F.bind_thread_range(128, 128)
     assert G.thread_range == (128, 128) and F.thread_range is None
     assert G.thread_table() is table  # reused, not re-evaluated
-    assert G == F._rebuild(thread_range=(128, 128))
+    assert G == F.rebuild(thread_range=(128, 128))
     assert str(G).endswith("thread_range: [128, 256))")
     with pytest.raises(ShapeError):
         F.bind_thread_range(0, 0)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import layoutkit as lk
 from layoutkit import tla
 from layoutkit.errors import LayoutError, ShapeError, UnsupportedError
-from layoutkit.tla.int_tuple import leaves
+from layoutkit.tla.int_tuple_structure import leaves
 
 Int = tla.Int
 

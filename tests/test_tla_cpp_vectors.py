@@ -18,7 +18,7 @@ import pytest
 from layoutkit import tla
 from layoutkit.errors import LayoutError
 from layoutkit.tla.composition import layout_at
-from layoutkit.tla.int_tuple import leaves
+from layoutkit.tla.int_tuple_structure import leaves
 
 Int = tla.Int
 

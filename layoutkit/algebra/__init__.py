@@ -1,12 +1,27 @@
 """Integer index expressions and the Layout algebra."""
 
 from .evaluate import compile_numpy, evaluate
-from .layout import Layout, placeholder, positional_arity, positive_int
+from .layout import Layout
 from .linear import F2Linear
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, as_expr, free_vars
+from .nodes import (
+    And,
+    Const,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    Mul,
+    Or,
+    Sum,
+    Var,
+    Xor,
+    as_expr,
+    free_vars,
+    simplify,
+    substitute,
+)
 from .parse import parse_expr, parse_index_fn
 from .proof import Proof
-from .simplify import simplify, substitute
+from .shapes import placeholder, positional_arity, positive_int
 
 __all__ = [
     "positional_arity", "positive_int",

@@ -27,8 +27,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from .nodes import Const, Expr, FloorDiv, FloorMod, Sum, Var, Xor, walk
-from .simplify import add, bitxor, floordiv, floormod, linear, make_sum, rebuild, scale, split_view, substitute
+from .nodes import (
+    Const,
+    Expr,
+    FloorDiv,
+    FloorMod,
+    Sum,
+    Var,
+    Xor,
+    add,
+    bitxor,
+    floordiv,
+    floormod,
+    linear,
+    make_sum,
+    rebuild,
+    scale,
+    split_view,
+    substitute,
+    walk,
+)
 
 _TOP = None  # an unbounded upper factor
 

@@ -15,17 +15,30 @@ Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_j, _i))
 >>> print(lk.Layout([8, 8], lambda i, j: i * 8 + j).reshape([64]))
 Layout((64,) -> (64,), transform: (_i,) -> (_i,))
 
-This module holds the type, its evaluation and its identity; the methods call the modules that hold
-the rest: derived layouts (:mod:`.transforms`), the bijection proof driver (:mod:`.layout_proof`), the
-F2 view (:mod:`.layout_f2`), the constructor tag (:mod:`.tagging`) and the checks of shapes and
-coordinate arrays (:mod:`.shapes`).
+TileLang code reads a layout through ``get_*`` methods; layoutkit's own names are properties.  Both
+work and return the same values (layoutkit returns Python tuples and :class:`~layoutkit.Expr` where
+TileLang returns TVM arrays and PrimExprs; the printed forms are the same):
+
+>>> L = lk.Layout([16, 16], lambda i, j: (i * 16 + j) // 32)
+>>> L.get_input_shape(), L.get_output_shape()
+((16, 16), (8,))
+>>> [str(e) for e in L.get_forward_index()], [v.name for v in L.get_forward_vars()]
+(['_i // 2'], ['_i', '_j'])
+>>> L.input_size, L.index == L.forward_index, str(L.get_linearized_forward_index())
+((16, 16), True, '_i // 2')
+
+This module holds the type: its evaluation, its identity, the layouts derived from it, its inverse, the
+driver of its bijection proof and its F2 view.  The provers are in :mod:`.proof` and :mod:`.bitlinear`,
+the F2 map type in :mod:`.linear`, the constructor tag in :mod:`.tagging` and the checks of shapes and
+coordinate arrays in :mod:`.shapes`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,39 +48,52 @@ from ..errors import (
     ExprError,
     LayoutError,
     LimitError,
+    NotBijectiveError,
     NotLinearError,
+    ProofBudgetError,
+    ProofError,
     ShapeError,
+    UnsupportedError,
 )
 from .attained import attained_ranges
-from .bitlinear import BitLinear, bit_linear
-from .compat import TileLangAccessors, check_not_shape_stride
+from .bitlinear import AffineF2, bijection_by_f2, bit_linear, composes_to_identity
+from .budget import check_budget, run_with_budget
 from .evaluate import compile_numpy, evaluate_columns, grid
-from .layout_proof import prove_layout
-from .nodes import Expr, Var, as_expr, free_vars
-from .printing import text_prefix, tuple_text
-from .proof import Proof
+from .f2_reasons import not_linear_reason
+from .inverse import solve_inverse
+from .linear import F2Linear, bases_from_mapping, inverse_bases
+from .linear_exprs import expressions_from_bases
+from .nodes import (
+    Const,
+    Expr,
+    Var,
+    add,
+    as_expr,
+    floordiv,
+    floormod,
+    free_vars,
+    scale,
+    substitute,
+    text_prefix,
+    tuple_text,
+)
+from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method, describe_witness
 from .shapes import (
     TABLE_LIMIT,
     call_index_fn,
-    call_user,
+    check_not_shape_stride,
     check_shape,
     coordinate_tuple,
     enumerable_grid,
     flat_coords,
     normalize_outputs,
     placeholder,
-    positional_arity,
     positive_int,
     region_ranges,
-    reshape_mapping,
     row_major_flat,
     unflatten_mapping,
 )
-from .simplify import substitute
 from .tagging import Tagged
-
-if TYPE_CHECKING:
-    from .linear import F2Linear
 
 ENUMERATION_LIMIT = 1 << 22
 """Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
@@ -79,20 +105,16 @@ DESCRIBE_CHARS = 400
 """Characters of each output that :meth:`Layout.describe` shows."""
 _STRUCTURE_FIRST = 1 << 12  # below this many coordinates one vectorised pass is as cheap as reading the structure
 
-__all__ = [  # the helpers moved to .shapes stay importable from here
-    "ENUMERATION_LIMIT", "Layout", "tagged_layout", "call_index_fn", "call_user", "check_shape", "coordinate_tuple",
-    "enumerable_grid", "normalize_outputs", "placeholder", "positional_arity", "positive_int", "reshape_mapping",
-    "row_major_flat", "unflatten_mapping",
-]
+__all__ = ["AUTO_BUDGET_S", "DESCRIBE_CHARS", "ENUMERATION_LIMIT", "Layout", "tagged_layout"]
 
 
-class Layout(Tagged, TileLangAccessors):
+class Layout(Tagged):
     """Logical coordinate -> physical coordinate, as TileLang's ``T.Layout``.
 
     ``forward_fn`` is a function of one placeholder variable per input dim returning an expression
     or a tuple of expressions, or directly a sequence of expressions over the placeholders.  TileLang's
     accessors (``get_input_shape()``, ``get_output_shape()``, ``get_forward_index()``, ...) are there
-    too (:mod:`layoutkit.algebra.compat`).  pycute's ``Layout(shape, stride)`` raises
+    too (see the module doc).  pycute's ``Layout(shape, stride)`` raises
     :class:`~layoutkit.errors.ShapeStrideError` pointing to :func:`layoutkit.tla.make_layout`.
     """
 
@@ -115,9 +137,11 @@ class Layout(Tagged, TileLangAccessors):
             exprs = call_index_fn(forward_fn, variables, "Layout forward function")
         else:
             exprs = normalize_outputs(forward_fn, "Layout forward expressions")
-        self._init(shape, variables, exprs)
+        self.initialize(shape, variables, exprs)
 
-    def _init(self, shape: tuple[int, ...], variables: tuple[Var, ...], exprs: tuple[Expr, ...]) -> None:
+    def initialize(self, shape: tuple[int, ...], variables: tuple[Var, ...], exprs: tuple[Expr, ...]) -> None:
+        """Set the fields of a new layout (the constructors of this type and its subclasses call it once, on an
+        object not yet shared): checks that the expressions use only the placeholders."""
         allowed = set(variables)
         for k, e in enumerate(exprs):
             for v in free_vars(e):
@@ -137,7 +161,7 @@ class Layout(Tagged, TileLangAccessors):
         """Build from expressions over the placeholders of ``input_shape`` (no function call)."""
         shape = check_shape(input_shape)
         obj = cls.__new__(cls)
-        obj._init(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
+        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
         return obj
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -157,6 +181,37 @@ class Layout(Tagged, TileLangAccessors):
         """The placeholder variables ``_i, _j, ...`` the expressions are written in."""
         return self._vars
 
+    # ---- TileLang's accessor names (``T.Layout`` in TileLang 0.1.15) ---------------------------
+    def get_input_shape(self) -> tuple[int, ...]:
+        """``input_shape`` (TileLang's ``Layout.get_input_shape``)."""
+        return self._input_shape
+
+    def get_output_shape(self) -> tuple[int, ...]:
+        """``output_shape``: the bounding box ``max(out_d) + 1`` (TileLang's ``get_output_shape``)."""
+        return self.output_shape
+
+    def get_forward_index(self) -> tuple[Expr, ...]:
+        """``forward_index``: one expression per output dim (TileLang's ``get_forward_index``)."""
+        return self._forward
+
+    def get_forward_vars(self) -> tuple[Var, ...]:
+        """``forward_vars``: the placeholders ``_i, _j, ...`` (TileLang's ``get_forward_vars``)."""
+        return self._vars
+
+    def get_linearized_forward_index(self) -> Expr:
+        """The row-major offset over ``output_shape`` as one expression (``linearized().forward_index[0]``)."""
+        return self.linearized().forward_index[0]
+
+    @property
+    def input_size(self) -> tuple[int, ...]:
+        """``input_shape`` under TileLang's field name."""
+        return self._input_shape
+
+    @property
+    def index(self) -> tuple[Expr, ...]:
+        """``forward_index`` under TileLang's field name."""
+        return self._forward
+
     @property
     def size(self) -> int:
         return math.prod(self._input_shape)
@@ -170,9 +225,9 @@ class Layout(Tagged, TileLangAccessors):
             if all(r is not None and r[0] >= 0 for r in ranges):
                 hit = self._cache["output_shape"] = tuple(r[1] + 1 for r in ranges if r is not None)
         if hit is None and self.size > _STRUCTURE_FIRST:
-            bl = self._bit_linear()  # an F2 map's maxima come from its bit matrix: no pass over the domain
-            if bl is not None:
-                hit = self._cache["output_shape"] = tuple(m + 1 for m in bl.max_values())
+            affine = self.affine_f2()  # an F2 map's maxima come from its bit matrix: no pass over the domain
+            if affine is not None:
+                hit = self._cache["output_shape"] = tuple(m + 1 for m in affine[0].max_values(affine[1]))
         if hit is None:
             coords = enumerable_grid(self._input_shape, lambda: f"output_shape of {self.describe()}")
             lows, highs = self._output_range(coords)
@@ -231,6 +286,12 @@ class Layout(Tagged, TileLangAccessors):
     def __call__(self, *coord: int | Expr) -> tuple[Any, ...]:
         return self.map_forward_index(coord)
 
+    @property
+    def memo(self) -> dict[object, Any]:
+        """The memo of derived data (tables, proofs, the inverse), shared by tagged copies; subclasses keep
+        their own derived data here too.  Never holds anything that defines the layout."""
+        return self._cache
+
     def _flat_coords(self, coords: ArrayLike) -> tuple[NDArray[np.int64], tuple[int, ...]]:
         """Checked ``[N, n]`` int64 view of a coordinate array and its leading shape (:func:`.shapes.flat_coords`)."""
         return flat_coords(coords, self._input_shape, self.describe)
@@ -285,9 +346,11 @@ class Layout(Tagged, TileLangAccessors):
     def linearized(self) -> Layout:
         """One output: ``sum_d out_d * prod(output_shape[d+1:])`` (TileLang's
         ``get_linearized_forward_index``)."""
-        from . import transforms
-
-        return transforms.linearized(self)
+        shape = self.output_shape
+        total: Expr = Const(0)
+        for k, e in enumerate(self._forward):
+            total = add(total, scale(e, math.prod(shape[k + 1 :])))
+        return Layout.from_exprs(self._input_shape, (total,))
 
     def repeat(self, dim: int, factor: int) -> Layout:
         """Grow input dim ``dim`` by ``factor``; the repeat number becomes a new first output.
@@ -296,9 +359,18 @@ class Layout(Tagged, TileLangAccessors):
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).repeat(1, 3))
         Layout((4, 12) -> (3, 4, 4), transform: (_i, _j) -> (_j // 4, _j % 4, _i))
         """
-        from . import transforms
-
-        return transforms.repeat(self, dim, factor)
+        dim = self._dim(dim)
+        factor = positive_int(factor, "repeat factor")
+        e = self._input_shape[dim]
+        shape = list(self._input_shape)
+        shape[dim] = e * factor
+        new = placeholder(dim, e * factor)
+        mapping: dict[Var, Expr] = {
+            v: (new if d == dim else placeholder(d, shape[d])) for d, v in enumerate(self._vars)
+        }
+        mapping[self._vars[dim]] = floormod(new, Const(e))
+        exprs = (floordiv(new, Const(e)),) + tuple(substitute(x, mapping) for x in self._forward)
+        return Layout.from_exprs(shape, exprs)
 
     def expand(self, leading_shape: Sequence[int]) -> Layout:
         """Prepend input dims that pass through as leading outputs (e.g. pipeline stages).
@@ -307,9 +379,15 @@ class Layout(Tagged, TileLangAccessors):
         >>> print(lk.Layout([4, 4], lambda i, j: (j, i)).expand([2]))
         Layout((2, 4, 4) -> (2, 4, 4), transform: (_i, _j, _k) -> (_i, _k, _j))
         """
-        from . import transforms
-
-        return transforms.expand(self, leading_shape)
+        lead = check_shape(leading_shape, "expand leading shape")
+        shape = lead + self._input_shape
+        new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+        mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(self._vars)}
+        exprs: tuple[Expr, ...] = tuple(new_vars[: len(lead)]) + tuple(substitute(x, mapping) for x in self._forward)
+        out = Layout.from_exprs(shape, exprs)
+        hook = getattr(self._tag, "expanded", None)
+        tag = hook(shape) if callable(hook) else None
+        return out if tag is None else out.with_tag(tag)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Layout:
         """View the same storage with a new input shape (row-major flattening on both sides).
@@ -318,9 +396,32 @@ class Layout(Tagged, TileLangAccessors):
         new bits): narrowing splits each element into lanes (``last*f + flat % f``), widening
         merges ``f`` consecutive elements and requires them to be contiguous in the last output.
         """
-        from . import transforms
-
-        return transforms.reshape(self, shape, rescale_num, rescale_den)
+        new_shape = check_shape(shape, "reshape shape")
+        num, den = positive_int(rescale_num, "rescale_num"), positive_int(rescale_den, "rescale_den")
+        if self.size * num != math.prod(new_shape) * den:
+            raise ShapeError(
+                f"reshape of {self._input_shape} to {new_shape} with rescale {num}/{den}: "
+                f"{self.size} * {num} != {math.prod(new_shape)} * {den}"
+            )
+        flat = row_major_flat(new_shape)
+        g = math.gcd(num, den)
+        num, den = num // g, den // g
+        if den == 1 and num > 1:
+            old_flat = floordiv(flat, Const(num))
+        elif num == 1 and den > 1:
+            self._check_groups_contiguous(den)
+            old_flat = scale(flat, den)
+        elif num == 1 and den == 1:
+            old_flat = flat
+        else:
+            raise UnsupportedError(f"reshape rescale {rescale_num}/{rescale_den} is neither a narrowing nor a widening")
+        mapping = unflatten_mapping(self._input_shape, old_flat)
+        exprs = [substitute(x, mapping) for x in self._forward]
+        if num > 1:
+            exprs[-1] = add(scale(exprs[-1], num), floormod(flat, Const(num)))
+        elif den > 1:
+            exprs[-1] = floordiv(exprs[-1], Const(den))
+        return Layout.from_exprs(new_shape, exprs)
 
     def compose(self, inner: Layout) -> Layout:
         """``self.compose(M)(x) == self(M(x))``; M's image must lie inside self's input shape.
@@ -330,9 +431,28 @@ class Layout(Tagged, TileLangAccessors):
         >>> print(T.compose(T))
         Layout((4, 4) -> (4, 4), transform: (_i, _j) -> (_i, _j))
         """
-        from . import transforms
-
-        return transforms.compose(self, inner)
+        if not isinstance(inner, Layout):
+            raise LayoutError(f"compose expects a Layout, found {type(inner).__name__}")
+        if len(inner.forward_index) != len(self._input_shape):
+            raise ShapeError(
+                f"compose: {inner} has {len(inner.forward_index)} outputs but {self} takes "
+                f"{len(self._input_shape)} inputs"
+            )
+        mapping = dict(zip(self._vars, inner.forward_index))
+        if all(0 <= e.lo and e.hi < n for e, n in zip(inner.forward_index, self._input_shape)):
+            # the node intervals contain the image: inside without evaluating the domain
+            return Layout.from_exprs(inner.input_shape, tuple(substitute(e, mapping) for e in self._forward))
+        coords = enumerable_grid(inner.input_shape, lambda: f"compose with {inner.describe()}")
+        lows, highs = inner._output_range(coords)
+        for k, (lo, hi) in enumerate(zip(lows, highs)):
+            if lo < 0 or hi >= self._input_shape[k]:
+                bad = lo if lo < 0 else hi
+                witness = inner._find(lambda outs, k=k, bad=bad: outs[k] == bad)
+                raise CoordinateError(
+                    f"compose: {inner} maps {witness} to output {k} = {bad}, outside the input shape "
+                    f"{self._input_shape} of {self}"
+                )
+        return Layout.from_exprs(inner.input_shape, tuple(substitute(e, mapping) for e in self._forward))
 
     def map_region_bounds(self, region: Sequence[Sequence[int]]) -> tuple[tuple[int, int], ...]:
         """Bounding box ``[(lo, hi_exclusive), ...]`` of the image of an input box region."""
@@ -368,6 +488,77 @@ class Layout(Tagged, TileLangAccessors):
                 return tuple(int(v) for v in np.unravel_index(int(np.argmax(diff)), self._input_shape))
         return None
 
+    def _check_groups_contiguous(self, f: int) -> None:
+        """Raise unless every ``f`` consecutive elements are contiguous and aligned in the last output."""
+        table = self.table().reshape(-1, len(self._forward))
+        if table.shape[0] % f:
+            raise ShapeError(f"widening by {f} needs the element count {table.shape[0]} to be a multiple of {f}")
+        groups = table.reshape(-1, f, table.shape[1])
+        first = groups[:, :1, :]
+        lane = np.arange(f)
+        ok_rest = np.all(groups[:, :, :-1] == first[:, :, :-1], axis=(1, 2))
+        ok_last = np.all(groups[:, :, -1] == first[:, :, -1] + lane, axis=1) & (first[:, 0, -1] % f == 0)
+        bad = np.flatnonzero(~(ok_rest & ok_last))
+        if bad.size:
+            start = tuple(int(v) for v in np.unravel_index(int(bad[0]) * f, self._input_shape))
+            raise ShapeError(
+                f"widening reshape by {f}: the {f} elements starting at {start} are not contiguous and aligned "
+                f"in the last output of {self}"
+            )
+
+    def _permutation_inverse(self) -> Layout | None:
+        """When the outputs are the input variables in some order (a transpose), the inverse puts them back: a
+        bijection onto the permuted extents by its form, with nothing to prove or check.  None otherwise.
+
+        The expressions are the ones digit matching finds (each input is the whole of one output; an input of
+        extent 1 is the constant 0)."""
+        fwd, variables = self._forward, self._vars
+        if len(fwd) != len(variables) or set(fwd) != set(variables):
+            return None
+        where = {v: k for k, v in enumerate(fwd)}
+        outs = tuple(placeholder(k, cast(Var, e).extent) for k, e in enumerate(fwd))
+        return Layout.from_exprs(tuple(cast(int, o.extent) for o in outs),
+                                 tuple(Const(0) if v.extent == 1 else outs[where[v]] for v in variables))
+
+    def _proved_by_round_trip(self) -> Layout | None:
+        """The digit-matching inverse of an F2-affine self when the bit matrices prove ``inv(self(x)) == x`` and
+        the output box has as many points as the domain, else None (the caller takes the general path).
+
+        Injective (it has a left inverse) from a domain onto a box of the same size, with every image in the box (an
+        F2 map's outputs are non-negative and ``output_shape`` is their maximum plus one): a bijection onto the box,
+        so the separate rank test would only repeat the proof."""
+        fwd = self.affine_f2()
+        if fwd is None or math.prod(self.output_shape) != self.size:
+            return None
+        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
+        sol = solve_inverse(self._forward, self._vars, outs)
+        if sol is None:
+            return None
+        inv = Layout.from_exprs(self.output_shape, sol)
+        back = inv.affine_f2()
+        return inv if back is not None and composes_to_identity(fwd, back) is True else None
+
+    def _round_trips(self, inv: Layout) -> bool:
+        """``inv(self(x)) == x`` everywhere: on the F2 bit matrices when both maps are affine over the bits (no
+        evaluation), else over every coordinate."""
+        fwd, back = self.affine_f2(), inv.affine_f2()
+        if fwd is not None and back is not None:
+            verdict = composes_to_identity(fwd, back)
+            if verdict is not None:
+                return verdict
+        coords = np.moveaxis(np.indices(self._input_shape), 0, -1)
+        return bool(np.array_equal(inv.apply(self.table()), coords))
+
+    def _f2_inverse(self) -> Layout | None:
+        view, _ = self._linear_view()
+        if view is None:
+            return None
+        bases = inverse_bases(view, self.output_shape)
+        if bases is None:
+            return None
+        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
+        return Layout.from_exprs(self.output_shape, expressions_from_bases(bases, outs, len(self._input_shape)))
+
     # ---- proofs and inverse -----------------------------------------------------------------
     def prove_bijective(self, method: str = "auto", *, budget_s: float | None = None) -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
@@ -392,13 +583,60 @@ class Layout(Tagged, TileLangAccessors):
             ...
         layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout(1024,) ...: still running after ...
         """
-        return prove_layout(self, method, budget_s, ENUMERATION_LIMIT, AUTO_BUDGET_S)
+        budget = check_budget(budget_s, "prove_bijective")
+        if not isinstance(method, str) or method not in ("auto", "enumerate", "isl", "f2"):
+            raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
+        if method == "auto":
+            method = choose_method(self.forward_index, self.size, self.affine_f2() is not None, ENUMERATION_LIMIT)
+            if method == "isl" and budget is None:
+                budget = AUTO_BUDGET_S
+        if method == "isl" and self.affine_f2() is not None:
+            f2 = self.prove_bijective("f2")
+            return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
+        key = ("proof", method)
+        hit: Proof | None = self._cache.get(key)
+        if hit is None:
+            methods: dict[str, Callable[[], Proof]] = {
+                "enumerate": lambda: bijection_by_enumeration(self.table(), self.output_shape),
+                "isl": lambda: bijection_by_isl(self.forward_index, self.forward_vars, self.input_shape,
+                                         self.output_shape),
+                "f2": lambda: self._f2_proof()}
+            spent: ProofBudgetError | None = self._cache.get(("proof budget", method))
+            if spent is not None and budget is not None and budget <= float(spent.limit or 0):
+                raise spent  # this method already ran out of a budget at least as large
+            try:
+                hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
+            except ProofBudgetError as err:
+                self._cache[("proof budget", method)] = err
+                raise
+            self._cache[key] = hit
+        return hit
 
-    def _bit_linear(self) -> BitLinear | None:
-        hit = self._cache.get("bit_linear", False)
+    def _f2_proof(self) -> Proof:
+        """The F2 rank proof, or a ProofError saying why the map is not affine over F2."""
+        affine = self.affine_f2()
+        if affine is None:
+            raise ProofError(f"{self.describe()}: not affine over F2 (an extent is not a power of two, or an "
+                             "output is not built from bit shifts, masks, xors and carry-free sums)")
+        return bijection_by_f2(affine)
+
+    def affine_f2(self) -> AffineF2 | None:
+        """``(linear, offset)`` with ``self(x) == offset ^ linear(x)`` over the input bits, read off the
+        expressions (:func:`.bitlinear.bit_linear`: no evaluation), or None when the structure does not show
+        such a form.  ``linear`` is an :class:`~layoutkit.algebra.linear.F2Linear` with in dims named after
+        the placeholders and out dims ``dim0, dim1, ...``.
+
+        >>> import layoutkit as lk
+        >>> linear, offset = lk.Layout([4, 4], lambda i, j: (i, j ^ i ^ 1)).affine_f2()
+        >>> linear.bases, offset
+        ((((1, 1), (2, 2)), ((0, 1), (0, 2))), (0, 1))
+        >>> lk.Layout([4, 4], lambda i, j: i * 3 + j).affine_f2() is None
+        True
+        """
+        hit = self._cache.get("affine_f2", False)
         if hit is False:
-            hit = self._cache["bit_linear"] = bit_linear(self._forward, self._vars, self._input_shape)
-        return hit  # type: ignore[no-any-return]
+            hit = self._cache["affine_f2"] = bit_linear(self._forward, self._vars, self._input_shape)
+        return cast("AffineF2 | None", hit)
 
     def is_bijective(self, *, budget_s: float | None = None) -> bool:
         """``prove_bijective("auto", budget_s=budget_s).verdict``."""
@@ -410,9 +648,33 @@ class Layout(Tagged, TileLangAccessors):
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
         when the layout is not a bijection onto its output box.
         """
-        from . import transforms
-
-        return transforms.inverse(self)
+        hit: Layout | None = self._cache.get("inverse")
+        if hit is not None:
+            return hit
+        inv = self._permutation_inverse()
+        if inv is None:
+            inv = self._proved_by_round_trip()
+        if inv is not None:
+            self._cache["inverse"] = inv
+            return inv
+        proof = self.prove_bijective()
+        if not proof:
+            raise NotBijectiveError(
+                f"{self} is not bijective onto its output box {self.output_shape}: "
+                f"{describe_witness(proof.witness or {})}",
+                proof.witness,
+            )
+        outs = tuple(placeholder(k, e) for k, e in enumerate(self.output_shape))
+        sol = solve_inverse(self._forward, self._vars, outs)
+        inv = None if sol is None else Layout.from_exprs(self.output_shape, sol)
+        if inv is None or not self._round_trips(inv):
+            inv = self._f2_inverse()
+            if inv is not None and not self._round_trips(inv):
+                inv = None
+        if inv is None:
+            raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
+        self._cache["inverse"] = inv
+        return inv
 
     # ---- F2 view ------------------------------------------------------------------------------
     def to_linear(self) -> F2Linear:
@@ -438,18 +700,36 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
 
     def _linear_view(self) -> tuple[F2Linear | None, tuple[str, tuple[int, ...] | None]]:
         """``(view, ("", None))``, or ``(None, (reason, witness))`` (callers that only ask)."""
-        from .layout_f2 import linear_view
-
-        return linear_view(self)
+        names = [v.name for v in self.forward_vars]
+        if any(e & (e - 1) for e in self.input_shape):  # before building a table that cannot be linear
+            # a broadcast view: the reason reads only the shape, so no table of the whole domain is built
+            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int64), self.input_shape + (1,))
+            return None, not_linear_reason(shape_only, names)
+        table = self.table()
+        try:
+            view = F2Linear.from_table(table, names, [f"dim{k}" for k in range(len(self.forward_index))])
+        except ShapeError:
+            self.output_shape  # noqa: B018 - negative images: raise the error that names a witness
+            raise
+        return (view, ("", None)) if view is not None else (None, not_linear_reason(table, names))
 
     @classmethod
     def from_linear(cls, view: F2Linear | Mapping[str, Sequence[Sequence[int]]] | Sequence[Sequence[Sequence[int]]],
                     input_shape: Sequence[int] | None = None) -> Layout:
         """Build a layout from F2 bases: an :class:`F2Linear`, or ``{in_dim: [[out...], ...]}`` /
         a list of per-dim basis lists (input extents are ``2**len(bases[d])``)."""
-        from .layout_f2 import exprs_from_linear
-
-        return cls.from_exprs(*exprs_from_linear(view, input_shape))
+        bases = bases_from_mapping(view)
+        n_out = {len(img) for per in bases for img in per}
+        if isinstance(view, F2Linear):
+            # the view names its outputs even when no input bit has a basis image (every extent 1)
+            n_out.add(len(view.out_dims))
+        if len(n_out) > 1:
+            raise ShapeError(f"F2 bases must all have the same number of outputs; found {sorted(n_out)}")
+        shape = tuple(2 ** len(per) for per in bases) if input_shape is None else check_shape(input_shape)
+        if input_shape is not None and any(2 ** len(per) != e for per, e in zip(bases, shape)):
+            raise ShapeError(f"input shape {shape} does not match {[len(p) for p in bases]} basis bits per dim")
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        return cls.from_exprs(shape, expressions_from_bases(bases, variables, n_out.pop() if n_out else 1))
 
     # ---- identity, printing -------------------------------------------------------------------
     def _dim(self, dim: int) -> int:

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import ShapeError
-from .bits import gf2_inverse
-from .nodes import Const, Expr, Var
-from .simplify import bitxor, make_split, make_sum
+from .nodes import Const, Expr, Var, bitxor, make_split, make_sum
 
 
 def expressions_from_bases(
@@ -57,4 +55,4 @@ def expressions_from_bases(
     return tuple(outs)
 
 
-__all__ = ["expressions_from_bases", "gf2_inverse"]
+__all__ = ["expressions_from_bases"]

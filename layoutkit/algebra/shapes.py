@@ -17,10 +17,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import CoordinateError, ExprError, LayoutError, LimitError, ShapeError, UserFunctionError
+from ..errors import (
+    CoordinateError,
+    ExprError,
+    LayoutError,
+    LimitError,
+    ShapeError,
+    ShapeStrideError,
+    UserFunctionError,
+)
 from .evaluate import grid
-from .nodes import MAX_EXTENT, Const, Expr, Var, as_expr
-from .simplify import add, floordiv, floormod, scale
+from .nodes import MAX_EXTENT, Const, Expr, Var, add, as_expr, floordiv, floormod, scale
 
 _NAMES = "ijklmnopqrstuvwxyzabcdefgh"
 
@@ -271,3 +278,40 @@ def flat_coords(
     flat = arr.reshape(-1, n).astype(np.int64, copy=False)
     check_coords(flat, shape, describe)
     return flat, arr.shape[:-1]
+
+
+def check_not_shape_stride(input_shape: object, forward_fn: object) -> None:
+    """Refuse ``Layout((2, 3), (3, 1))``: pycute's ``Layout(shape, stride)`` would otherwise build the
+    constant map ``(3, 1)``.  A forward given as plain integers only (nested tuples included) is read
+    as a stride; constant outputs are still written as a function (``lambda i, j: (3, 1)``).
+
+    >>> check_not_shape_stride((2, 3), (3, 1))
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.ShapeStrideError: Layout((2, 3), (3, 1)) looks like pycute's Layout(shape, stride), \
+but lk.Layout takes an index function, e.g. lk.Layout([2, 3], lambda i, j: i * 3 + j * 1); for a shape and \
+stride layout use layoutkit.tla.make_layout((2, 3), (3, 1)) (colexicographic, as CuTe)
+    """
+    if callable(forward_fn) or forward_fn is None or isinstance(forward_fn, (str, bytes)):
+        return
+    if not isinstance(forward_fn, (Sequence, int)) or not _plain_ints(forward_fn):
+        return
+    shape = list(input_shape) if isinstance(input_shape, Sequence) else [input_shape]
+    strides = list(forward_fn) if isinstance(forward_fn, Sequence) else [forward_fn]
+    flat = all(isinstance(v, int) for v in strides + shape) and len(shape) == len(strides) <= 6
+    example = ("e.g. lk.Layout(" + str(shape) + ", lambda " + ", ".join("ijklmn"[: len(shape)]) + ": "
+               + " + ".join(f"{v} * {s}" for v, s in zip("ijklmn", strides)) + ")") if flat else (
+        "e.g. lk.Layout([4, 4], lambda i, j: i * 4 + j)")
+    raise ShapeStrideError(
+        f"Layout({input_shape!r}, {forward_fn!r}) looks like pycute's Layout(shape, stride), but lk.Layout takes "
+        f"an index function, {example}; for a shape and stride layout use layoutkit.tla.make_layout("
+        f"{input_shape!r}, {forward_fn!r}) (colexicographic, as CuTe)"
+    )
+
+
+def _plain_ints(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes)) and all(_plain_ints(v) for v in value)

@@ -14,8 +14,7 @@ import math
 from typing import Any, cast
 
 from ..errors import UnsupportedError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
-from .simplify import linear
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, linear
 
 # ---- C -----------------------------------------------------------------------------------------
 

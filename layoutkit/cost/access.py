@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algebra.evaluate import compile_numpy, grid
-from ..algebra.layout import Layout, placeholder
+from ..algebra.layout import Layout
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 from ..dtypes import element_bits
 from ..errors import ShapeError

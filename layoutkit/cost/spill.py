@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..algebra.layout import placeholder
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 from ..dtypes import element_bits
 from ..fragment.fragment import Fragment

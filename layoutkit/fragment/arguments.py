@@ -8,12 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from ..algebra.layout import call_user, positional_arity
 from ..algebra.nodes import Expr, Var
+from ..algebra.shapes import call_index_fn, call_user, positional_arity
 from ..errors import ExprError, ShapeError
 
 
-def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what: str) -> object:
+def call_thread_fn(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what: str) -> object:
     """Call a thread function with the placeholders, plus ``_rep`` when it takes one more."""
     n = len(variables)
     arity = positional_arity(fn)
@@ -31,20 +31,21 @@ def _call(fn: Callable[..., object], variables: tuple[Var, ...], rep: Var, what:
     raise ShapeError(f"{what} must take {n} arguments (one per input dim), or {n + 1} with _rep; it takes {lo}..{hi}")
 
 
-def _one_thread(outputs: tuple[Expr, ...]) -> Expr:
+def one_thread(outputs: tuple[Expr, ...]) -> Expr:
+    """The one expression a thread function returned (an error naming them when it returned several)."""
     if len(outputs) != 1:
         raise ExprError(f"a thread function returns one thread expression; found {len(outputs)}: "
                         f"{', '.join(str(e) for e in outputs)}")
     return outputs[0]
 
 
-def _call_index(fn: Callable[..., object], variables: tuple[Var, ...]) -> tuple[Expr, ...]:
-    from ..algebra.layout import call_index_fn
-
+def call_index(fn: Callable[..., object], variables: tuple[Var, ...]) -> tuple[Expr, ...]:
+    """The index expressions of an index function called with the placeholders."""
     return call_index_fn(fn, variables, "Fragment forward_index_fn")
 
 
-def _check_range(thread_range: Any) -> tuple[int, int] | None:
+def check_thread_range(thread_range: Any) -> tuple[int, int] | None:
+    """``(start, extent)`` as ints, or None; a non-integer or empty range is refused."""
     if thread_range is None:
         return None
     try:
@@ -60,3 +61,6 @@ def _check_range(thread_range: Any) -> tuple[int, int] | None:
     if start < 0 or extent <= 0:
         raise ShapeError(f"thread_range must have start >= 0 and extent > 0; found {thread_range!r}")
     return start, extent
+
+
+__all__ = ["call_index", "call_thread_fn", "check_thread_range", "one_thread"]

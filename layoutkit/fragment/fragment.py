@@ -17,6 +17,38 @@ does not use (``docs/reference.md#fragment-index-derivation``):
 >>> G = lk.Fragment([16, 16], forward_thread_fn=lambda i, j: i % 8 * 4 + j % 8 // 2)
 >>> print(G.forward_index[0])
 _i // 8 * 4 + _j // 8 * 2 + _j % 2
+
+The module holds the type and what its methods need: the derived fragments (tiling, replication, reshaping),
+the proofs of where elements live, and the Triton distributed (F2) view.
+
+Proofs
+
+Proofs about where a fragment's elements live: containment of one fragment in another, and
+injectivity (one element per thread register).
+
+>>> F = Fragment([4, 4], forward_thread_fn=lambda i, j: j, forward_index_fn=lambda i, j: i)
+>>> injective_proof(F).verdict, contains_proof(F, F).verdict
+(True, True)
+
+The F2 view
+
+Fragments as Triton distributed linear layouts: ``(register, lane, warp) -> tensor coordinate``.
+
+A Triton distributed layout maps each hardware slot (register ``r`` of lane ``l`` of warp ``w``) to
+the tensor element it holds; broadcast (several threads holding one element) is a non-injective map.
+A :class:`~layoutkit.Fragment` maps the other way, element (and replica) to ``(thread, register)``
+with ``thread = lane + lanes * warp``.  The two views describe the same placement when every slot
+holds exactly one element, the extents are powers of two and the map is F2-linear.
+
+>>> import layoutkit as lk
+>>> F = lk.Fragment([4, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
+>>> f2 = F.to_linear(lanes=8)
+>>> f2.in_dims, f2.out_dims
+((('register', 2), ('lane', 8), ('warp', 2)), (('dim0', 4), ('dim1', 8)))
+>>> f2.bases[0], f2.bases[1]
+(((0, 1),), ((0, 2), (0, 4), (1, 0)))
+>>> lk.Fragment.from_linear(f2).is_equal(F)
+True
 """
 
 from __future__ import annotations
@@ -28,24 +60,50 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..algebra.bits import log2_exact
 from ..algebra.evaluate import compile_numpy, evaluate_columns
-from ..algebra.layout import (
-    Layout,
+from ..algebra.f2_reasons import not_linear_reason
+from ..algebra.layout import Layout
+from ..algebra.linear import F2Linear
+from ..algebra.linear_exprs import expressions_from_bases
+from ..algebra.nodes import (
+    Const,
+    Expr,
+    Var,
+    add,
+    as_expr,
+    floordiv,
+    floormod,
+    free_vars,
+    linear,
+    make_split,
+    scale,
+    split_view,
+    substitute,
+    tuple_text,
+)
+from ..algebra.proof import Proof
+from ..algebra.shapes import (
     check_shape,
     coordinate_tuple,
     enumerable_grid,
+    flat_coords,
     normalize_outputs,
     placeholder,
     positive_int,
+    reshape_mapping,
 )
-from ..algebra.linear import F2Linear
-from ..algebra.nodes import Const, Expr, Var, as_expr, free_vars
-from ..algebra.printing import tuple_text
-from ..algebra.proof import Proof
-from ..algebra.simplify import add, scale, substitute
-from ..errors import CoordinateError, ExprError, LayoutError, ShapeError
-from .arguments import _call, _call_index, _check_range, _one_thread
-from .splits import flatten_digits, unused_digits
+from ..errors import (
+    CoordinateError,
+    ExprError,
+    LayoutError,
+    NotBijectiveError,
+    NotLinearError,
+    ShapeError,
+    UnsupportedError,
+)
+from .arguments import call_index, call_thread_fn, check_thread_range, one_thread
+from .splits import digit_extent, flatten_digits, unused_digits, used_digits
 
 REP_NAME = "_rep"
 # cached values that depend on the expressions only, never on thread_range (bind_thread_range keeps them)
@@ -86,28 +144,30 @@ class Fragment(Layout):
         rep = rep_var(replicate)
         index: tuple[Expr, ...] | None = None
         if forward_fn is not None:
-            result = _call(forward_fn, variables, rep, "Fragment forward_fn")
+            result = call_thread_fn(forward_fn, variables, rep, "Fragment forward_fn")
             if not (isinstance(result, (tuple, list)) and len(result) == 2):
                 raise ExprError("Fragment forward_fn must return (thread, index)")
-            thread = _one_thread(normalize_outputs(result[0], "Fragment forward_fn thread"))
+            thread = one_thread(normalize_outputs(result[0], "Fragment forward_fn thread"))
             index = normalize_outputs(result[1], "Fragment forward_fn index")
         elif forward_thread_fn is not None:
             if callable(forward_thread_fn):
-                thread = _one_thread(normalize_outputs(_call(forward_thread_fn, variables, rep, "forward_thread_fn"),
-                                                       "forward_thread_fn"))
+                called = call_thread_fn(forward_thread_fn, variables, rep, "forward_thread_fn")
+                thread = one_thread(normalize_outputs(called, "forward_thread_fn"))
             else:
                 thread = as_expr(forward_thread_fn)
         else:
             raise ExprError("Fragment needs forward_thread_fn (or forward_fn returning (thread, index))")
         if forward_index_fn is not None:
             if callable(forward_index_fn):
-                index = _call_index(forward_index_fn, variables)
+                index = call_index(forward_index_fn, variables)
             else:
                 index = normalize_outputs(forward_index_fn, "Fragment forward index")
-        self._init_fragment(shape, thread, replicate, index, thread_range)
+        self.initialize_fragment(shape, thread, replicate, index, thread_range)
 
-    def _init_fragment(self, shape: tuple[int, ...], thread: Expr, replicate: int, index: Sequence[Expr] | None,
-                       thread_range: object) -> None:
+    def initialize_fragment(self, shape: tuple[int, ...], thread: Expr, replicate: int, index: Sequence[Expr] | None,
+                            thread_range: object) -> None:
+        """Set the fields of a new fragment (its constructors and its subclasses' call it once, on an object
+        not yet shared): the layout part, then the thread map, the replica count and the thread range."""
         variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
         rep = rep_var(replicate)
         used = free_vars(thread)
@@ -125,10 +185,10 @@ class Fragment(Layout):
         for e in index:
             if rep in free_vars(e):
                 raise ExprError(f"the register index {e} must not depend on _rep (only the thread may)")
-        self._init(shape, variables, tuple(index))
+        self.initialize(shape, variables, tuple(index))
         object.__setattr__(self, "_thread", thread)
         object.__setattr__(self, "_replicate", replicate)
-        object.__setattr__(self, "_thread_range", _check_range(thread_range))
+        object.__setattr__(self, "_thread_range", check_thread_range(thread_range))
 
     @classmethod
     def from_exprs(
@@ -139,11 +199,13 @@ class Fragment(Layout):
         if thread is None:
             raise ExprError("Fragment.from_exprs needs a thread expression")
         obj = cls.__new__(cls)
-        obj._init_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
+        obj.initialize_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
                            None if index is None else tuple(as_expr(e) for e in index), thread_range)
         return obj
 
-    def _rebuild(self, **changes: Any) -> Fragment:
+    def rebuild(self, **changes: Any) -> Fragment:
+        """A copy with some of the constructor arguments replaced (``input_shape``, ``index``, ``thread``,
+        ``replicate``, ``thread_range``)."""
         args: dict[str, Any] = dict(input_shape=self.input_shape, index=self.forward_index, thread=self._thread,
                     replicate=self._replicate, thread_range=self._thread_range)
         args.update(changes)
@@ -170,13 +232,13 @@ class Fragment(Layout):
     @property
     def thread_extent(self) -> int:
         """``max(thread) + 1`` over every coordinate and replica (TileLang's ``get_thread_size``)."""
-        hit = self._cache.get("thread_extent")
+        hit = self.memo.get("thread_extent")
         if hit is None:
             t = self.thread_table()
             if t.min() < 0:
                 raise LayoutError(f"{self.describe()}: the thread map is negative somewhere (min {t.min()})")
             hit = int(t.max()) + 1
-            self._cache["thread_extent"] = hit
+            self.memo["thread_extent"] = hit
         return hit
 
     def get_thread_size(self) -> int:
@@ -216,15 +278,15 @@ forward_index: (_j % 8,))
         >>> G = F.bind_thread_range(32, 64)
         >>> G.thread_range, G.thread_extent, G.forward_thread is F.forward_thread
         ((32, 64), 4, True)
-        >>> G == F._rebuild(thread_range=(32, 64))
+        >>> G == F.rebuild(thread_range=(32, 64))
         True
         """
-        thread_range = _check_range((start, extent))
+        thread_range = check_thread_range((start, extent))
         obj = Fragment.__new__(Fragment)
         for slot in ("_input_shape", "_vars", "_forward", "_thread", "_replicate", "_tag"):
             object.__setattr__(obj, slot, getattr(self, slot))
         object.__setattr__(obj, "_thread_range", thread_range)
-        object.__setattr__(obj, "_cache", {k: v for k, v in self._cache.items() if k in _RANGE_FREE_CACHE})
+        object.__setattr__(obj, "_cache", {k: v for k, v in self.memo.items() if k in _RANGE_FREE_CACHE})
         return obj
 
     # ---- evaluation ---------------------------------------------------------------------------
@@ -249,7 +311,7 @@ forward_index: (_j % 8,))
         >>> F.apply_thread([[0, 1], [2, 3]]).tolist(), F.apply_thread([[2, 3]], rep=None).tolist()
         ([2, 6], [[6], [7]])
         """
-        flat, lead = self._flat_coords(coords)
+        flat, lead = flat_coords(coords, self.input_shape, self.describe)
         reps = range(self._replicate) if rep is None else [self._rep_index(rep)]
         variables = self.forward_vars + (self.rep_var,)
         cols = [flat[:, d] for d in range(flat.shape[1])]
@@ -267,7 +329,7 @@ forward_index: (_j % 8,))
 
     def thread_table(self) -> NDArray[np.int64]:
         """Threads of every replica of every coordinate: shape ``(replicate,) + input_shape``."""
-        hit = self._cache.get("thread_table")
+        hit = self.memo.get("thread_table")
         if hit is None:
             run = compile_numpy((self._thread,), self.forward_vars + (self.rep_var,))
             g = [c[None, ...] for c in enumerable_grid(self.input_shape, lambda: f"thread table of {self.describe()}",
@@ -276,7 +338,7 @@ forward_index: (_j % 8,))
             (t,) = run(*g, rep)
             hit = np.broadcast_to(t, (self._replicate,) + self.input_shape)
             hit.setflags(write=False)
-            self._cache["thread_table"] = hit
+            self.memo["thread_table"] = hit
         return hit
 
     def index_table(self) -> NDArray[np.intp]:
@@ -293,15 +355,11 @@ forward_index: (_j % 8,))
         number of ``x_d // shape_d`` (``lower_dim_first``: the last dim is fastest).  On threads:
         ``thread += thread_extent * ri``; otherwise ``index[0] += output_shape[0] * ri`` (1-D index).
         """
-        from . import transforms
-
-        return transforms.repeat(self, repeats, repeat_on_thread, lower_dim_first)
+        return repeat_fragment(self, repeats, repeat_on_thread, lower_dim_first)
 
     def replicate(self, k: int) -> Fragment:
         """``k`` times more replicas: ``thread'(rep) = thread(rep % R) + thread_extent * (rep // R)``."""
-        from . import transforms
-
-        return transforms.replicate(self, k)
+        return replicate_fragment(self, k)
 
     def condense_rep_var(self) -> Fragment:
         """Keep only the digits of ``_rep`` the thread map reads: ``_rep % 2 * 32`` with R=4
@@ -319,23 +377,17 @@ forward_index: (_j % 8,))
         >>> print(g.condense_rep_var().forward_thread)
         _rep % 2 * 64 + _i * 8 + _rep // 2
         """
-        from . import transforms
-
-        return transforms.condense_rep_var(self)
+        return condense_fragment_rep(self)
 
     def reshape(self, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:
         """Reshape both the index and the thread map (row-major flattening on both sides)."""
-        from . import transforms
-
-        return transforms.reshape(self, shape, rescale_num, rescale_den)
+        return reshape_fragment(self, shape, rescale_num, rescale_den)
 
     def expand(self, leading_shape: Sequence[int]) -> Fragment:
         """Prepend dims that pass through as leading index outputs.  Unlike TileLang (whose
         ``Fragment.expand`` returns a plain Layout and drops the thread map), the thread map is
         kept: the new leading dims stay in the same thread."""
-        from . import transforms
-
-        return transforms.expand(self, leading_shape)
+        return expand_fragment(self, leading_shape)
 
     def inverse(self) -> Layout:
         """Inverse of ``[coords..., rep] -> [index..., thread]``: a Layout from
@@ -347,7 +399,7 @@ forward_index: (_j % 8,))
 
     def to_linear(self, lanes: int = 32) -> F2Linear:
         """Triton's distributed view ``(register, lane, warp) -> (dim0, dim1, ...)`` (see
-        :mod:`layoutkit.fragment.linear`); :class:`~layoutkit.errors.NotLinearError` saying why when it
+        the module doc); :class:`~layoutkit.errors.NotLinearError` saying why when it
         does not exist.  The index map alone, as for a plain Layout, is ``Layout.to_linear(F)``.
 
         >>> from layoutkit.targets import nv
@@ -357,8 +409,6 @@ forward_index: (_j % 8,))
         >>> Fragment.from_linear(C.to_linear()).is_equal(C)
         True
         """
-        from .linear import fragment_to_linear
-
         return fragment_to_linear(self, lanes)
 
     @classmethod
@@ -366,8 +416,6 @@ forward_index: (_j % 8,))
         cls, view: F2Linear, input_shape: Sequence[int] | None = None
     ) -> Fragment:
         """The fragment of a Triton distributed layout (in dims ``register``, ``lane``, ``warp``)."""
-        from .linear import fragment_from_linear
-
         return fragment_from_linear(view, None if input_shape is None else tuple(input_shape))
 
     def is_fully_replicated(self) -> bool:
@@ -381,15 +429,11 @@ forward_index: (_j % 8,))
         """Prove that every replica of every element of ``other`` lives in a thread that also
         holds that element here (so ``self`` can replace ``other``).  A fully replicated ``self``
         contains everything, as in TileLang.  Decided by exhaustive enumeration."""
-        from . import proofs
-
-        return proofs.contains(self, other)
+        return contains_proof(self, other)
 
     def prove_injective(self) -> Proof:
         """Every (thread, register) slot holds at most one element (replicas included)."""
-        from . import proofs
-
-        return proofs.prove_injective(self)
+        return injective_proof(self)
 
     # ---- registers ------------------------------------------------------------------------------
     def distribute(self, tile: ArrayLike, fill: object = 0) -> NDArray[Any]:
@@ -485,3 +529,261 @@ thread_range: [0, 128))
         flat = add(flat, scale(v, stride))
         stride *= e
     return Fragment.from_exprs(shape, (flat,), rep_var(threads), threads, (0, threads))
+
+
+def repeat_fragment(
+    fragment: Fragment, repeats: Sequence[int], repeat_on_thread: bool = False, lower_dim_first: bool = True
+) -> Fragment:
+    """``fragment.repeat(repeats, ...)``: the fragment tiled ``repeats[d]`` times along each dim."""
+    if isinstance(repeats, (int, np.integer)) and not isinstance(repeats, bool):
+        given: tuple[object, ...] = (repeats,)
+    elif isinstance(repeats, Sequence) and not isinstance(repeats, (str, bytes)):
+        given = tuple(repeats)
+    else:
+        raise ShapeError(f"repeat needs a sequence of positive factors, one per input dim; found {repeats!r}")
+    if len(given) != len(fragment.input_shape):
+        raise ShapeError(f"repeat needs one factor per input dim ({len(fragment.input_shape)}); found {given}")
+    reps = tuple(positive_int(r, "repeat factor") for r in given)
+    shape = tuple(e * r for e, r in zip(fragment.input_shape, reps))
+    new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+    mapping = {v: floormod(nv, Const(e)) for v, nv, e in zip(fragment.forward_vars, new_vars, fragment.input_shape)}
+    order = range(len(shape) - 1, -1, -1) if lower_dim_first else range(len(shape))
+    ri: Expr = Const(0)
+    stride = 1
+    for d in order:
+        ri = add(ri, scale(floordiv(new_vars[d], Const(fragment.input_shape[d])), stride))
+        stride *= reps[d]
+    index = [substitute(e, mapping) for e in fragment.forward_index]
+    thread = substitute(fragment._thread, mapping)
+    if repeat_on_thread:
+        thread = add(thread, scale(ri, fragment.thread_extent))
+    else:
+        if len(index) != 1:
+            raise ShapeError(f"repeat on the index needs a 1-D index; {fragment.describe()} has {len(index)} dims")
+        index[0] = add(index[0], scale(ri, fragment.output_shape[0]))
+    return Fragment.from_exprs(shape, index, thread, fragment._replicate)
+
+
+def replicate_fragment(fragment: Fragment, k: int) -> Fragment:
+    """``fragment.replicate(k)``: ``k`` times more replicas."""
+    k = positive_int(k, "replicate factor")
+    r = fragment._replicate
+    new_rep = rep_var(r * k)
+    thread = substitute(fragment._thread, {fragment.rep_var: floormod(new_rep, Const(r))})
+    thread = add(thread, scale(floordiv(new_rep, Const(r)), fragment.thread_extent))
+    return Fragment.from_exprs(fragment.input_shape, fragment.forward_index, thread, r * k)
+
+
+def condense_fragment_rep(fragment: Fragment) -> Fragment:
+    """``fragment.condense_rep_var()``: only the digits of ``_rep`` the thread map reads."""
+    rep = fragment.rep_var
+    if rep not in free_vars(fragment._thread):
+        return fragment.rebuild(thread=fragment._thread, replicate=1)
+    terms, _ = linear(fragment._thread)
+    rep_terms = [(atom, coeff) for atom, coeff in terms.items() if rep in free_vars(atom)]
+    pure_digits = all(split_view(atom)[0] == rep for atom, _ in rep_terms)
+    if pure_digits:
+        # TileLang order: larger thread stride -> lower digit of the new _rep
+        digits = sorted(((abs(c), *split_view(a)[1:], a) for a, c in rep_terms), key=lambda d: -d[0])
+        atoms = [d[3] for d in digits]
+        extents = [digit_extent((rep, lo, up if up is not None else fragment._replicate)) for _, lo, up, _ in digits]
+    else:
+        used = sorted(set(used_digits(fragment._thread, (rep,))[rep]))
+        merged: list[tuple[int, int]] = []
+        for lo, up in used:
+            if merged and lo < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(up, merged[-1][1]))
+            else:
+                merged.append((lo, up))
+        atoms = [make_split(rep, lo, None if up >= fragment._replicate else up) for lo, up in merged]
+        extents = [digit_extent((rep, lo, up)) for lo, up in merged]
+    new_r = math.prod(extents)
+    if new_r > fragment._replicate or (new_r == fragment._replicate and not pure_digits):
+        # nothing to drop, and no digits to re-order
+        return fragment
+    # a stand-in for the new _rep, which may equal the old one (same extent)
+    fresh = Var("_rep_condensed", new_r)
+    mapping: dict[Expr, Expr] = {}
+    stride = 1
+    for atom, ext in zip(atoms, extents):
+        digit = floordiv(fresh, Const(stride))
+        mapping[atom] = digit if stride * ext >= new_r else floormod(digit, Const(ext))
+        stride *= ext
+    thread = substitute(fragment._thread, mapping)
+    if rep in free_vars(thread):
+        raise LayoutError(f"cannot condense _rep in {fragment._thread}: it is read other than through digits")
+    thread = substitute(thread, {fresh: rep_var(new_r)})
+    if new_r == fragment._replicate and thread == fragment._thread:
+        return fragment
+    return fragment.rebuild(thread=thread, replicate=new_r)
+
+
+def reshape_fragment(fragment: Fragment, shape: Sequence[int], rescale_num: int = 1, rescale_den: int = 1) -> Fragment:
+    """``fragment.reshape(shape)``: index and thread map reshaped (no change of element width)."""
+    if rescale_num != rescale_den:
+        raise ShapeError("Fragment.reshape does not change element widths; reshape a plain Layout for that")
+    new_shape = check_shape(shape, "reshape shape")
+    if math.prod(new_shape) != fragment.size:
+        raise ShapeError(f"reshape of {fragment.input_shape} to {new_shape}: {fragment.size} != {math.prod(new_shape)}")
+    mapping = reshape_mapping(fragment.input_shape, new_shape)
+    index = tuple(substitute(e, mapping) for e in fragment.forward_index)
+    return Fragment.from_exprs(new_shape, index, substitute(fragment._thread, mapping), fragment._replicate,
+                                 fragment._thread_range)
+
+
+def expand_fragment(fragment: Fragment, leading_shape: Sequence[int]) -> Fragment:
+    """``fragment.expand(leading_shape)``: leading dims passed through as leading index outputs."""
+    lead = check_shape(leading_shape, "expand leading shape")
+    shape = lead + fragment.input_shape
+    new_vars = [placeholder(d, e) for d, e in enumerate(shape)]
+    mapping = {v: new_vars[len(lead) + d] for d, v in enumerate(fragment.forward_vars)}
+    index = tuple(new_vars[: len(lead)]) + tuple(substitute(e, mapping) for e in fragment.forward_index)
+    return Fragment.from_exprs(shape, index, substitute(fragment._thread, mapping), fragment._replicate,
+                                 fragment._thread_range)
+
+
+MASK_LIMIT = 1 << 26  # cells of the (thread, element) mask before the sort-based test takes over
+
+
+def contains_proof(fragment: Fragment, other: Fragment) -> Proof:
+    """``fragment.contains(other)``: every replica of ``other`` lives where ``fragment`` holds it."""
+    claim = "contains"
+    if not isinstance(other, Fragment):
+        raise LayoutError(f"contains expects a Fragment, found {type(other).__name__}")
+    if other.input_shape != fragment.input_shape:
+        return Proof(claim, False, "enumerate", {"shape": (fragment.input_shape, other.input_shape)},
+                     detail="different input shapes")
+    if fragment.is_fully_replicated():
+        return Proof(claim, True, "enumerate", detail="the containing fragment is fully replicated")
+    big = fragment.thread_table().reshape(fragment._replicate, -1)
+    small = other.thread_table().reshape(other.replicate_size, -1)
+    if big.shape[0] * small.shape[0] <= 256:
+        # few replicas: compare each small replica with every large one, element-wise
+        ok = np.zeros(small.shape, dtype=bool)
+        for row in big:
+            ok |= small == row
+    else:
+        width = int(max(big.max(), small.max())) + 1
+        x = np.arange(big.shape[1], dtype=np.int64)
+        if width * big.shape[1] <= MASK_LIMIT:
+            # a (thread, element) mask: one scatter and one gather, no sort
+            held = np.zeros((width, big.shape[1]), dtype=bool)
+            held[big, x] = True
+            ok = held[small, x]
+        else:
+            ok = np.isin(small + x * width, np.unique((big + x * width).ravel()))
+    if ok.all():
+        return Proof(claim, True, "enumerate", detail=f"{small.size} (element, thread) pairs")
+    r, flat = np.argwhere(~ok)[0]
+    coord = tuple(int(v) for v in np.unravel_index(int(flat), fragment.input_shape))
+    return Proof(claim, False, "enumerate",
+                 {"missing": (coord, int(r), int(small[r, flat]), sorted(set(big[:, flat].tolist())))},
+                 detail="element (coord) of replica r is on a thread that does not hold it here")
+
+
+def injective_proof(fragment: Fragment) -> Proof:
+    """``fragment.prove_injective()``: at most one element per (thread, register) slot."""
+    claim = "injective (one element per thread register)"
+    threads = fragment.thread_table().reshape(fragment._replicate, -1)
+    index = fragment.index_table().reshape(1, -1)
+    keys = threads * fragment.local_size + index
+    flat = keys.ravel()
+    order = np.argsort(flat, kind="stable")
+    dup = np.flatnonzero(flat[order][1:] == flat[order][:-1])
+    if dup.size == 0:
+        return Proof(claim, True, "enumerate", detail=f"{flat.size} slots")
+    a, b = order[dup[0]], order[dup[0] + 1]
+    n = threads.shape[1]
+
+    def where(k: int) -> tuple[tuple[int, ...], int]:
+        r, x = divmod(int(k), n)
+        return tuple(int(v) for v in np.unravel_index(x, fragment.input_shape)), r
+
+    (xa, ra), (xb, rb) = where(a), where(b)
+    slot = (int(threads.ravel()[a]), int(index.ravel()[a % n]))
+    return Proof(claim, False, "enumerate", {"collision": ((xa, ra), (xb, rb), slot)})
+
+
+SLOT_DIMS = ("register", "lane", "warp")
+"""Triton's in-dim names of a distributed layout, low to high."""
+
+
+def fragment_to_linear(fragment: Fragment, lanes: int = 32) -> F2Linear:
+    """``(register, lane, warp) -> (dim0, dim1, ...)``.  ``lanes``: threads per warp (32 on NVIDIA,
+    ``targets.nv.WARP_SIZE``); fewer threads than that make one partial warp.  Raises
+    :class:`~layoutkit.errors.NotLinearError` saying why there is no such view: an extent that is not a
+    power of two, a slot that holds no element or two (``witness``: ``(register, thread)``), or a
+    placement that is not F2-linear (``witness``: the slot)."""
+    regs, threads = fragment.local_size, fragment.thread_extent
+    lane_size = min(threads, lanes)
+    what = fragment.describe()
+    sizes = {"registers per thread": regs, "threads": threads, "lanes": lanes,
+             **{f"input dim {d}": e for d, e in enumerate(fragment.input_shape)}}
+    odd = [f"{name} = {n}" for name, n in sizes.items() if log2_exact(n) is None]
+    if odd:
+        raise NotLinearError(f"{what} has no Triton linear view: {', '.join(odd)}, not a power of two")
+    ndim = len(fragment.input_shape)
+    thread = fragment.thread_table().reshape(fragment.replicate_size, -1)
+    index = np.broadcast_to(fragment.index_table().reshape(1, -1), thread.shape)
+    coords = np.moveaxis(np.indices(fragment.input_shape), 0, -1).reshape(1, -1, ndim)
+    coords = np.broadcast_to(coords, thread.shape + (ndim,))
+    slot = (index * threads + thread).reshape(-1)  # register-major flat slot of every (replica, element)
+    held = np.zeros(regs * threads, dtype=np.int64)
+    np.add.at(held, slot, 1)
+    if np.any(held != 1):
+        k = int(np.flatnonzero(held != 1)[0])
+        reg, t = divmod(k, threads)
+        kind = "holds no element" if held[k] == 0 else f"holds {int(held[k])} elements"
+        raise NotLinearError(f"{what} has no Triton linear view: register {reg} of thread {t} {kind} (a linear "
+                             "layout maps every slot to exactly one element)", (reg, t))
+    table = np.zeros((regs * threads, ndim), dtype=np.int64)
+    table[slot] = coords.reshape(-1, ndim)
+    # flat slot = register * threads + warp * lane_size + lane: reorder to [register, lane, warp]
+    grid = table.reshape(regs, threads // lane_size, lane_size, ndim).transpose(0, 2, 1, 3)
+    view = F2Linear.from_table(grid, SLOT_DIMS, [f"dim{d}" for d in range(ndim)])
+    if view is None:
+        reason, witness = not_linear_reason(grid, SLOT_DIMS)
+        raise NotLinearError(f"{what} has no Triton linear view: the placement is not F2-linear: {reason}", witness)
+    return F2Linear(view.in_dims, tuple((n, e) for (n, _), e in zip(view.out_dims, fragment.input_shape)), view.bases)
+
+
+def _slot_map(view: F2Linear) -> F2Linear:
+    """``view`` with in dims exactly ``register, lane, warp`` in that order (missing ones of size 1)."""
+    unknown = [n for n in view.in_names if n not in SLOT_DIMS]
+    if unknown or "lane" not in view.in_names:
+        raise ShapeError(f"expected in dims among {SLOT_DIMS} (with 'lane'); found {list(view.in_names)}")
+    pad = [(n, 1) for n in SLOT_DIMS if n not in view.in_names]
+    if pad:
+        view = view.concat_ins(F2Linear(tuple(pad), view.out_dims, tuple(() for _ in pad)))
+    return view.transpose_ins(list(SLOT_DIMS))
+
+
+def fragment_from_linear(view: F2Linear, input_shape: tuple[int, ...] | None = None) -> Fragment:
+    """The fragment placing element ``x`` (replica ``rep``) in every slot ``view`` maps to ``x``.
+
+    Replicas are the slots a broadcast (free lane/warp variables) sends to one element; the replica
+    number's bits select among them.  Raises :class:`~layoutkit.NotBijectiveError` when some element
+    is held by no slot, :class:`~layoutkit.UnsupportedError` when one thread holds an element in two
+    registers (a Fragment keeps one register index per element).
+    """
+    m = _slot_map(view)
+    shape = tuple(s for _, s in m.out_dims) if input_shape is None else tuple(int(e) for e in input_shape)
+    if shape != tuple(s for _, s in m.out_dims):
+        raise ShapeError(f"input shape {shape} does not match the out dims {m.out_dims}")
+    try:
+        inverse = m.pseudo_inverse()  # element -> (register, lane, warp), free variables 0
+    except NotBijectiveError as err:
+        raise NotBijectiveError(f"not every element is held by a slot: {err}", err.witness) from None
+    kernel = m.kernel_basis()
+    if any(k[0] for k in kernel):
+        raise UnsupportedError(
+            f"slots {kernel} differ in the register and hold the same element: one thread would hold it twice"
+        )
+    replicate = 1 << len(kernel)
+    variables = [placeholder(d, e) for d, e in enumerate(shape)]
+    bases = [list(per) for per in inverse.bases] + [kernel]
+    rep = rep_var(replicate)
+    reg, lane, warp = expressions_from_bases(bases, variables + [rep], 3)
+    lane_size = m.in_dim_size("lane")
+    thread: Expr = lane + warp * lane_size
+    return Fragment.from_exprs(shape, [reg], thread, replicate)

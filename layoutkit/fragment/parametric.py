@@ -58,10 +58,10 @@ from ..algebra.forall import (
     sort_digits,
     symbols_of,
 )
-from ..algebra.layout import placeholder
+from ..algebra.nodes import substitute
 from ..algebra.parametric import digit_values
 from ..algebra.proof import Proof
-from ..algebra.simplify import substitute
+from ..algebra.shapes import placeholder
 from ..errors import ShapeError, UnsupportedError
 from .fragment import Fragment
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..algebra.layout import Layout, positive_int
-from ..algebra.nodes import Expr, Var
-from ..algebra.simplify import add, scale, split_view, substitute
+from ..algebra.layout import Layout
+from ..algebra.nodes import Expr, Var, add, free_vars, scale, split_view, substitute
+from ..algebra.shapes import positive_int
 from ..errors import LayoutError, ShapeError
 from .fragment import Fragment
 
@@ -47,7 +47,7 @@ class PartialFragment(Fragment):
         c = r if combine_size is None else positive_int(combine_size, "combine_size")
         if c < 1 or r % c:
             raise ShapeError(f"combine_size must divide the replicate size {r}; found {combine_size}")
-        self._init_fragment(fragment.input_shape, fragment.forward_thread, r, fragment.forward_index,
+        self.initialize_fragment(fragment.input_shape, fragment.forward_thread, r, fragment.forward_index,
                             fragment.thread_range)
         object.__setattr__(self, "_combine", c)
 
@@ -97,7 +97,7 @@ class PartialFragment(Fragment):
         lo, hi = Var("_lane", self._combine), Var("_copy", max(self.copy_size, 1))
         thread = substitute(self.forward_thread, {self.rep_var: add(lo, scale(hi, self._combine))})
         steps = []
-        from ..algebra.simplify import linear
+        from ..algebra.nodes import linear
 
         terms, _ = linear(thread)
         for atom, coeff in terms.items():
@@ -132,8 +132,6 @@ class PartialFragment(Fragment):
 
 
 def _vars(e: Expr) -> tuple[Var, ...]:
-    from ..algebra.nodes import free_vars
-
     return free_vars(e)
 
 

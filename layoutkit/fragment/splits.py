@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..algebra.nodes import Const, Expr, Sum, Var, free_vars, walk
-from ..algebra.simplify import add, make_split, scale, split_view
+from ..algebra.nodes import Const, Expr, Sum, Var, add, free_vars, make_split, scale, split_view, walk
 
 Digit = tuple[Expr, int, int]  # (variable or fused sum, lower, upper) with upper <= extent
 

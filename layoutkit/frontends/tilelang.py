@@ -69,9 +69,9 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Const
-from ..algebra.simplify import substitute
+from ..algebra.layout import Layout
+from ..algebra.nodes import Const, substitute
+from ..algebra.shapes import placeholder
 from ..backends.checks import check_result
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..algebra.layout import Layout, placeholder
+from ..algebra.layout import Layout
 from ..algebra.nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from ..algebra.shapes import placeholder
 from ..errors import UnsupportedError
 from ..fragment.fragment import REP_NAME, Fragment, rep_var
 from ..fragment.partial import PartialFragment

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..algebra.layout import placeholder
 from ..algebra.nodes import Const, Expr
+from ..algebra.shapes import placeholder
 from ..errors import UnsupportedError
 from .tilelang_exprs import from_prim_expr
 from .tilelang_ir import expr_nodes, nodes

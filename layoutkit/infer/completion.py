@@ -24,9 +24,9 @@ _i * 2 + _j // 16
 
 from __future__ import annotations
 
-from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import floordiv, floormod, linear, make_split, split_view, substitute
+from ..algebra.layout import Layout
+from ..algebra.nodes import Const, Expr, Var, floordiv, floormod, linear, make_split, split_view, substitute
+from ..algebra.shapes import placeholder
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..algebra.layout import placeholder
 from ..algebra.nodes import Expr
 from ..algebra.parse import parse_expr
-from ..algebra.shapes import check_shape
+from ..algebra.shapes import check_shape, placeholder
 from ..caches import memoized
 from . import validate
 from .ops import Buffer, Op

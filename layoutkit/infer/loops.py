@@ -20,9 +20,8 @@ import math
 
 import numpy as np
 
-from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import floordiv, linear, make_split, substitute
+from ..algebra.nodes import Const, Expr, Var, floordiv, linear, make_split, substitute
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 from ..cost.spill import thread_indexed
 from ..dtypes import element_bits

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..algebra.layout import placeholder
 from ..algebra.nodes import Expr, as_expr
-from ..algebra.shapes import TABLE_LIMIT
+from ..algebra.shapes import TABLE_LIMIT, placeholder
 from ..errors import LimitError, ShapeError
 from ..scopes import FRAGMENT, is_shared  # noqa: F401  (is_shared: re-exported)
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import math
 
-from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import add, floordiv, floormod, make_sum, scale
+from ..algebra.nodes import Const, Expr, Var, add, floordiv, floormod, make_sum, scale
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 from ..fragment.fragment import Fragment, rep_var
 from .guards import INDEX, THREAD, Guard

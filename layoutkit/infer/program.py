@@ -28,7 +28,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from ..algebra.layout import Layout, check_shape
+from ..algebra.layout import Layout
+from ..algebra.shapes import check_shape
 from ..dtypes import canonical_dtype
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import math
 
-from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr
-from ..algebra.simplify import floordiv, floormod, make_sum, substitute
+from ..algebra.nodes import Const, Expr, floordiv, floormod, make_sum, substitute
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 from ..fragment.fragment import Fragment, rep_var
 from .guards import Guard, Predicate

@@ -33,9 +33,8 @@ that result where every replica of ``acc`` was.
 
 from __future__ import annotations
 
-from ..algebra.layout import placeholder
-from ..algebra.nodes import Const, Expr, Var
-from ..algebra.simplify import add, floordiv, floormod, scale, substitute
+from ..algebra.nodes import Const, Expr, Var, add, floordiv, floormod, scale, substitute
+from ..algebra.shapes import placeholder
 from ..errors import LayoutError
 from ..fragment.fragment import Fragment, make_fully_replicated_fragment, rep_var
 from ..fragment.partial import PartialFragment

@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..algebra.layout import Layout, check_shape, placeholder
+from ..algebra.layout import Layout
 from ..algebra.parse import parse_expr
+from ..algebra.shapes import check_shape, placeholder
 from ..errors import ProgramFormatError, ShapeError
 from ..fragment.fragment import Fragment
 from .library import TILE_OPS

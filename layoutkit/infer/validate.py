@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from ..algebra.layout import call_index_fn, placeholder
 from ..algebra.nodes import Expr, as_expr
 from ..algebra.parse import parse_index_fn
+from ..algebra.shapes import call_index_fn, placeholder
 from ..errors import ExprError, ShapeError
 from ..scopes import FRAGMENT
 from .ops import Buffer, Region

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algebra.evaluate import evaluate_columns
-from ..algebra.layout import Layout, placeholder
-from ..algebra.nodes import Expr, Var
-from ..algebra.simplify import linear
+from ..algebra.layout import Layout
+from ..algebra.nodes import Expr, Var, linear
+from ..algebra.shapes import placeholder
 from ..caches import memoized
 
 MAX_VECTOR_BITS = 128

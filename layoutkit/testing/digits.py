@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import hypothesis.strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..algebra.layout import Layout, check_shape, placeholder
+from ..algebra.layout import Layout
 from ..algebra.nodes import Const, Expr
+from ..algebra.shapes import check_shape, placeholder
 
 MAX_OUTPUTS = 3
 """At most this many output dims in a generated layout."""

@@ -34,7 +34,8 @@ from collections.abc import Sequence
 import hypothesis.strategies as st
 from hypothesis.errors import InvalidArgument
 
-from ..algebra.layout import Layout, check_shape
+from ..algebra.layout import Layout
+from ..algebra.shapes import check_shape
 from .digits import Recipe, check_limits, core_recipe, divisors, fixed_shape, is_pow2, unravel
 
 __all__ = [

@@ -32,38 +32,46 @@ from ..dtypes import c0, element_bits
 from .bridges import from_layout, from_linear, to_linear
 from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
 from .composition import complement, composition, make_swizzle
-from .coord import crd2crd, crd2idx, idx2crd
-from .int_tuple import (
-    Int,
+from .int_tuple import make_coord, make_shape, make_stride
+from .int_tuple_arith import (
     ceil_div,
     compact_col_major,
     compact_row_major,
+    inner_product,
+    make_dynamic,
+    make_static,
+    round_up,
+)
+from .int_tuple_check import to_str
+from .int_tuple_structure import (
     compatible,
     congruent,
     depth,
     flatten,
     get,
-    inner_product,
-    is_int,
-    is_static,
-    is_tuple,
-    make_coord,
-    make_dynamic,
-    make_shape,
-    make_static,
-    make_stride,
     product,
     product_each,
     rank,
-    round_up,
-    static,
-    to_str,
     unflatten,
     weakly_congruent,
 )
 from .inverses import left_inverse, max_common_vector, nullspace, right_inverse
-from .layout import Layout, cosize, crd2offset, get_tile_layout, is_layout, make_layout, origin_shape, shape, stride
+from .layout import (
+    Layout,
+    cosize,
+    crd2crd,
+    crd2idx,
+    crd2offset,
+    get_tile_layout,
+    idx2crd,
+    is_layout,
+    make_layout,
+    origin_shape,
+    shape,
+    stride,
+)
 from .layout import size as size
+from .static_int import Int, is_int, is_static, is_tuple, static
 from .swizzle import ComposedLayout, Swizzle, make_composed_layout
 from .tags import (
     TAGS,

@@ -12,14 +12,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..errors import ShapeError
-from .int_tuple import (
-    Int,
-    as_int_tuple,
-    is_int,
-    leaves,
-    to_str,
-)
+from .int_tuple_check import as_int_tuple, to_str
+from .int_tuple_structure import leaves
 from .layout import Layout
+from .static_int import Int, is_int
 from .swizzle import ComposedLayout
 
 
@@ -30,7 +26,7 @@ def as_layout(x: object, what: str = "layout") -> Layout:
     if is_int(x):
         if x < 1:
             raise ShapeError(f"{what}: an integer tiler must be positive; found {x}")
-        return Layout._make(x if type(x) is Int else int(x), Int(1))
+        return Layout.from_modes(x if type(x) is Int else int(x), Int(1))
     raise ShapeError(f"{what} must be a tla.Layout or an integer; found {type(x).__name__} {x!r}")
 
 
@@ -47,10 +43,10 @@ def check_profile(profile: object, what: str) -> object:
 def concat(modes: Sequence[Any]) -> Layout:
     """``make_layout(l0, l1, ...)``: layouts as the modes of one layout (mode-wise results of the
     algebra, typed ``object`` where they may also be composed layouts)."""
-    return Layout._make(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
+    return Layout.from_modes(tuple(m.shape for m in modes), tuple(m.stride for m in modes))
 
 
-def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
+def unwrap_modes(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
     """One mode as integers, several as tuples (C++ ``unwrap``)."""
     if len(shapes) == 1:
         return shapes[0], strides[0]
@@ -60,7 +56,7 @@ def _wrap(shapes: list[Any], strides: list[Any]) -> tuple[object, object]:
 # ---- coalesce and filter ------------------------------------------------------------------------
 
 
-def _bw_coalesce(
+def bw_coalesce(
     shapes: tuple[Any, ...], strides: tuple[Any, ...], last_shape: int | None = None
 ) -> tuple[object, object]:
     """C++ ``bw_coalesce`` over flat modes, from the last mode to the first: skip size-1 modes,
@@ -83,7 +79,7 @@ def _bw_coalesce(
         return Int(1), Int(0)
     out_s.reverse()
     out_d.reverse()
-    return _wrap(out_s, out_d)
+    return unwrap_modes(out_s, out_d)
 
 
 def coalesce(layout: object, profile: object = None) -> object:
@@ -106,21 +102,21 @@ def coalesce(layout: object, profile: object = None) -> object:
             raise ShapeError(f"coalesce: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
         modes = [coalesce(L.mode(i), p) for i, p in enumerate(profile)]
         return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    shape, stride = _bw_coalesce(leaves(L.shape), leaves(L.stride))
-    return Layout._make(shape, stride)
+    shape, stride = bw_coalesce(leaves(L.shape), leaves(L.stride))
+    return Layout.from_modes(shape, stride)
 
 
 def coalesced_shape(L: Layout) -> object:
     """``shape(coalesce(L))``."""
-    return _bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
+    return bw_coalesce(leaves(L.shape), leaves(L.stride))[0]
 
 
-def _coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+def coalesce_x(L: Layout) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """C++ ``detail::coalesce_x``: like coalesce but a trailing size-1 mode keeps its stride (as a
     dummy size 2), so the function outside the domain -- the unbounded last mode -- is preserved."""
     shapes, strides = leaves(L.shape), leaves(L.stride)
     last = Int(2) if shapes[-1] == 1 else None
-    shape, stride = _bw_coalesce(shapes, strides, last)
+    shape, stride = bw_coalesce(shapes, strides, last)
     return leaves(shape), leaves(stride)
 
 
@@ -132,7 +128,7 @@ def filter_zeros(layout: Layout) -> Layout:
     """
     L = as_layout(layout, "filter_zeros: layout")
     shape = _map2(L.shape, L.stride, lambda s, d: Int(1) if d == 0 else s)
-    return Layout._make(shape, L.stride)
+    return Layout.from_modes(shape, L.stride)
 
 
 def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
@@ -141,12 +137,12 @@ def _map2(a: object, b: object, fn: Callable[[Any, Any], object]) -> object:
     return fn(a, b)
 
 
-def _filtered(L: Layout) -> Layout:
+def filtered(L: Layout) -> Layout:
     """``filter(L)`` without the dispatch: zero-stride modes dropped, then coalesced."""
     strides = leaves(L.stride)
     shapes = tuple(Int(1) if d == 0 else s for s, d in zip(leaves(L.shape), strides))
-    shape, stride = _bw_coalesce(shapes, strides)
-    return Layout._make(shape, stride)
+    shape, stride = bw_coalesce(shapes, strides)
+    return Layout.from_modes(shape, stride)
 
 
 def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - CuTe name
@@ -165,7 +161,7 @@ def filter(layout: object, profile: object = None) -> object:  # noqa: A001 - Cu
             raise ShapeError(f"filter: profile {to_str(profile)} has more modes than {L} (rank {L.rank})")
         modes = [filter(L.mode(i), p) for i, p in enumerate(profile)]
         return concat(modes + [L.mode(i) for i in range(len(profile), L.rank)])
-    return _filtered(L)
+    return filtered(L)
 
 
 def coalesce_shape(shape: object) -> object:

@@ -37,18 +37,12 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import LimitError, ShapeError, UnsupportedError
-from .coalesce import _bw_coalesce, _coalesce_x, _filtered, _wrap, as_layout, coalesce_shape, concat
-from .coord import _crd2idx, idx2crd
-from .int_tuple import (
-    Int,
-    as_int_tuple,
-    ceil_div,
-    compact_col_major,
-    is_int,
-    leaves,
-    to_str,
-)
-from .layout import Layout
+from .coalesce import as_layout, bw_coalesce, coalesce_shape, coalesce_x, concat, filtered, unwrap_modes
+from .int_tuple_arith import ceil_div, compact_col_major
+from .int_tuple_check import as_int_tuple, to_str
+from .int_tuple_structure import leaves
+from .layout import Layout, crd2idx_unchecked, idx2crd
+from .static_int import Int, is_int
 from .swizzle import ComposedLayout, Swizzle
 
 NUMERIC_CHECK_LIMIT = 1 << 22
@@ -70,7 +64,7 @@ class _Composer:
 
     def __init__(self, A: Layout, B: Layout):
         self.A, self.B = A, B
-        self.shapes, self.strides = _coalesce_x(A)
+        self.shapes, self.strides = coalesce_x(A)
         self.usage: dict[int, list[tuple[tuple[int, ...], object, object, int]]] = {}
 
     def flat_a(self) -> str:
@@ -133,7 +127,7 @@ class _Composer:
         if rest_s != 1:
             out_s.append(rest_s)
             out_d.append(rest_d * strides[-1])
-        return _wrap(out_s, out_d)
+        return unwrap_modes(out_s, out_d)
 
     def use(self, k: int, path: tuple[int, ...], s: object, d: object, top: int) -> None:
         self.usage.setdefault(k, []).append((path, s, d, int(top)))
@@ -168,7 +162,7 @@ def layout_at(A: Layout, idx: Any) -> Any:
     array([0, 1, 0, 3])
     """
     v = np.asarray(idx, dtype=np.int64)
-    return np.sign(v) * np.asarray(_crd2idx(np.abs(v), A.shape, A.stride, ()), dtype=np.int64)
+    return np.sign(v) * np.asarray(crd2idx_unchecked(np.abs(v), A.shape, A.stride, ()), dtype=np.int64)
 
 
 def _wrap_str(items: tuple[object, ...]) -> str:
@@ -215,7 +209,7 @@ def composition(a: object, b: object) -> object:
     B = as_layout(b, "composition: right operand")
     composer = _Composer(A, B)
     shape, stride = composer.tree(B.shape, B.stride, ())
-    result = Layout._make(shape, stride)
+    result = Layout.from_modes(shape, stride)
     bad = composer.carries()
     if bad:
         _check_carries(A, B, result, bad, composer)
@@ -376,7 +370,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
             raise UnsupportedError(f"complement of {layout}: the inner function is not a layout")
         return complement(inner, cotarget)
     L = as_layout(layout, "complement: layout")
-    F = _filtered(L)
+    F = filtered(L)
     if cotarget is None:
         cotarget = F.cosize
     elif isinstance(cotarget, Layout):
@@ -386,7 +380,7 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     shapes, strides = leaves(F.shape), leaves(F.stride)
     if strides == (0,):
         rest = coalesce_shape(cotarget)
-        return Layout._make(rest, compact_col_major(rest))
+        return Layout.from_modes(rest, compact_col_major(rest))
     if min(strides) < 0:
         raise UnsupportedError(f"complement of {L}: negative strides have no complement (C++ returns a layout of "
                                "negative extents)")
@@ -408,5 +402,5 @@ def complement(layout: object, cotarget: object = None) -> Layout:
     new_stride = strides[last] * shapes[last]
     rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
     rest_stride = compact_col_major(rest_shape, new_stride)
-    shape, stride = _bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
-    return Layout._make(shape, stride)
+    shape, stride = bw_coalesce(tuple(res_s) + leaves(rest_shape), tuple(res_d) + leaves(rest_stride))
+    return Layout.from_modes(shape, stride)

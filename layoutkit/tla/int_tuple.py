@@ -14,47 +14,16 @@ travels along for printing.
 >>> print(tla.to_str(tla._4 * tla._2), tla.to_str(tla._4 * 2))
 _8 8
 
-The functions live in three modules by what they do, all re-exported here: the type, validation,
-nesting bound and print form (:mod:`~layoutkit.tla.int_tuple_check`), structure queries
-(:mod:`~layoutkit.tla.int_tuple_structure`) and arithmetic that builds new IntTuples
-(:mod:`~layoutkit.tla.int_tuple_arith`).  The constructors ``make_shape`` / ``make_stride`` / ...
-stay here.
+The functions live in modules by what they do: the static integers (:mod:`~layoutkit.tla.static_int`),
+the type, validation, nesting bound and print form (:mod:`~layoutkit.tla.int_tuple_check`), structure
+queries (:mod:`~layoutkit.tla.int_tuple_structure`) and arithmetic that builds new IntTuples
+(:mod:`~layoutkit.tla.int_tuple_arith`).  This module holds the constructors ``make_shape`` /
+``make_stride`` / ``make_coord`` / ``make_int_tuple``.
 """
 
 from __future__ import annotations
 
-from .int_tuple_arith import (
-    ceil_div,
-    compact_col_major,
-    compact_row_major,
-    inner_product,
-    make_dynamic,
-    make_static,
-    round_up,
-    transform_leaf,
-)
-from .int_tuple_arith import gcd as gcd  # re-exported (`as`): not in __all__, as before
-from .int_tuple_check import MAX_NESTING as MAX_NESTING  # re-exported for the TLA modules that import it here
-from .int_tuple_check import IntTuple as IntTuple
-from .int_tuple_check import as_int_tuple, to_str
-from .int_tuple_check import bounded_nesting as bounded_nesting
-from .int_tuple_check import nesting_error as nesting_error
-from .int_tuple_structure import (
-    compatible,
-    congruent,
-    depth,
-    flatten,
-    get,
-    leaves,
-    product,
-    product_each,
-    profile,
-    rank,
-    size,
-    unflatten,
-    weakly_congruent,
-)
-from .static_int import Int, is_int, is_static, is_tuple, static
+from .int_tuple_check import IntTuple, as_int_tuple
 
 # ---- construction ---------------------------------------------------------------------------------
 
@@ -80,6 +49,7 @@ def make_shape(*items: object) -> tuple[IntTuple, ...]:
 def make_stride(*items: object) -> tuple[IntTuple, ...]:
     """``MakeStride(...)``: a tuple stride (any integers).
 
+    >>> from layoutkit.tla.static_int import Int
     >>> make_stride(Int(12), Int(1))
     (_12, _1)
     """
@@ -95,37 +65,4 @@ def make_coord(*items: object) -> tuple[IntTuple, ...]:
     return as_int_tuple(items, "coordinate", minimum=0)  # type: ignore[return-value]
 
 
-__all__ = [
-    "Int",
-    "static",
-    "is_int",
-    "is_tuple",
-    "is_static",
-    "as_int_tuple",
-    "rank",
-    "depth",
-    "get",
-    "product",
-    "size",
-    "product_each",
-    "flatten",
-    "leaves",
-    "unflatten",
-    "profile",
-    "congruent",
-    "weakly_congruent",
-    "compatible",
-    "ceil_div",
-    "round_up",
-    "compact_col_major",
-    "compact_row_major",
-    "inner_product",
-    "transform_leaf",
-    "make_static",
-    "make_dynamic",
-    "make_int_tuple",
-    "make_shape",
-    "make_stride",
-    "make_coord",
-    "to_str",
-]
+__all__ = ["make_int_tuple", "make_shape", "make_stride", "make_coord"]

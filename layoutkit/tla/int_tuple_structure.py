@@ -63,10 +63,9 @@ def get(x: object, *index: int) -> object:
         ...
     layoutkit.errors.ShapeError: get: mode index 2 is out of range for (2,3) of rank 2
     """
-    from .layout import Layout
-
-    if isinstance(x, Layout):
-        return x.mode(*index)
+    mode = getattr(x, "mode", None)  # a layout walks its own modes (this module sits below the layout type)
+    if mode is not None and callable(mode):
+        return mode(*index)
     cur = x
     for i in index:
         if type(cur) is tuple:

@@ -14,17 +14,12 @@ from typing import Any, cast
 import numpy as np
 
 from ..errors import ShapeError, UnsupportedError
-from .coalesce import _wrap, as_layout, coalesce
+from .coalesce import as_layout, coalesce, unwrap_modes
 from .composition import NUMERIC_CHECK_LIMIT, composition
-from .coord import _crd2idx
-from .int_tuple import (
-    Int,
-    is_static,
-    leaves,
-    product,
-    to_str,
-)
-from .layout import Layout
+from .int_tuple_check import to_str
+from .int_tuple_structure import leaves, product
+from .layout import Layout, crd2idx_unchecked
+from .static_int import Int, is_static
 from .swizzle import ComposedLayout, Swizzle
 
 
@@ -86,7 +81,7 @@ def right_inverse(layout: object) -> object:
             res_s.append(shapes[i])
             res_d.append(pre[i])
             curr = shapes[i] * strides[i]
-    return coalesce(Layout._make(tuple(res_s), tuple(res_d)))
+    return coalesce(Layout.from_modes(tuple(res_s), tuple(res_d)))
 
 
 def left_inverse(layout: object) -> object:
@@ -125,7 +120,7 @@ def left_inverse(layout: object) -> object:
         res_s.append(d // covered)
         res_d.append(pre[i])
     res_s.append(shapes[order[-1]])
-    result = coalesce(Layout._make(tuple(res_s), tuple(res_d)))
+    result = coalesce(Layout.from_modes(tuple(res_s), tuple(res_d)))
     if not _disjoint_modes(shapes, strides, order):
         _check_quasi_inverse(L, result)  # type: ignore[arg-type]
     return result
@@ -151,8 +146,8 @@ def _check_quasi_inverse(L: Layout, R: Layout) -> None:
     if L.size > NUMERIC_CHECK_LIMIT:
         raise ShapeError(f"left_inverse of {L}: its modes overlap and it is too large ({L.size}) to verify")
     t = L.table()
-    idx = np.asarray(_crd2idx(t, R.shape, R.stride, ()))
-    back = np.asarray(_crd2idx(idx, L.shape, L.stride, ()))
+    idx = np.asarray(crd2idx_unchecked(t, R.shape, R.stride, ()))
+    back = np.asarray(crd2idx_unchecked(idx, L.shape, L.stride, ()))
     bad = np.flatnonzero((back != t) | (idx >= L.size))
     if bad.size:
         i = int(bad[0])
@@ -174,9 +169,9 @@ def nullspace(layout: Layout) -> Layout:
     pre = _prefix(shapes)
     idx = [i for i, d in enumerate(strides) if d == 0]
     if not idx:
-        return Layout._make(Int(1), Int(0))
-    s, d = _wrap([shapes[i] for i in idx], [pre[i] for i in idx])
-    return Layout._make(s, d)
+        return Layout.from_modes(Int(1), Int(0))
+    s, d = unwrap_modes([shapes[i] for i in idx], [pre[i] for i in idx])
+    return Layout.from_modes(s, d)
 
 
 def max_common_vector(a: Layout, b: Layout) -> int:

@@ -17,38 +17,297 @@ coordinates (one per top-level mode) instead.
 (2, 2)
 >>> print(a.to_layout())
 Layout((8, 12) -> (96,), transform: (_i, _j) -> (_j // 4 * 32 + _i * 4 + _j % 4,))
+
+Coordinates and indices
+
+Coordinates <-> indices over nested shapes (CuTe ``crd2idx`` / ``idx2crd``, TLA ``crd2offset``).
+
+A coordinate is congruent to (a coarsening of) its shape: where the coordinate holds an integer
+and the shape a tuple, the integer is split **colexicographically** over the sub-modes (first
+sub-mode fastest) and the LAST sub-mode takes the remaining quotient with no modulo -- so a tile
+layout accepts coordinates of its parent.  Leaves may be Python ints, numpy integer arrays
+(vectorised) or :mod:`layoutkit.algebra` index expressions (symbolic).
+
+>>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
+37
+>>> idx2crd(17, ((2, 3), 4)), crd2idx(((1, 2), 2), ((2, 3), 4))
+(((1, 2), 2), 17)
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..algebra.layout import Layout as LkLayout
+from ..algebra.nodes import Expr
 from ..algebra.overflow import INT64, narrow_int64
-from ..algebra.shapes import TABLE_LIMIT
+from ..algebra.shapes import TABLE_LIMIT, placeholder
 from ..errors import CoordinateError, LayoutError, LimitError, ShapeError, UnsupportedError
-from .coord import _crd2idx, _has_empty_mode, _Mismatch, _show, check_coord
-from .int_tuple import (
-    Int,
-    as_int_tuple,
-    ceil_div,
-    compact_col_major,
-    congruent,
-    depth,
-    get,
-    is_int,
-    leaves,
-    product,
-    product_each,
-    to_str,
-)
+from .int_tuple_arith import ceil_div, compact_col_major
+from .int_tuple_check import MAX_NESTING, as_int_tuple, nesting_error, to_str
+from .int_tuple_structure import congruent, depth, get, leaves, product, product_each
+from .static_int import Int, is_int
 
-if TYPE_CHECKING:
-    from ..algebra.layout import Layout as LkLayout
+Coord: TypeAlias = Any
+"""A coordinate or index: an int, an integer numpy array or an index expression, or a nested tuple of
+them.  Its arithmetic is whatever the leaves' is (numpy broadcasting, expression building), so it is
+not narrowed further."""
+
+
+def _leaf_ok(c: object) -> bool:
+    if isinstance(c, bool):
+        return False
+    if isinstance(c, numbers.Integral):
+        return True
+    if isinstance(c, np.ndarray):
+        return c.dtype.kind in "iu"
+    return isinstance(c, Expr)
+
+
+def check_coord(coord: object, what: str = "coordinate") -> Coord:
+    """Normalise a coordinate (lists -> tuples, numpy scalars -> int) and reject negative or
+    non-integer leaves with a :class:`CoordinateError` naming the leaf."""
+    return _check(coord, coord, (), what)
+
+
+def _check(c: Any, whole: object, path: tuple[int, ...], what: str) -> Coord:
+    t = type(c)
+    if t is int or t is Int:
+        if c < 0:
+            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
+        return c
+    if isinstance(c, (tuple, list)):
+        if len(path) >= MAX_NESTING:
+            raise nesting_error(what, path)
+        return tuple(_check(v, whole, path + (k,), what) for k, v in enumerate(c))
+    if isinstance(c, np.ndarray) and c.ndim == 0:
+        c = c.item() if c.dtype.kind in "iu" else c
+    if not _leaf_ok(c):
+        raise CoordinateError(
+            f"{what} {_show(whole)}: leaf {path} is {type(c).__name__} {c!r}, expected a non-negative integer "
+            "(or an integer numpy array / index expression)"
+        )
+    if isinstance(c, numbers.Integral):
+        if c < 0:
+            raise CoordinateError(f"{what} {_show(whole)}: leaf {path} is negative ({int(c)})")
+        return c if isinstance(c, Int) else int(c)
+    if isinstance(c, np.ndarray) and c.size and int(c.min()) < 0:
+        raise CoordinateError(f"{what} {_show(whole)}: leaf {path} holds a negative value ({int(c.min())})")
+    return c
+
+
+def _show(x: object) -> str:
+    if isinstance(x, (tuple, list)):
+        return "(" + ",".join(_show(v) for v in x) + ")"
+    if isinstance(x, np.ndarray):
+        return f"array{list(x.shape)}"
+    return str(x)
+
+
+def _iprod(x: Any) -> int:
+    """Product of a mode, static when every leaf is (cheaper than ``product``'s Int arithmetic)."""
+    if type(x) is not tuple:
+        return cast(int, x)
+    p: int = 1
+    static = True
+    for v in leaves(x):
+        p *= v
+        static = static and type(v) is Int
+    return Int(p) if static else p
+
+
+class _Mismatch(Exception):
+    def __init__(self, path: tuple[int, ...], message: str):
+        super().__init__(message)
+        self.path = path
+
+
+def crd2idx(coord: object, shape: object, stride: object = None) -> Coord:
+    """Index of ``coord`` in the layout ``shape:stride`` (``stride`` defaults to compact
+    column-major, giving the colexicographic 1-D index).
+
+    >>> crd2idx((1, 2), (4, 8), (8, 1)), crd2idx(13, (4, 8)), crd2idx((1, 3), (4, 8))
+    (10, 13, 13)
+    >>> crd2idx((1, 2, 3), (4, 8))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.CoordinateError: coordinate (1,2,3) does not fit the shape (4,8): at mode () the coordinate ...
+    """
+    return _checked_crd2idx(coord, shape, stride, "crd2idx")
+
+
+def _checked_shape(shape: object, stride: object, what: str) -> tuple[Any, Any]:
+    """``shape`` (positive integer leaves) and ``stride`` (integer leaves, congruent; compact
+    column-major when None), normalised, or a :class:`ShapeError` naming the bad leaf: a float or
+    zero extent would give an offset of no coordinate (or divide by zero)."""
+    s = as_int_tuple(shape, f"{what} shape", minimum=1)
+    if _has_empty_mode(s):
+        raise ShapeError(f"{what}: the shape {to_str(s)} has an empty mode (no extent to address)")
+    if stride is None:
+        return s, compact_col_major(s)
+    d = as_int_tuple(stride, f"{what} stride")
+    if not congruent(s, d):
+        raise ShapeError(f"{what}: shape {to_str(s)} and stride {to_str(d)} are not congruent")
+    return s, d
+
+
+def _has_empty_mode(shape: object, level: int = 0) -> bool:
+    """Whether ``shape`` (a shape argument, possibly nested lists) is or holds an empty tuple."""
+    if isinstance(shape, (tuple, list)):
+        if level >= MAX_NESTING:
+            raise nesting_error("shape", (0,) * level)
+        return not shape or any(_has_empty_mode(m, level + 1) for m in shape)
+    return False
+
+
+def _checked_crd2idx(coord: object, shape: object, stride: object, what: str) -> Coord:
+    shape, stride = _checked_shape(shape, stride, what)
+    c = check_coord(coord)
+    if any(isinstance(v, np.ndarray) for v in leaves(c)):
+        # numpy coordinates: the layout's evaluation proves int64 suffices or goes exact
+        return Layout.from_modes(shape, stride)(c)
+    try:
+        return crd2idx_unchecked(c, shape, stride, ())
+    except _Mismatch as err:
+        raise CoordinateError(
+            f"coordinate {_show(c)} does not fit the shape {to_str(shape)}: at mode {err.path} {err}"
+        ) from None
+
+
+def crd2offset(coord: object, shape: object, stride: object) -> Coord:
+    """TLA ``crd2offset(coord, shape, stride)``: the memory offset of a logical coordinate.
+
+    Same map as :func:`crd2idx` with an explicit stride; extents must be positive integers.
+
+    >>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
+    37
+    >>> crd2offset(1, (2.5, 4), (1, 2))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: crd2offset shape must be an integer or a tuple of IntTuples; ... is float 2.5)
+    """
+    if stride is None:
+        raise ShapeError("crd2offset needs a stride (crd2idx defaults it to compact column-major)")
+    return _checked_crd2idx(coord, shape, stride, "crd2offset")
+
+
+def crd2idx_unchecked(c: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
+    """``crd2idx`` of a checked coordinate ``c`` over shape ``s`` and stride ``d`` (``path``: the mode
+    reached so far, for the error); the caller has checked the arguments, so no check is repeated."""
+    if type(c) is tuple:
+        if type(s) is not tuple:
+            raise _Mismatch(path, f"the coordinate is a tuple of rank {len(c)} but the shape is the integer "
+                                  f"{to_str(s)}")
+        if len(c) != len(s):
+            raise _Mismatch(path, f"the coordinate has rank {len(c)} but the shape has rank {len(s)}")
+        total: Any = Int(0)
+        for k, (ci, si, di) in enumerate(zip(c, s, d)):
+            total = total + crd2idx_unchecked(ci, si, di, path + (k,))
+        return total
+    if type(s) is tuple:
+        total = Int(0)
+        last = len(s) - 1
+        for k in range(last):
+            p = _iprod(s[k])
+            total = total + crd2idx_unchecked(c % p, s[k], d[k], path + (k,))
+            c = c // p
+        return total + crd2idx_unchecked(c, s[last], d[last], path + (last,))
+    return c * d
+
+
+def idx2crd(idx: object, shape: object, stride: object = None) -> Coord:
+    """Split ``idx`` into a coordinate congruent to ``shape``.
+
+    Without ``stride`` (C++ ``idx2crd(i, s)``): an integer is split colexicographically with the
+    last mode unbounded; a tuple index is split mode by mode (pycute instead uses the global
+    prefix strides for every mode of a tuple index, which is wrong).  With ``stride`` (C++
+    ``idx2crd(i, s, d)``, compact layouts only): each leaf is ``(i // d) % s``.
+
+    >>> idx2crd(17, (4, 2)), idx2crd((5, 1), ((2, 3), 4)), idx2crd(17, (4, 2), (1, 4))
+    ((1, 4), ((1, 2), 1), (1, 0))
+    """
+    i = check_coord(idx, "index")
+    strided = stride is not None
+    shape, stride = _checked_shape(shape, stride, "idx2crd")
+    try:
+        if not strided:
+            return _idx2crd(i, shape, ())
+        return _idx2crd_strided(i, shape, stride, ())
+    except _Mismatch as err:
+        raise CoordinateError(
+            f"index {_show(i)} does not fit the shape {to_str(shape)}: at mode {err.path} {err}"
+        ) from None
+
+
+def _idx2crd(i: Any, s: Any, path: tuple[int, ...]) -> Any:
+    if type(i) is tuple:
+        if type(s) is not tuple or len(i) != len(s):
+            raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
+                                  f"{len(s) if type(s) is tuple else 1}")
+        return tuple(_idx2crd(ik, sk, path + (k,)) for k, (ik, sk) in enumerate(zip(i, s)))
+    if type(s) is tuple:
+        out = []
+        last = len(s) - 1
+        for k in range(last):
+            p = _iprod(s[k])
+            out.append(_idx2crd(_mod(i, p), s[k], path + (k,)))
+            i = _div(i, p)
+        out.append(_idx2crd(i, s[last], path + (last,)))
+        return tuple(out)
+    return i
+
+
+def _idx2crd_strided(i: Any, s: Any, d: Any, path: tuple[int, ...]) -> Any:
+    if type(i) is tuple:
+        if type(s) is not tuple or len(i) != len(s):
+            raise _Mismatch(path, f"the index has rank {len(i)} but the shape {to_str(s)} has rank "
+                                  f"{len(s) if type(s) is tuple else 1}")
+        return tuple(_idx2crd_strided(ik, sk, dk, path + (k,)) for k, (ik, sk, dk) in enumerate(zip(i, s, d)))
+    if type(s) is tuple:
+        return tuple(_idx2crd_strided(i, sk, dk, path + (k,)) for k, (sk, dk) in enumerate(zip(s, d)))
+    if s == 1:
+        return Int(0)
+    if not (type(d) is int or type(d) is Int) or d <= 0:
+        raise _Mismatch(path, f"the stride {to_str(d)} of an extent-{to_str(s)} mode is not positive; idx2crd "
+                              "with strides needs a compact layout's positive strides")
+    return _mod(_div(i, d), s)
+
+
+def _div(i: Any, p: int) -> Any:
+    """``i // p`` for a non-negative index; an int64 array divided by ``p >= 2**63`` is all zeros (numpy
+    cannot take such a divisor)."""
+    if isinstance(i, np.ndarray) and p >= INT64:
+        return np.zeros_like(i)
+    return i // p
+
+
+def _mod(i: Any, p: int) -> Any:
+    """``i % p`` for a non-negative index (``i`` itself when an int64 array cannot reach ``p``)."""
+    if isinstance(i, np.ndarray) and p >= INT64:
+        return i
+    return i % p
+
+
+def crd2crd(coord: object, src_shape: object, dst_shape: object) -> Coord:
+    """Re-express a coordinate of ``src_shape`` as a coordinate of ``dst_shape`` through the
+    colexicographic 1-D index (mode by mode where all three are tuples of one rank).
+
+    >>> crd2crd(13, (4, 8), (2, 16)), crd2crd((1, 3), (4, 8), (2, 16))
+    ((1, 6), (1, 3))
+    """
+    if type(coord) is tuple and type(src_shape) is tuple and type(dst_shape) is tuple:
+        if not len(coord) == len(src_shape) == len(dst_shape):
+            raise CoordinateError(
+                f"crd2crd: ranks differ: coordinate {_show(coord)}, {to_str(src_shape)}, {to_str(dst_shape)}"
+            )
+        return tuple(crd2crd(c, s, d) for c, s, d in zip(coord, src_shape, dst_shape))
+    return idx2crd(crd2idx(coord, src_shape), dst_shape)
 
 
 class Layout:
@@ -87,7 +346,7 @@ class Layout:
         self._hash = None
 
     @classmethod
-    def _make(cls, shape: object, stride: object, origin: tuple[int, ...] | None = None) -> Layout:
+    def from_modes(cls, shape: object, stride: object, origin: tuple[int, ...] | None = None) -> Layout:
         """Trusted constructor for results of the algebra (no validation).
 
         Layouts are immutable: ``shape``, ``stride`` and ``origin_shape`` are read-only properties
@@ -145,8 +404,8 @@ class Layout:
         """
         s, d = self._tla_shape, self._stride
         if len(index) == 1 and type(s) is tuple and type(index[0]) is int and -len(s) <= index[0] < len(s):
-            return Layout._make(s[index[0]], cast("tuple[object, ...]", d)[index[0]])
-        return Layout._make(get(s, *index), get(d, *index))
+            return Layout.from_modes(s[index[0]], cast("tuple[object, ...]", d)[index[0]])
+        return Layout.from_modes(get(s, *index), get(d, *index))
 
     def __getitem__(self, index: int) -> Layout:
         return self.mode(index)
@@ -159,7 +418,7 @@ class Layout:
 
     def with_origin_shape(self, origin_shape: object) -> Layout:
         """The same layout with another ``origin_shape``."""
-        return Layout._make(self._tla_shape, self._stride, check_origin(origin_shape, self._tla_shape))
+        return Layout.from_modes(self._tla_shape, self._stride, check_origin(origin_shape, self._tla_shape))
 
     # ---- evaluation -----------------------------------------------------------------------------
     def __call__(self, *coord: object) -> object:
@@ -180,7 +439,7 @@ class Layout:
                       + [int(v) for v in leaves(c) if is_int(v)], default=0)
             wide = not self._fits_int64(top)
         try:
-            value = _crd2idx(_as_objects(c) if wide else c, self._tla_shape, self._stride, ())
+            value = crd2idx_unchecked(_as_objects(c) if wide else c, self._tla_shape, self._stride, ())
         except _Mismatch as err:
             raise CoordinateError(
                 f"coordinate {_show(c)} does not fit the layout {self}: at mode {err.path} {err}"
@@ -213,7 +472,7 @@ class Layout:
         total: NDArray[np.int64] | None = None
         strides = cast(tuple[Any, ...], self._stride)
         for k, (a, s, d) in enumerate(zip(arrays, shape, strides)):
-            term = a * int(d) if type(s) is not tuple else np.asarray(_crd2idx(a, s, d, (k,)), dtype=np.int64)
+            term = a * int(d) if type(s) is not tuple else np.asarray(crd2idx_unchecked(a, s, d, (k,)), dtype=np.int64)
             if total is None:
                 total = term if term is not a else term.copy()
             else:
@@ -236,7 +495,7 @@ class Layout:
         check_table_size(self.size, f"{self}.table()")
         index: Any = np.arange(self.size, dtype=np.int64)
         wide = not self._fits_int64(self.size - 1)
-        out = _crd2idx(index.astype(object) if wide else index, self._tla_shape, self._stride, ())
+        out = crd2idx_unchecked(index.astype(object) if wide else index, self._tla_shape, self._stride, ())
         exact = narrow_int64(out, self) if wide else np.asarray(out, dtype=np.int64)
         flat: NDArray[np.int64] = np.broadcast_to(exact, (self.size,)).copy()
         return flat
@@ -253,7 +512,7 @@ class Layout:
                                                                       for k in range(len(origin))])
             for d, e in enumerate(origin)
         )
-        total = _crd2idx(coords, modes[0], modes[1], ())
+        total = crd2idx_unchecked(coords, modes[0], modes[1], ())
         exact = narrow_int64(total, self) if wide else np.asarray(total, dtype=np.int64)
         table: NDArray[np.int64] = np.broadcast_to(exact, origin).copy()
         return table
@@ -270,9 +529,6 @@ class Layout:
         >>> print(tla.make_layout_from_tag("zN", "float16", 32, 32).to_layout())
         Layout((32, 32) -> (1024,), transform: (_i, _j) -> (_j // 16 * 512 + _i * 16 + _j % 16,))
         """
-        from ..algebra.layout import Layout as LkLayout
-        from ..algebra.layout import placeholder
-
         origin = self.origin_shape
         if any(e <= 0 for e in origin):
             raise ShapeError(
@@ -281,14 +537,8 @@ class Layout:
             )
         shape, stride = self._modes()
         variables = tuple(placeholder(d, int(e)) for d, e in enumerate(origin))
-        offset = _crd2idx(variables, shape, stride, ())
+        offset = crd2idx_unchecked(variables, shape, stride, ())
         return LkLayout.from_exprs(tuple(int(e) for e in origin), (offset,))
-
-    def compose(self, other: object) -> object:
-        """``composition(self, other)``."""
-        from .composition import composition
-
-        return composition(self, other)
 
     # ---- identity, printing ---------------------------------------------------------------------
     def _key(self) -> tuple[object, ...]:
@@ -309,7 +559,7 @@ class Layout:
         return h
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (Layout._make, (self._tla_shape, self._stride, self._origin))
+        return (Layout.from_modes, (self._tla_shape, self._stride, self._origin))
 
     def __str__(self) -> str:
         return f"{to_str(self._tla_shape)}:{to_str(self._stride)}"
@@ -363,7 +613,7 @@ def make_layout(*args: object, origin_shape: object = None) -> Layout:
         if origin_shape is not None:
             raise ShapeError("make_layout of layouts takes no origin_shape")
         layouts = cast("tuple[Layout, ...]", args)
-        return Layout._make(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
+        return Layout.from_modes(tuple(a.shape for a in layouts), tuple(a.stride for a in layouts))
     if len(args) in (1, 2, 3) and _has_empty_mode(args[0]):
         # CuTe's rank-0 layout has no element to address; TLA refuses it, and so do we
         raise ShapeError(f"make_layout needs a shape with at least one extent in every mode; found "
@@ -429,10 +679,10 @@ def get_tile_layout(layout: Layout, tile_shape: object, coord: object) -> Layout
     origin = tuple(min(int(t), max(int(o) - int(c), 0)) for t, o, c in zip(flat_tile, parent, flat_crd))
     shape = layout.shape
     if type(shape) is not tuple:
-        return Layout._make(tile[0], layout.stride, origin)
+        return Layout.from_modes(tile[0], layout.stride, origin)
     if depth(shape) <= 1:
-        return Layout._make(tile, layout.stride, origin)
-    return Layout._make(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, flat_tile)), layout.stride, origin)
+        return Layout.from_modes(tile, layout.stride, origin)
+    return Layout.from_modes(tuple(_tile_mode(m, t, layout) for m, t in zip(shape, flat_tile)), layout.stride, origin)
 
 
 def _tile_mode(mode: object, extent: int, layout: Layout) -> object:
@@ -445,17 +695,6 @@ def _tile_mode(mode: object, extent: int, layout: Layout) -> object:
         f"get_tile_layout: mode {to_str(mode)} of {layout} is neither an integer nor an (inner, outer) pair; "
         "CATLASS tiles only flat layouts and rank-2 fractal modes"
     )
-
-
-def crd2offset(coord: object, shape: object, stride: object) -> object:
-    """TLA ``crd2offset``; see :func:`layoutkit.tla.coord.crd2offset`.
-
-    >>> crd2offset((1, 5), ((4, 2), (4, 3)), ((4, 16), (1, 32)))
-    37
-    """
-    from .coord import crd2offset as impl
-
-    return impl(coord, shape, stride)
 
 
 def size(x: object) -> int:
@@ -509,4 +748,9 @@ __all__ = [
     "origin_shape",
     "check_origin",
     "check_table_size",
+    "check_coord",
+    "crd2idx",
+    "crd2idx_unchecked",
+    "idx2crd",
+    "crd2crd",
 ]

@@ -19,21 +19,18 @@ Layout((8, 64) -> (512,), transform: (_i, _j) -> (_i * 64 + _j ^ (_i * 64 + _j &
 from __future__ import annotations
 
 import numbers
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ..algebra.layout import Layout as LkLayout
 from ..algebra.nodes import Expr
 from ..algebra.overflow import INT64
 from ..errors import CoordinateError, IntegerOverflowError, LimitError, ShapeError
-from .coord import Coord, _crd2idx, check_coord
-from .int_tuple import Int, to_str
-from .layout import Layout, check_table_size
-
-if TYPE_CHECKING:
-    from ..algebra.layout import Layout as LkLayout
-
+from .int_tuple_check import to_str
+from .layout import Coord, Layout, check_coord, check_table_size, crd2idx_unchecked
+from .static_int import Int
 
 MAX_SWIZZLE_BITS = 62
 """Highest bit (``bits + base + |shift|``) a swizzle may touch."""
@@ -282,8 +279,6 @@ class ComposedLayout:
 
     def to_layout(self) -> LkLayout:
         """An ``lk.Layout`` over the inner layout's ``origin_shape``; xor swizzles stay symbolic."""
-        from ..algebra.layout import Layout as LkLayout
-
         if not isinstance(self._inner, Layout):
             raise ShapeError(f"{self}: to_layout needs a tla.Layout as the inner function")
         base = self._inner.to_layout()
@@ -291,13 +286,8 @@ class ComposedLayout:
         if isinstance(self._outer, Swizzle):
             expr = self._outer(expr)
         else:
-            expr = _crd2idx(expr, self._outer.shape, self._outer.stride, ())
+            expr = crd2idx_unchecked(expr, self._outer.shape, self._outer.stride, ())
         return LkLayout.from_exprs(base.input_shape, (expr,))
-
-    def compose(self, other: object) -> object:
-        from .composition import composition
-
-        return composition(self, other)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ComposedLayout) and (self._outer, self._offset, self._inner) == (

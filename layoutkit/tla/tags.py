@@ -32,8 +32,10 @@ from typing import Any, cast
 
 from ..dtypes import c0 as c0_of
 from ..errors import ShapeError
-from .int_tuple import Int, as_int_tuple, ceil_div, round_up
+from .int_tuple_arith import ceil_div, round_up
+from .int_tuple_check import as_int_tuple
 from .layout import Layout
+from .static_int import Int
 
 FRACTAL_ROWS = 16
 """Rows of a fractal (``C0_NUM_PER_FRACTAL``)."""
@@ -77,29 +79,29 @@ def make_layout_from_tag(tag: str, dtype: object, rows: int, cols: int) -> Layou
     one, f16 = Int(1), Int(FRACTAL_ROWS)
     frac = f16 * c0
     if name == "RowMajor":
-        return Layout._make((r, c), (c, one), (r, c))
+        return Layout.from_modes((r, c), (c, one), (r, c))
     if name == "ColumnMajor":
-        return Layout._make((r, c), (one, r), (r, c))
+        return Layout.from_modes((r, c), (one, r), (r, c))
     if name == "VectorLayout":
-        return Layout._make((c,), (one,), (c,))
+        return Layout.from_modes((c,), (one,), (c,))
     if name in ("zN", "zZ"):
         shape = ((f16, ceil_div(r, 16)), (c0, ceil_div(c, int(c0))))
         if name == "zN":
             stride = ((c0, frac), (one, round_up(r, 16) * int(c0)))
         else:
             stride = ((c0, round_up(c, int(c0)) * 16), (one, frac))
-        return Layout._make(shape, stride, (r, c))
+        return Layout.from_modes(shape, stride, (r, c))
     if name in ("nZ", "nN"):
         shape = ((c0, ceil_div(r, int(c0))), (f16, ceil_div(c, 16)))
         if name == "nZ":
             stride = ((one, round_up(c, 16) * int(c0)), (c0, frac))
         else:
             stride = ((one, frac), (c0, round_up(r, int(c0)) * 16))
-        return Layout._make(shape, stride, (r, c))
+        return Layout.from_modes(shape, stride, (r, c))
     # L0C: 16 x 16 fractals whatever the accumulator type
     shape = ((f16, ceil_div(r, 16)), (f16, ceil_div(c, 16)))
     stride = ((f16, Int(256)), (one, round_up(r, 16) * 16))
-    return Layout._make(shape, stride, (r, c))
+    return Layout.from_modes(shape, stride, (r, c))
 
 
 MakeLayoutFromTag = make_layout_from_tag

@@ -22,8 +22,9 @@ import numpy as np
 from ..errors import ShapeError
 from .coalesce import as_layout, coalesced_shape, concat
 from .composition import NUMERIC_CHECK_LIMIT, complement, composition, layout_at, make_swizzle
-from .int_tuple import Int, to_str
+from .int_tuple_check import to_str
 from .layout import Layout
+from .static_int import Int
 from .swizzle import ComposedLayout, Swizzle
 
 
@@ -76,7 +77,7 @@ def zip2_by(t: object, guide: object) -> object:
 
 def tile_unzip(layout: Layout, tiler: object) -> Layout:
     """Zip the rank-2 modes at the terminals of ``tiler`` (C++ ``tile_unzip``)."""
-    return Layout._make(zip2_by(layout.shape, tiler), zip2_by(layout.stride, tiler))
+    return Layout.from_modes(zip2_by(layout.shape, tiler), zip2_by(layout.stride, tiler))
 
 
 def zipped_divide(layout: object, tiler: object) -> object:
@@ -104,7 +105,7 @@ def _unpack(layout: Layout, first: bool, second: bool) -> Layout:
         else:
             out_s.append(s)
             out_d.append(d)
-    return Layout._make(tuple(out_s), tuple(out_d))
+    return Layout.from_modes(tuple(out_s), tuple(out_d))
 
 
 def tiled_divide(layout: object, tiler: object) -> object:
@@ -164,7 +165,7 @@ def _product_by_swizzled(A: Layout, tiler: ComposedLayout) -> object:
     if sw.bits == 0:
         return new
     b, m, s = sw.bits, sw.base, abs(sw.shift)
-    zy = Layout._make((Int(1 << m), Int(1 << b), Int(1 << (s - b)), Int(1 << b), Int(1)),
+    zy = Layout.from_modes((Int(1 << m), Int(1 << b), Int(1 << (s - b)), Int(1 << b), Int(1)),
                       (Int(0), Int(1 << m), Int(0), Int(1 << (m + s)), Int(0)))
     only_zy = cast(Layout, composition(zy, L))
     active = int(layout_at(only_zy, np.array([int(only_zy.size) - 1]))[0])
@@ -216,7 +217,7 @@ def append_rank(layout: Layout, rank: int) -> Layout:
     s = s if type(s) is tuple else (s,)
     d = d if type(d) is tuple else (d,)
     pad = max(rank - len(s), 0)
-    return Layout._make(s + (Int(1),) * pad, d + (Int(0),) * pad)
+    return Layout.from_modes(s + (Int(1),) * pad, d + (Int(0),) * pad)
 
 
 def _rank_product(block: object, tiler: object, name: str) -> tuple[Layout, Layout]:
@@ -232,7 +233,7 @@ def _rank_product(block: object, tiler: object, name: str) -> tuple[Layout, Layo
 def _zip_modes(first: Layout, second: Layout) -> Layout:
     fs, ss = cast("tuple[Any, ...]", first.shape), cast("tuple[Any, ...]", second.shape)
     fd, sd = cast("tuple[Any, ...]", first.stride), cast("tuple[Any, ...]", second.stride)
-    return Layout._make(tuple(zip(fs, ss)), tuple(zip(fd, sd)))
+    return Layout.from_modes(tuple(zip(fs, ss)), tuple(zip(fd, sd)))
 
 
 def blocked_product(block: object, tiler: object) -> object:

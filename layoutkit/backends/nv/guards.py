@@ -23,8 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from ...algebra.nodes import Expr, Var
-from ...algebra.simplify import substitute
+from ...algebra.nodes import Expr, Var, substitute
 from . import ir
 
 _GUARDED = (ir.Copy, ir.Load, ir.Store, ir.Compute)

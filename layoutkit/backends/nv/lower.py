@@ -42,8 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...algebra.layout import Layout
-from ...algebra.nodes import Const, Expr, Var
-from ...algebra.simplify import substitute
+from ...algebra.nodes import Const, Expr, Var, substitute
 from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
 from ...scopes import GLOBAL, SHARED

@@ -45,9 +45,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...algebra import compile_numpy, free_vars
-from ...algebra.layout import placeholder
-from ...algebra.nodes import Const, Expr, Var
-from ...algebra.simplify import substitute
+from ...algebra.nodes import Const, Expr, Var, substitute
+from ...algebra.shapes import placeholder
 from ...cost.access import shared_access
 from ...dtypes import element_bits
 from ...errors import UnsupportedError

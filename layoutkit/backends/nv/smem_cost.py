@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ...algebra.layout import Layout, placeholder
+from ...algebra.layout import Layout
+from ...algebra.shapes import placeholder
 from ...caches import memoized
 from ...cost.access import shared_access
 from ...cost.attempt import Statement, StatementCost, check_statements

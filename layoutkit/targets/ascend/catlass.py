@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ... import tla
-from ...algebra.layout import Layout, check_shape
+from ...algebra.layout import Layout
+from ...algebra.shapes import check_shape
 from ...errors import LayoutError, ShapeError, UnsupportedError
 from .layouts import (
     FractalKind,

@@ -41,8 +41,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from ...algebra.layout import Layout, check_shape, placeholder
+from ...algebra.layout import Layout
 from ...algebra.nodes import Expr
+from ...algebra.shapes import check_shape, placeholder
 from ...dtypes import DtypeError, canonical_dtype, element_bits
 from ...dtypes import c0 as _c0
 from ...errors import ShapeError, UnsupportedError

@@ -39,7 +39,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from ...algebra.layout import Layout, check_shape
+from ...algebra.layout import Layout
+from ...algebra.shapes import check_shape
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from .hardware import arch_number
@@ -394,9 +395,8 @@ def tma_linear_layout(shape: Sequence[int], fixed: Sequence[int] = ()) -> Layout
     >>> print(tma_linear_layout((2, 64, 512), fixed=(0,)))
     Layout((2, 64, 512) -> (2, 2, 64, 256), transform: (_i, _j, _k) -> (_i, _k // 256, _j, _k % 256))
     """
-    from ...algebra.layout import placeholder
-    from ...algebra.nodes import Const
-    from ...algebra.simplify import floordiv, floormod
+    from ...algebra.nodes import Const, floordiv, floormod
+    from ...algebra.shapes import placeholder
 
     dims = check_shape(shape, "TMA shared buffer shape")
     keep, outer, inner = [], [], []

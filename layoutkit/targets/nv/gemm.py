@@ -29,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...algebra.layout import Layout, check_shape
+from ...algebra.layout import Layout
+from ...algebra.shapes import check_shape
 from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment

@@ -30,10 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...algebra.layout import placeholder
-from ...algebra.nodes import Expr
-from ...algebra.shapes import positive_int
-from ...algebra.simplify import make_split, make_sum
+from ...algebra.nodes import Expr, make_split, make_sum
+from ...algebra.shapes import placeholder, positive_int
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import ShapeError, UnsupportedError
 from ...fragment.fragment import Fragment

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ...algebra.layout import Layout, check_shape
+from ...algebra.layout import Layout
+from ...algebra.shapes import check_shape
 from ...dtypes import canonical_dtype, element_bits, is_float8
 from ...errors import ShapeError, UnsupportedError
 from .hardware import arch_number

@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ...algebra.layout import Layout, check_shape, placeholder
-from ...algebra.nodes import Expr
-from ...algebra.simplify import bitxor, make_split, make_sum
+from ...algebra.layout import Layout
+from ...algebra.nodes import Expr, bitxor, make_split, make_sum
+from ...algebra.shapes import check_shape, placeholder
 from ...dtypes import canonical_dtype, element_bits
 from ...errors import LayoutError, ShapeError, UnsupportedError
 
