@@ -1,5 +1,6 @@
-"""The layering of docs/design.md#layers, beyond what the import-linter contract checks: no private name is imported
-across packages, and inference and the cost models name no target (function-level imports included)."""
+"""The layering of docs/design.md#layers, beyond what the import-linter contract checks: no import cycle between
+files, no private name imported or read across modules, and inference and the cost models name no target
+(function-level imports included)."""
 
 from __future__ import annotations
 
@@ -89,3 +90,118 @@ def test_readme_folder_table_names_every_package():
     required = {p for p in packages if not any(q.startswith(p + "/") for q in packages)}
     assert required <= listed, sorted(required - listed)
     assert listed <= packages, sorted(listed - packages)
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(rel[:-1] if path.name == "__init__.py" else rel)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the layoutkit modules it imports anywhere (module level, functions, ``TYPE_CHECKING``); a name
+    imported from a package resolves to its submodule when there is one."""
+    trees = dict(_modules())
+    names = {_module_name(p) for p in trees}
+    graph: dict[str, set[str]] = {}
+    for path, tree in trees.items():
+        me = _module_name(path)
+        out = graph.setdefault(me, set())
+        for module, imported in _imports(path, tree):
+            if not module.startswith("layoutkit"):
+                continue
+            for target in [f"{module}.{n}" for n in imported if f"{module}.{n}" in names] or [module]:
+                while target and target not in names:
+                    target = target.rpartition(".")[0]
+                if target and target != me:
+                    out.add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_no_import_cycle_between_files():
+    """docs/design.md#layers: no two files import each other, directly or around a ring, counting imports inside
+    functions and under ``TYPE_CHECKING`` (a late import that dodges a cycle is still one)."""
+    assert _cycles(_import_graph()) == []
+
+
+def test_the_cycle_check_sees_a_ring():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _private_reads(path: Path, tree: ast.AST) -> list[str]:
+    """``_name`` imported from, or read as an attribute of, another layoutkit module."""
+    me = _module_name(path)
+    modules = {_module_name(p) for p in ROOT.rglob("*.py")}
+    aliases: dict[str, str] = {}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = _resolve(path, node)
+            for a in node.names:
+                if module.startswith("layoutkit") and a.name.startswith("_") and not a.name.startswith("__") \
+                        and module != me:
+                    found.append(f"{me}: imports {module}.{a.name}")
+                if f"{module}.{a.name}" in modules:
+                    aliases[a.asname or a.name] = f"{module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("layoutkit") and a.asname:
+                    aliases[a.asname] = a.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            found.append(f"{me}: reads {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_private_name_read_across_modules():
+    found = [hit for path, tree in _modules() for hit in _private_reads(path, tree)]
+    assert found == []
+
+
+def test_the_private_name_check_sees_an_import_and_a_read():
+    tree = ast.parse("from ..algebra.layout import _arity\nfrom . import cuda\nclass P(cuda._Printer): pass\n")
+    hits = _private_reads(ROOT / "backends" / "nv" / "hopper_cuda.py", tree)
+    assert hits == ["layoutkit.backends.nv.hopper_cuda: imports layoutkit.backends.algebra.layout._arity",
+                    "layoutkit.backends.nv.hopper_cuda: reads layoutkit.backends.nv.cuda._Printer"]
