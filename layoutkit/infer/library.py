@@ -233,24 +233,25 @@ def atomic_min(p, dst: Buffer | Region, src: Buffer | Region | float) -> Op:
 
 
 _REGION = schema.nullable(schema.region)
-_LOOP = {"rule": loop_rule, "local": True}
 
 BUILTIN_OPS = (
     TileOp("copy", (("copy", copy),), required=("src", "dst", "src_region", "dst_region"),
-           argument_types=(("src_region", _REGION), ("dst_region", _REGION), ("cast", schema.boolean)), **_LOOP),
+           argument_types=(("src_region", _REGION), ("dst_region", _REGION), ("cast", schema.boolean)),
+           rule=loop_rule, local=True),
     TileOp("fill", (("fill", fill), ("clear", clear)), required=("dst", "value"),
-           argument_types=(("value", schema.number),), **_LOOP),
-    TileOp("parallel", (("parallel", parallel),), argument_types=(("compute", schema.NAME),
-                                                                 ("dynamic", schema.boolean)), **_LOOP),
+           argument_types=(("value", schema.number),), rule=loop_rule, local=True),
+    TileOp("parallel", (("parallel", parallel),),
+           argument_types=(("compute", schema.NAME), ("dynamic", schema.boolean)), rule=loop_rule, local=True),
     TileOp("transpose", (("transpose", transpose),), required=("src", "dst"),
-           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), **_LOOP),
+           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), rule=loop_rule, local=True),
     TileOp("atomic_add", (("atomic_add", atomic_add),), required=("dst",), check_document=check_atomic_form,
            argument_types=(("src_region", _REGION), ("dst_region", _REGION), ("return_prev", schema.boolean),
-                           ("starts", schema.array(schema.integer(0, schema.MAX_EXTENT), 1, 64))), **_LOOP),
+                           ("starts", schema.array(schema.integer(0, schema.MAX_EXTENT), 1, 64))),
+           rule=loop_rule, local=True),
     TileOp("atomic_max", (("atomic_max", atomic_max),), required=("dst",),
-           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), **_LOOP),
+           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), rule=loop_rule, local=True),
     TileOp("atomic_min", (("atomic_min", atomic_min),), required=("dst",),
-           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), **_LOOP),
+           argument_types=(("src_region", _REGION), ("dst_region", _REGION)), rule=loop_rule, local=True),
     TileOp("reduce", (("reduce", reduce),), rule=reduce_rule, local=True, check_document=check_reduce_dim,
            required=("src", "dst", "dim", "kind", "clear"),
            argument_types=(("dim", schema.integer(-64, 63)), ("kind", schema.NAME), ("clear", schema.boolean))),
