@@ -81,7 +81,7 @@ from ...dtypes import element_bits
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED, is_shared
 from ...targets.nv.copy import tma_shared_layout
-from ...targets.nv.gemm_plan import PTX_TYPES, WGMMA, GemmPlan, gemm_plan
+from ...targets.nv.gemm_plan import PTX_TYPES, WGMMA, GemmPlan, PlannedGemm, gemm_plan
 from ...targets.nv.partition import WARP_GROUP
 from . import ir
 from .guards import prove_guards
@@ -261,7 +261,7 @@ def consumer_tiles(C, consumers: int) -> tuple[tuple[WgTile, ...], ...]:
 
 
 @dataclass(frozen=True)
-class HopperGemm:
+class HopperGemm(PlannedGemm):
     """The sm_90a GEMM of a solved program: operands, the problem shape, the instruction plan of the block tile
     (:class:`~layoutkit.targets.nv.gemm_plan.GemmPlan` of the consumer warps), the canonical shared tiles
     ``a`` / ``b``, the consumer warp groups' wgmma tiles, the epilogue (:mod:`.ir` statements of the consumer
@@ -282,26 +282,6 @@ class HopperGemm:
     fill: float
     epilogue: tuple
     buffers: tuple
-
-    @property
-    def dtype(self) -> str:
-        return self.plan.a_dtype
-
-    @property
-    def bM(self) -> int:
-        return self.plan.M
-
-    @property
-    def bN(self) -> int:
-        return self.plan.N
-
-    @property
-    def bK(self) -> int:
-        return self.plan.K
-
-    @property
-    def tb(self) -> bool:
-        return self.plan.trans_b
 
     @property
     def consumers(self) -> int:

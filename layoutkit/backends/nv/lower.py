@@ -46,7 +46,7 @@ from ...algebra.nodes import Const, Expr, Var, substitute
 from ...errors import UnsupportedError
 from ...fragment.fragment import Fragment
 from ...scopes import GLOBAL, SHARED
-from ...targets.nv.gemm_plan import MMA, WORDS, GemmPlan, gemm_plan, instruction_shape, ptx_type
+from ...targets.nv.gemm_plan import MMA, WORDS, GemmPlan, PlannedGemm, gemm_plan, instruction_shape, ptx_type
 from ...targets.nv.hardware import WARP_SIZE, arch_number
 from ...targets.nv.mma import MmaAtom
 from . import epilogue_smem, ir, operand_kn
@@ -189,7 +189,7 @@ def check_target(program) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class GemmLaunch:
+class GemmLaunch(PlannedGemm):
     """What the GEMM lowering reads off a solved program: the global operands ``A`` / ``B`` and the
     accumulator ``C`` (names), the problem shape, the stage count, the instruction plan of the block tile
     (:class:`~layoutkit.targets.nv.gemm_plan.GemmPlan`: instruction, warps, operand loads, element types) and
@@ -215,24 +215,8 @@ class GemmLaunch:
     """Whether those loads are skewed against bank conflicts (:func:`.operand_kn.choose_skew`)."""
 
     @property
-    def dtype(self) -> str:
-        return self.plan.a_dtype
-
-    @property
     def acc(self) -> str:
         return self.plan.c_dtype
-
-    @property
-    def bM(self) -> int:
-        return self.plan.M
-
-    @property
-    def bN(self) -> int:
-        return self.plan.N
-
-    @property
-    def bK(self) -> int:
-        return self.plan.K
 
     @property
     def threads(self) -> int:
@@ -241,10 +225,6 @@ class GemmLaunch:
     @property
     def sm(self) -> int:
         return self.plan.arch
-
-    @property
-    def tb(self) -> bool:
-        return self.plan.trans_b
 
     @property
     def atom(self) -> MmaAtom:

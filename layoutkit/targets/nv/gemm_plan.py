@@ -237,6 +237,34 @@ def instruction_shape(instruction: str, a_dtype: object, b_dtype: object, c_dtyp
     return 256 // bits, (2 if sm < 80 else 1)
 
 
+class PlannedGemm:
+    """What a GEMM lowering that holds a :class:`GemmPlan` (``self.plan``) reads off it by the names the lowerings
+    and printers use: the operand type, the block tile ``bM x bN x bK`` and whether B is stored ``[N, K]``."""
+
+    plan: GemmPlan
+
+    @property
+    def dtype(self) -> str:
+        return self.plan.a_dtype
+
+    @property
+    def bM(self) -> int:
+        return self.plan.M
+
+    @property
+    def bN(self) -> int:
+        return self.plan.N
+
+    @property
+    def bK(self) -> int:
+        return self.plan.K
+
+    @property
+    def tb(self) -> bool:
+        return self.plan.trans_b
+
+
+
 def gemm_plan(a_dtype: object, b_dtype: object, c_dtype: object, M: int, N: int, K: int, threads: int,
               warps: tuple[int, int], *, trans_a: bool = False, trans_b: bool = False, arch: str | int = "sm_80",
               instruction: str = MMA) -> GemmPlan:
