@@ -1,5 +1,5 @@
-"""The NVIDIA GEMM lowering finds its main loop by role (fill of C, copies of A and B, then the gemm), not by
-the position of the ops."""
+"""The NVIDIA GEMM lowering walks its main loop op by op, each op playing its kind's role (fill of C, copies of A
+and B, then the gemm), not by the position of the ops; an op with no role, or a role twice or missing, is named."""
 
 from __future__ import annotations
 
@@ -45,5 +45,23 @@ def test_a_stray_op_before_the_gemm_is_named():
     extra = p.alloc_fragment("scratch", (32, 32), "float32")
     p.ops.insert(1, p.clear(extra))
     p.ops.pop()  # clear appended its op at the end as well
-    with pytest.raises(UnsupportedError, match=r"found \['fill#\d+ \(fill\)'\]"):
+    with pytest.raises(UnsupportedError, match=r"fill#\d+ fills scratch before gemm#3; its main loop takes one fill, "
+                                               "of the accumulator C_local"):
+        codegen.lower(p, infer.infer_layouts(p))
+
+
+def test_an_op_with_no_role_in_the_main_loop_is_named():
+    p = _gemm()
+    x = p.alloc_fragment("x", (32, 32), "float32")
+    p.ops.insert(1, p.parallel((32, 32), writes=[(x, lambda i, j: (i, j))]))
+    p.ops.pop()
+    with pytest.raises(UnsupportedError, match=r"parallel#\d+ \(parallel\) before gemm#3 has no role in its main loop "
+                                               r"\(roles: \['copy', 'fill'\]\)"):
+        codegen.lower(p, infer.infer_layouts(p))
+
+
+def test_a_main_loop_without_its_fill_is_named():
+    p = _gemm()
+    del p.ops[0]
+    with pytest.raises(UnsupportedError, match="the main loop of gemm#3 has no fill of C_local"):
         codegen.lower(p, infer.infer_layouts(p))

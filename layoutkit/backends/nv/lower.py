@@ -49,6 +49,7 @@ from ...scopes import GLOBAL, SHARED
 from ...targets.nv.gemm_plan import MMA, WORDS, GemmPlan, PlannedGemm, gemm_plan, instruction_shape, ptx_type
 from ...targets.nv.hardware import WARP_SIZE, arch_number
 from ...targets.nv.mma import MmaAtom
+from ..dispatch import OpTable
 from . import epilogue_smem, ir, operand_kn
 from .guards import prove_guards
 from .ir import REG
@@ -77,28 +78,59 @@ def _vector_ok(layout, vec: int) -> bool:
 
 
 def gemm_ops(program) -> dict:
-    """The GEMM main loop of ``program``, found by role rather than position: before its one ``gemm``, a
-    ``fill`` of C and one global -> shared ``copy`` into each of A and B, in any order; the ops after the gemm
-    are its epilogue.  Anything else before the gemm raises :class:`~layoutkit.errors.UnsupportedError`
-    naming the op."""
+    """The GEMM main loop of ``program``, walked op by op up to its one ``gemm``: each op before it plays its
+    kind's role in the loop (:data:`MAIN_LOOP`: the ``fill`` of C is the accumulator's initial value, a global ->
+    shared ``copy`` into A or B is that operand's tile load, in any order); the ops after the gemm are its
+    epilogue.  An op with no role, or a role played twice or not at all, raises
+    :class:`~layoutkit.errors.UnsupportedError` naming the op.
+
+    >>> from layoutkit.infer import programs
+    >>> ops = gemm_ops(programs.gemm(M=64, N=64, K=64, bM=32, bN=32, bK=32))
+    >>> ops["A"], ops["B"], ops["fill"], ops["gemm"].name
+    ('A', 'B', 0.0, 'gemm#3')
+    """
     at = next(k for k, op in enumerate(program.ops) if op.kind == "gemm")
     gemm = program.ops[at]
+    roles: dict = {"gemm": gemm, "epilogue": program.ops[at + 1:]}
+    for op in program.ops[:at]:
+        MAIN_LOOP.lookup(op.kind, _no_role)(op, gemm, roles)
     g = gemm.args
-    fills = [op for op in program.ops[:at] if op.kind == "fill" and op.args["dst"] == g["C"]]
-    loads = {op.args["dst"]: op for op in program.ops[:at] if op.kind == "copy" and op.args["dst"] in (g["A"], g["B"])}
-    roles = {id(op) for op in fills + list(loads.values())}
-    stray = [op for op in program.ops[:at] if id(op) not in roles]
-    n_loads = sum(op.kind == "copy" and op.args["dst"] in (g["A"], g["B"]) for op in program.ops[:at])
-    if stray or len(fills) != 1 or set(loads) != {g["A"], g["B"]} or n_loads != 2:
-        found = [f"{op.name} ({op.kind})" for op in (stray or program.ops[:at])]
-        raise UnsupportedError(f"gemm lowering: before {gemm.name} the main loop holds one fill of {g['C']} and one "
-                               f"copy into each of {g['A']} and {g['B']}; found {found}")
-    for op in loads.values():
-        if any(op.args["src_region"][0]):
-            raise UnsupportedError(f"gemm lowering: {op.name} starts at {op.args['src_region'][0]}; tiles start at "
-                                   "the block origin")
-    return {"A": loads[g["A"]].args["src"], "B": loads[g["B"]].args["src"], "gemm": gemm,
-            "fill": float(fills[0].args["value"]), "epilogue": program.ops[at + 1:]}
+    missing = [what for what, key in ((f"fill of {g['C']}", "fill"), (f"copy into {g['A']}", "A"),
+                                      (f"copy into {g['B']}", "B")) if key not in roles]
+    if missing:
+        raise UnsupportedError(f"gemm lowering: the main loop of {gemm.name} has no {' and no '.join(missing)}")
+    return roles
+
+
+def _no_role(op, gemm, roles: dict) -> None:
+    raise UnsupportedError(f"gemm lowering: {op.name} ({op.kind}) before {gemm.name} has no role in its main loop "
+                           f"(roles: {MAIN_LOOP.kinds()})")
+
+
+MAIN_LOOP = OpTable("NVIDIA GEMM main loop")
+"""Op kind -> ``fn(op, gemm, roles)``: the role an op before the GEMM plays in its main loop, recorded in
+``roles`` (:func:`gemm_ops`)."""
+
+
+@MAIN_LOOP.register("fill")
+def _accumulator_init(op, gemm, roles: dict) -> None:
+    C = gemm.args["C"]
+    if op.args["dst"] != C or "fill" in roles:
+        raise UnsupportedError(f"gemm lowering: {op.name} fills {op.args['dst']} before {gemm.name}; its main loop "
+                               f"takes one fill, of the accumulator {C}")
+    roles["fill"] = float(op.args["value"])
+
+
+@MAIN_LOOP.register("copy")
+def _operand_load(op, gemm, roles: dict) -> None:
+    side = next((k for k in ("A", "B") if gemm.args[k] == op.args["dst"]), None)
+    if side is None or side in roles:
+        raise UnsupportedError(f"gemm lowering: {op.name} copies into {op.args['dst']} before {gemm.name}; its main "
+                               f"loop takes one copy into each of {gemm.args['A']} and {gemm.args['B']}")
+    if any(op.args["src_region"][0]):
+        raise UnsupportedError(f"gemm lowering: {op.name} starts at {op.args['src_region'][0]}; tiles start at "
+                               "the block origin")
+    roles[side] = op.args["src"]
 
 
 def _tile_copy(dst, layout, src, src_rows, src_cols, row0, col0, stage, threads, bits, name, live=None,
@@ -148,7 +180,7 @@ def lower(program, result, *, staged_epilogue: bool | None = None) -> ir.Kernel:
             where = "after the gemm" if gemms else "in a fragment program"
             raise UnsupportedError(f"NVIDIA lowering: op {op.name} ({op.kind}) {where} has no lowering; lowered: "
                                    f"{LOWERINGS.kinds()}")
-    if gemms:  # the ops before it are its main loop (:func:`_gemm_ops` refuses any other, naming it)
+    if gemms:  # the ops before it are its main loop (:func:`gemm_ops` walks them, naming any it refuses)
         return lower_gemm(program, result, staged_epilogue=staged_epilogue)
     return lower_fragment_program(program, result)
 
