@@ -93,7 +93,7 @@ def gemm_ops(program) -> dict:
     gemm = program.ops[at]
     roles: dict = {"gemm": gemm, "epilogue": program.ops[at + 1:]}
     for op in program.ops[:at]:
-        MAIN_LOOP.lookup(op.kind, _no_role)(op, gemm, roles)
+        (MAIN_LOOP.lookup(op.kind) or _no_role)(op, gemm, roles)
     g = gemm.args
     missing = [what for what, key in ((f"fill of {g['C']}", "fill"), (f"copy into {g['A']}", "A"),
                                       (f"copy into {g['B']}", "B")) if key not in roles]
