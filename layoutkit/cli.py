@@ -104,7 +104,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"table: not printed ({layout.size} cells > --table-cells {args.table_cells}; raise it to print "
               "the table, or use --plot)")
     if not isinstance(layout, Fragment):
-        proof = layout.prove_bijective(args.method, budget_s=args.budget)
+        proof = layout.prove_bijective(args.method, **_budget(args))
         print(proof)
         if proof:
             print("inverse:", layout.inverse())
@@ -123,7 +123,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if isinstance(layout, Fragment):
         proof = layout.prove_injective()
     else:
-        proof = layout.prove_bijective(args.method, budget_s=args.budget)
+        proof = layout.prove_bijective(args.method, **_budget(args))
     print(f"verdict: {'bijective' if proof else 'not bijective'}" if not isinstance(layout, Fragment)
           else f"verdict: {'injective' if proof else 'not injective'}")
     print(f"method:  {proof.method}")
@@ -298,6 +298,11 @@ def _positive(text: str) -> int:
     return value
 
 
+def _budget(args) -> dict:
+    """``prove_bijective``'s budget option: the method's default unless ``--budget`` was given."""
+    return {} if args.budget is None else {"budget_s": args.budget}
+
+
 def _layout_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("expr", nargs="+", metavar="EXPR",
                    help='index function, e.g. "lambda i, j: (j, i)" (or the older form: SHAPE EXPR)')
@@ -305,8 +310,8 @@ def _layout_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default="auto", choices=["auto", "enumerate", "isl", "f2"],
                    help="proof method: auto (chosen from the structure; default), enumerate, isl or f2")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="stop the proof after this many seconds (default: none for an explicit method; auto "
-                        "bounds islpy itself)")
+                   help="stop the proof after this many seconds (default: the method's own budget, 4 s for "
+                        "isl, 2 s for the islpy step of auto; enumerate and f2 are bounded by the layout's size)")
     p.add_argument("--thread", metavar="EXPR",
                    help="thread function (lambda text): EXPR becomes a fragment's register index")
     p.add_argument("--replicate", type=_positive, default=None, metavar="N",

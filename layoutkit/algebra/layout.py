@@ -100,6 +100,10 @@ ENUMERATION_LIMIT = 1 << 22
 AUTO_BUDGET_S = 2.0
 """Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
 stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
+ISL_BUDGET_S = 4.0
+"""Seconds an explicit ``method="isl"`` proof runs unless ``budget_s`` says otherwise (``None``: no limit)."""
+DEFAULT_BUDGET = "default"
+"""``prove_bijective``'s ``budget_s`` when none is given: the method's own default budget."""
 _SLAB = 1 << 20  # coordinates per slab of linear_table
 DESCRIBE_CHARS = 400
 """Characters of each output that :meth:`Layout.describe` shows."""
@@ -560,7 +564,7 @@ class Layout(Tagged):
         return Layout.from_exprs(self.output_shape, expressions_from_bases(bases, outs, len(self._input_shape)))
 
     # ---- proofs and inverse -----------------------------------------------------------------
-    def prove_bijective(self, method: str = "auto", *, budget_s: float | None = None) -> Proof:
+    def prove_bijective(self, method: str = "auto", *, budget_s: float | str | None = DEFAULT_BUDGET) -> Proof:
         """Prove or refute that the layout is a bijection onto its output box.
 
         ``method``: ``"enumerate"`` (evaluate every coordinate), ``"isl"`` (symbolic: islpy, or the F2 rank
@@ -570,9 +574,10 @@ class Layout(Tagged):
         The proof's ``method`` says which decided, and its ``detail`` why when that is not the one asked for.
 
         ``budget_s``: seconds the method may run before it is stopped with a
-        :class:`~layoutkit.errors.ProofBudgetError` (islpy can take minutes on xor-heavy maps).  None: no
-        limit for an explicit method; ``"auto"`` then bounds islpy by :data:`AUTO_BUDGET_S` (f2 and
-        enumeration up to the limit are bounded by the layout's size).
+        :class:`~layoutkit.errors.ProofBudgetError` naming the method and what to try instead (islpy can take
+        minutes on xor-heavy maps).  By default an explicit ``"isl"`` runs for :data:`ISL_BUDGET_S` and
+        ``"auto"`` bounds islpy by :data:`AUTO_BUDGET_S`; ``None`` lifts the limit of an explicit method (f2 and
+        enumeration are bounded by the layout's size).
 
         >>> import layoutkit as lk
         >>> L = lk.Layout([4096, 4096], lambda i, j: (i, j ^ i))
@@ -583,9 +588,12 @@ class Layout(Tagged):
             ...
         layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout(1024,) ...: still running after ...
         """
-        budget = check_budget(budget_s, "prove_bijective")
+        default = isinstance(budget_s, str) and budget_s == DEFAULT_BUDGET
+        budget = None if default else check_budget(budget_s, "prove_bijective")
         if not isinstance(method, str) or method not in ("auto", "enumerate", "isl", "f2"):
             raise LayoutError(f"unknown proof method {method!r}; expected 'auto', 'enumerate', 'isl' or 'f2'")
+        if method == "isl" and default:
+            budget = ISL_BUDGET_S
         if method == "auto":
             method = choose_method(self.forward_index, self.size, self.affine_f2() is not None, ENUMERATION_LIMIT)
             if method == "isl" and budget is None:
@@ -604,8 +612,12 @@ class Layout(Tagged):
             spent: ProofBudgetError | None = self._cache.get(("proof budget", method))
             if spent is not None and budget is not None and budget <= float(spent.limit or 0):
                 raise spent  # this method already ran out of a budget at least as large
+            what = f"prove_bijective({method!r}) of {self.describe()}"
+            if method == "isl":
+                what += (f" (method='enumerate' decides its {self.size} coordinates"
+                         + (")" if self.size <= ENUMERATION_LIMIT else f", past the {ENUMERATION_LIMIT} it takes)"))
             try:
-                hit = run_with_budget(methods[method], budget, f"prove_bijective({method!r}) of {self.describe()}")
+                hit = run_with_budget(methods[method], budget, what)
             except ProofBudgetError as err:
                 self._cache[("proof budget", method)] = err
                 raise

@@ -658,14 +658,39 @@ def inverse_bases(view: F2Linear, out_sizes: Sequence[int]) -> Bases | None:
 
 def bases_from_mapping(view: F2Linear | Mapping[str, Sequence[Sequence[int]]] | Sequence[Sequence[Sequence[int]]]
                        ) -> Bases:
-    """Basis images from an :class:`F2Linear`, a ``{in_dim: [[out...], ...]}`` dict or per-dim lists."""
+    """Basis images from an :class:`F2Linear`, a ``{in_dim: [[out...], ...]}`` dict or per-dim lists; anything
+    else (``None``, a basis that is no list of non-negative integers) raises
+    :class:`~layoutkit.errors.ShapeError` naming what was found.
+
+    >>> bases_from_mapping({"dim0": [[1], [2]]})
+    (((1,), (2,)),)
+    >>> bases_from_mapping(None)
+    Traceback (most recent call last):
+    ...
+    layoutkit.errors.ShapeError: F2 bases: expected an F2Linear, a {in_dim: [[out, ...], ...]} mapping or \
+per-dim lists of basis images; found NoneType None
+    """
     if isinstance(view, F2Linear):
         raw: Sequence[Sequence[Sequence[int]]] = view.bases
     elif isinstance(view, Mapping):
         raw = tuple(view.values())
-    else:
+    elif isinstance(view, (list, tuple)):
         raw = tuple(view)
-    return tuple(tuple(tuple(int(v) for v in img) for img in per) for per in raw)
+    else:
+        raise ShapeError("F2 bases: expected an F2Linear, a {in_dim: [[out, ...], ...]} mapping or per-dim lists "
+                         f"of basis images; found {type(view).__name__} {view!r:.60}")
+    out = []
+    for d, per in enumerate(raw):
+        if not isinstance(per, (list, tuple)):
+            raise ShapeError(f"F2 bases: input dim {d} needs a list of basis images; found {type(per).__name__} "
+                             f"{per!r:.60}")
+        for k, img in enumerate(per):
+            if not isinstance(img, (list, tuple)) or any(
+                    isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 for v in img):
+                raise ShapeError(f"F2 bases: basis {k} of input dim {d} must be a list of non-negative integers; "
+                                 f"found {img!r:.60}")
+        out.append(tuple(tuple(int(v) for v in img) for img in per))
+    return tuple(out)
 
 
 

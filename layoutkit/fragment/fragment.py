@@ -416,6 +416,9 @@ forward_index: (_j % 8,))
         cls, view: F2Linear, input_shape: Sequence[int] | None = None
     ) -> Fragment:
         """The fragment of a Triton distributed layout (in dims ``register``, ``lane``, ``warp``)."""
+        if not isinstance(view, F2Linear):
+            raise ShapeError(f"Fragment.from_linear: expected an F2Linear with in dims register / lane / warp; found "
+                             f"{type(view).__name__} {view!r:.60}")
         return fragment_from_linear(view, None if input_shape is None else tuple(input_shape))
 
     def is_fully_replicated(self) -> bool:
@@ -447,9 +450,15 @@ forward_index: (_j % 8,))
         return regs
 
     def collect(self, registers: ArrayLike, rep: int = 0) -> NDArray[Any]:
-        """The tile read back from per-thread registers (replica ``rep``)."""
+        """The tile read back from per-thread registers (replica ``rep``): ``registers[thread, register]``, at
+        least as many threads as the fragment reaches and ``local_size`` registers each (what :meth:`distribute`
+        returns); a smaller array raises :class:`~layoutkit.errors.ShapeError`."""
         regs = np.asarray(registers)
         threads = self.thread_table()[self._rep_index(rep)]
+        need = (int(threads.max()) + 1 if threads.size else 0, self.local_size)
+        if regs.ndim < 2 or regs.shape[0] < need[0] or regs.shape[1] < need[1]:
+            raise ShapeError(f"collect: expected registers of shape (threads >= {need[0]}, registers >= {need[1]}) "
+                             f"for {self.describe()}; found shape {regs.shape}")
         out: NDArray[Any] = regs[threads, self.index_table()]
         return out
 
