@@ -96,12 +96,16 @@ def best_family(patterns: Iterable[str], target: str) -> str | None:
     return min(hits)[2] if hits else None
 
 
+_NO_TYPES: Mapping[str, Callable[[Any, str], Any]] = MappingProxyType({})
+
+
 class OpRegistry:
     """Op kind -> :class:`TileOp`, plus the rules targets add per family (see the module doc).  Filled only by
     explicit calls: the constructor's definitions, :meth:`register`, :meth:`register_rule`."""
 
     def __init__(self, definitions: Iterable[TileOp]):
         self._ops: dict[str, TileOp] = {}
+        self._types: dict[str, Mapping[str, Callable[[Any, str], Any]]] = {}
         self._builders: dict[str, Builder] = {}
         self._family_rules: dict[str, dict[str, FamilyRule]] = {}
         for d in definitions:
@@ -122,10 +126,12 @@ class OpRegistry:
                                        f"{taken[name]!r}'s")
             self._builders[name] = fn
         self._ops[definition.kind] = definition
+        self._types[definition.kind] = MappingProxyType(dict(definition.argument_types))
 
     def unregister(self, kind: str) -> None:
         """Remove the definition of ``kind``, its builders and every target rule for it."""
         d = self._ops.pop(kind, None)
+        self._types.pop(kind, None)
         for name, _ in d.builders if d is not None else ():
             self._builders.pop(name, None)
         self._family_rules.pop(kind, None)
@@ -148,8 +154,7 @@ class OpRegistry:
         return () if d is None else d.required
 
     def argument_types(self, kind: str) -> Mapping[str, Callable[[Any, str], Any]]:
-        d = self._ops.get(kind)
-        return MappingProxyType(dict(d.argument_types) if d is not None else {})
+        return self._types.get(kind, _NO_TYPES)
 
     def buffer_args(self, kind: str) -> tuple[str, ...]:
         d = self._ops.get(kind)

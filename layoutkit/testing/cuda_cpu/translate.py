@@ -541,14 +541,7 @@ def sm90_instruction(ins) -> str | None:
         return _wgmma(ins, m)
     if (m := _TMA.fullmatch(mn)) and len(args) == 3:
         rank = int(m.group(1))
-        src = args[1]
-        if not (src.startswith("[") and src.endswith("]")):
-            raise TranslationError(f"{ins.where}: {mn}: expected [map, {{coordinates}}], found {src!r}")
-        parts = [p.strip() for p in src[1:-1].split(",", 1)]
-        coords = [f"(int32_t)lkc::b32({e})" for _, e in ins.vector(parts[1])]
-        if len(coords) != rank:
-            raise TranslationError(f"{ins.where}: {mn} takes {rank} coordinates; found {len(coords)}")
-        tmap = ins.ref(parts[0])[1]
+        tmap, coords = _tma_operand(ins, args[1], rank)
         return (f"{{ const int32_t lkc_c[] = {{{', '.join(coords)}}}; lkc::tma_load(lkc::b32({ins.address(args[0])}), "
                 f"(uint64_t)({tmap}), lkc::b32({ins.address(args[2])}), lkc_c, {rank}, __LINE__); }}")
     return None
@@ -565,15 +558,21 @@ def _regs(ins, tok: str) -> list[str]:
     return [f"lkc::b32({e})" for _, e in vec]
 
 
-def _tma_store(ins, rank: int) -> str:
-    dst, src = ins.args
-    if not (dst.startswith("[") and dst.endswith("]")):
-        raise TranslationError(f"{ins.where}: {ins.mnemonic}: expected [map, {{coordinates}}], found {dst!r}")
-    parts = [p.strip() for p in dst[1:-1].split(",", 1)]
+def _tma_operand(ins, operand: str, rank: int) -> tuple[str, list[str]]:
+    """The tensor map and the ``rank`` coordinates (C++ ``int32_t`` texts) of a TMA ``[map, {c0, c1, ...}]``
+    operand, as the tensor-copy loads and stores write it."""
+    if not (operand.startswith("[") and operand.endswith("]")):
+        raise TranslationError(f"{ins.where}: {ins.mnemonic}: expected [map, {{coordinates}}], found {operand!r}")
+    parts = [p.strip() for p in operand[1:-1].split(",", 1)]
     coords = [f"(int32_t)lkc::b32({e})" for _, e in ins.vector(parts[1])]
     if len(coords) != rank:
         raise TranslationError(f"{ins.where}: {ins.mnemonic} takes {rank} coordinates; found {len(coords)}")
-    tmap = ins.ref(parts[0])[1]
+    return ins.ref(parts[0])[1], coords
+
+
+def _tma_store(ins, rank: int) -> str:
+    dst, src = ins.args
+    tmap, coords = _tma_operand(ins, dst, rank)
     return (f"{{ const int32_t lkc_c[] = {{{', '.join(coords)}}}; lkc::tma_store((uint64_t)({tmap}), lkc_c, {rank}, "
             f"lkc::b32({ins.address(src)}), __LINE__); }}")
 
