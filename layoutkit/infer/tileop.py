@@ -108,6 +108,7 @@ class OpRegistry:
         self._types: dict[str, Mapping[str, Callable[[Any, str], Any]]] = {}
         self._builders: dict[str, Builder] = {}
         self._family_rules: dict[str, dict[str, FamilyRule]] = {}
+        self._chosen: dict[tuple[str, str], FamilyRule | None] = {}  # (kind, target) -> its rule: solver's hot path
         for d in definitions:
             self.register(d)
 
@@ -126,6 +127,7 @@ class OpRegistry:
                                        f"{taken[name]!r}'s")
             self._builders[name] = fn
         self._ops[definition.kind] = definition
+        self._chosen.clear()
         self._types[definition.kind] = MappingProxyType(dict(definition.argument_types))
 
     def unregister(self, kind: str) -> None:
@@ -135,6 +137,7 @@ class OpRegistry:
         for name, _ in d.builders if d is not None else ():
             self._builders.pop(name, None)
         self._family_rules.pop(kind, None)
+        self._chosen.clear()
 
     def get(self, kind: str) -> TileOp | None:
         return self._ops.get(kind)
@@ -165,12 +168,20 @@ class OpRegistry:
         if not callable(rule):
             raise UnsupportedError(f"register_rule {kind!r}: expected a callable rule; found {type(rule).__name__}")
         self._family_rules.setdefault(kind, {})[family] = FamilyRule(rule, local)
+        self._chosen.clear()
 
     def unregister_rule(self, kind: str, family: str) -> None:
         """Forget the rule ``family`` registered for ``kind`` (the definition's rule applies again)."""
         self._family_rules.get(kind, {}).pop(family, None)
+        self._chosen.clear()
 
-    def _chosen(self, kind: str, target: str) -> FamilyRule | None:
+    def _choose(self, kind: str, target: str) -> FamilyRule | None:
+        key = (kind, target)
+        if key not in self._chosen:
+            self._chosen[key] = self._pick(kind, target)
+        return self._chosen[key]
+
+    def _pick(self, kind: str, target: str) -> FamilyRule | None:
         table = self._family_rules.get(kind, {})
         pat = best_family(table, target)
         if pat is not None:
@@ -180,12 +191,12 @@ class OpRegistry:
 
     def rule(self, kind: str, target: str) -> Rule:
         """The rule of ``kind`` on ``target``; :class:`~layoutkit.errors.UnsupportedError` when it has none."""
-        chosen = self._chosen(kind, target)
+        chosen = self._choose(kind, target)
         if chosen is None:
             raise UnsupportedError(f"no layout rule for op kind {kind!r} on target {target!r}")
         return chosen.rule
 
     def rule_is_local(self, kind: str, target: str) -> bool:
         """Whether the rule :meth:`rule` picks was declared local."""
-        chosen = self._chosen(kind, target)
+        chosen = self._choose(kind, target)
         return chosen is not None and chosen.local
