@@ -73,7 +73,7 @@ ORACLE_VENV := .venv-oracles
 .PHONY: test-oracles
 test-oracles:
 	@test -x $(ORACLE_VENV)/bin/python || $(PYTHON) -m venv $(ORACLE_VENV)
-	$(ORACLE_VENV)/bin/python -m pip install -q -e '.[test]' nvidia-cutlass==4.2.0.0 triton==3.9.0
+	$(ORACLE_VENV)/bin/python -m pip install -q -e '.[test,cute]' nvidia-cutlass==4.2.0.0 triton==3.9.0
 	$(ORACLE_VENV)/bin/python -m pytest -p no:cacheprovider -n auto -m oracle tests
 
 # The TileLang adapter's tests against TileLang itself, in their own environment (TileLang and torch

@@ -8,6 +8,8 @@
 * The CuTe algebra with C++ semantics: coalesce, filter, composition, complement, right/left
   inverse, divides, products, ``Swizzle`` and composed layouts -- exact or a typed error, never a
   silently wrong layout.
+* ``tv_fragment``: a CuTe thread-value layout as an ``lk.Fragment``; ``from_cute_dsl`` /
+  ``to_cute_dsl``: the bridge to CuTe DSL (the optional ``cute`` extra, imported only when called).
 
 Flat (1-D) indices are colexicographic, as in CuTe; TLA logical coordinates ``(row, col)`` are one
 integer per top-level mode.  CATLASS names are exported too (``MakeLayout``, ``MakeShape``,
@@ -32,6 +34,7 @@ from ..dtypes import c0, element_bits
 from .bridges import from_layout, from_linear, to_linear
 from .coalesce import coalesce, coalesce_shape, filter, filter_zeros
 from .composition import complement, composition, make_swizzle
+from .cute_dsl import from_cute_dsl, to_cute_dsl
 from .int_tuple import make_coord, make_shape, make_stride
 from .int_tuple_arith import (
     ceil_div,
@@ -99,6 +102,7 @@ from .tiling import (
     zipped_divide,
     zipped_product,
 )
+from .tv import tv_fragment
 
 # CATLASS spellings
 MakeLayout = make_layout
@@ -126,6 +130,9 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "ParametricTlaLayout",
     "from_layout",
+    "from_cute_dsl",
+    "to_cute_dsl",
+    "tv_fragment",
     "from_linear",
     "to_linear",
     "make_swizzle",
