@@ -71,6 +71,19 @@ def from_cute_dsl(obj: object) -> Layout | ComposedLayout | Swizzle:
 
     Raises :class:`~layoutkit.errors.UnsupportedError` for a dynamic shape or stride, a basis
     (``E(k)``) stride, a coordinate offset, or anything else.
+
+    Needs CuTe DSL (skipped as a doctest):
+
+    >>> import cutlass.cute as cute  # doctest: +SKIP
+    >>> from layoutkit import tla
+    >>> out = {}
+    >>> @cute.jit  # doctest: +SKIP
+    ... def trace():
+    ...     sw = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    ...     out["sw"] = tla.from_cute_dsl(sw)
+    >>> _ = cute.compile(trace)  # traced on the CPU, never launched  # doctest: +SKIP
+    >>> str(out["sw"]), out["sw"](3, 9)  # doctest: +SKIP
+    ('Sw<3,3,3> o 0 o (_8,_64):(_64,_1)', 209)
     """
     cute = _cute("from_cute_dsl")
     if isinstance(obj, cute.Swizzle):
@@ -105,6 +118,16 @@ def to_cute_dsl(layout: Layout | ComposedLayout | Swizzle) -> Any:
     Raises :class:`~layoutkit.errors.UnsupportedError` for another type or when CuTe DSL refuses to
     build the value (outside a traced function), :class:`~layoutkit.errors.LimitError` for an integer
     past 32 bits.
+
+    Needs CuTe DSL (skipped as a doctest):
+
+    >>> import cutlass.cute as cute  # doctest: +SKIP
+    >>> from layoutkit import tla
+    >>> @cute.jit  # doctest: +SKIP
+    ... def trace():
+    ...     print(tla.to_cute_dsl(tla.make_layout((4, (2, 3)), (2, (1, 8)))))
+    >>> _ = cute.compile(trace)  # traced on the CPU, never launched  # doctest: +SKIP
+    (4,(2,3)):(2,(1,8))
     """
     cute = _cute("to_cute_dsl")
     from cutlass.base_dsl.common import DSLBaseError
