@@ -121,6 +121,24 @@ def test_wgmma_shared_memory_atoms(dtype):
         assert isinstance(ours.outer, tla.Swizzle), name
 
 
+def test_wgmma_atom_swizzles_are_the_bank_swizzles_in_bytes():
+    """CuTe DSL applies a wgmma atom's swizzle to the byte address (the smem pointer); lowering its base by
+    log2(element bytes) gives the element-offset swizzle, which is layoutkit's bank swizzle of that kind."""
+    kinds = {"SW32": "quarter", "SW64": "half", "SW128": "full"}
+    dtypes = {"Float16": "float16", "TFloat32": "float32", "Int8": "int8"}
+
+    def build():
+        return [(major, kind, dtype, tla.from_cute_dsl(warpgroup.make_smem_layout_atom(
+                    getattr(warpgroup.SmemLayoutAtomKind, f"{major}_{kind}"), getattr(cutlass, dtype))))
+                for major in ("K", "MN") for kind in kinds for dtype in dtypes]
+
+    for major, kind, dtype, atom in traced(build):
+        sw = atom.outer
+        shift_bits = (tla.element_bits(dtypes[dtype]) // 8).bit_length() - 1
+        in_elements = tla.Swizzle(sw.bits, sw.base - shift_bits, sw.shift)
+        assert in_elements == nv.cute_swizzle(kinds[kind], dtypes[dtype]), (major, kind, dtype)
+
+
 def _tv_check(tv_dsl_values, tv: tla.Layout, tile: tuple[int, ...]) -> None:
     """The Fragment of ``tv`` puts value ``v`` of thread ``t`` where CuTe DSL's ``tv(t, v)`` points."""
     threads, values = tla.size(tv[0]), tla.size(tv[1])
