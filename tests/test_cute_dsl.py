@@ -8,6 +8,8 @@ without a GPU (launching it would need one).  Skipped when CuTe DSL is not insta
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,33 @@ def test_layouts_round_trip_element_for_element():
         assert values == tla_values(ours), text
         assert back == tla.make_layout(tla.make_static(ours.shape), tla.make_static(ours.stride))
         assert native == back and str(back).replace("_", "") == text
+
+
+def _random_mode(rng: random.Random, depth: int):
+    """A random (shape, stride) mode: a leaf or, while ``depth`` lasts, a tuple of modes."""
+    if depth == 0 or rng.random() < 0.5:
+        return rng.choice((1, 2, 3, 4, 8)), rng.choice((0, 1, 2, 3, 5, 8, 16, -1, -4))
+    modes = [_random_mode(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+    return tuple(m[0] for m in modes), tuple(m[1] for m in modes)
+
+
+def test_random_layouts_and_swizzles_agree_with_cute_dsl():
+    rng = random.Random(39)
+    layouts = [_random_mode(rng, 2) for _ in range(40)]
+    swizzles = [(b, m, s) for b in range(4) for m in range(4) for s in (-4, 3, 4) if abs(s) >= b][:20]
+
+    def build():
+        out = []
+        for shape, stride in layouts:
+            theirs = cute.make_layout(shape, stride=stride)
+            out.append((str(theirs), dsl_values(theirs), tla.from_cute_dsl(theirs)))
+        for b, m, s in swizzles:
+            theirs = cute.make_composed_layout(cute.make_swizzle(b, m, s), 0, cute.make_layout(256))
+            out.append((str(theirs), dsl_values(theirs), tla.from_cute_dsl(theirs)))
+        return out
+
+    for text, values, ours in traced(build):
+        assert tla_values(ours) == values, text
 
 
 def test_swizzles_and_composed_layouts_round_trip():
