@@ -3,6 +3,8 @@ CuTe DSL is absent (its differential tests against CuTe DSL are in test_cute_dsl
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import numpy as np
@@ -87,3 +89,10 @@ def test_bridge_names_the_extra_when_cute_dsl_is_absent(monkeypatch):
         tla.from_cute_dsl(object())
     with pytest.raises(UnsupportedError, match=r"to_cute_dsl: .*nvidia-cutlass-dsl"):
         tla.to_cute_dsl(tla.make_layout((4, 8), (8, 1)))
+
+
+def test_importing_layoutkit_does_not_import_cute_dsl():
+    probe = "import json, sys, layoutkit, layoutkit.tla, layoutkit.plot\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300)
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "layoutkit.tla.cute_dsl" in loaded and not [m for m in loaded if m.split(".")[0] == "cutlass"]
