@@ -252,6 +252,8 @@ def test_refusals():
         out = []
         for make in (lambda: cute.make_layout((cutlass.Int32(4), 8), stride=(8, 1)),
                      lambda: cute.make_layout((4, 8), stride=(cute.E(0), cute.E(1))),
+                     lambda: cute.make_composed_layout(cute.make_layout((4, 8)), (1, 0), cute.make_layout(
+                         (2, 2), stride=(cute.E(0), cute.E(1)))),
                      lambda: 3):
             try:
                 tla.from_cute_dsl(make())
@@ -266,9 +268,10 @@ def test_refusals():
         tc = cute.make_tiled_copy_B(x4, cute.make_tiled_mma(op, (2, 2, 1)))
         return tla.from_cute_dsl(tc.layout_dst_tv_tiled), tuple(cute.size(t) for t in tc.tiler_mn)
 
-    dynamic, basis, other = traced(build)
-    assert "dynamic" in dynamic and "(0,)" in dynamic
-    assert "static integers" in basis
+    dynamic, basis, coordinate_offset, other = traced(build)
+    assert "(0,)" in dynamic and "dynamic: known only at run time" in dynamic
+    assert "stride leaf at mode (0,)" in basis and "a basis stride" in basis
+    assert "a coordinate offset" in coordinate_offset
     assert "found int" in other
     tv, tile = traced(build_b_x4)
     with pytest.raises(UnsupportedError, match="value mode of stride 0"):

@@ -52,15 +52,20 @@ def _missing_message(what: str) -> str:
             f"'layoutkit[cute]') to be installed; found no importable cutlass.cute")
 
 
-def _int_tuple(x: object, what: str, path: tuple[int, ...] = ()) -> object:
+def _int_tuple(cute: Any, x: object, what: str, path: tuple[int, ...] = ()) -> object:
     """A static CuTe DSL IntTuple as an IntTuple of static ``tla.Int`` s (a dynamic or basis leaf is refused
     with its mode path)."""
     if isinstance(x, tuple):
-        return tuple(_int_tuple(v, what, path + (k,)) for k, v in enumerate(x))
+        return tuple(_int_tuple(cute, v, what, path + (k,)) for k, v in enumerate(x))
     if isinstance(x, numbers.Integral) and not isinstance(x, bool):
         return Int(int(x))
     where = f"{what} leaf at mode {path}" if path else what
-    kind = "a run-time (dynamic) value" if type(x).__name__.startswith(("Int", "Uint")) else type(x).__name__
+    if isinstance(x, cute.ScaledBasis):
+        kind = "a basis stride (E(k)), which maps into coordinates, not offsets"
+    elif not cute.is_static(x):
+        kind = "dynamic: known only at run time"
+    else:
+        kind = f"a {type(x).__name__}"
     raise UnsupportedError(f"from_cute_dsl: expected static integers; the {where} is {x} ({kind}); a tla layout "
                            "needs every shape and stride known while the function is traced")
 
@@ -95,7 +100,7 @@ def from_cute_dsl(obj: object) -> Layout | ComposedLayout | Swizzle:
                                    "coordinate offset has no tla.ComposedLayout)")
         return ComposedLayout(from_cute_dsl(obj.inner), int(offset), from_cute_dsl(obj.outer))
     if isinstance(obj, cute.Layout):
-        return Layout(_int_tuple(obj.shape, "shape"), _int_tuple(obj.stride, "stride"))
+        return Layout(_int_tuple(cute, obj.shape, "shape"), _int_tuple(cute, obj.stride, "stride"))
     raise UnsupportedError(f"from_cute_dsl: expected a CuTe DSL Layout, ComposedLayout or Swizzle; found "
                            f"{type(obj).__name__}")
 
