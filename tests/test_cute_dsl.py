@@ -242,7 +242,9 @@ def test_bank_check_of_a_converted_shared_memory_layout():
                 tla.from_cute_dsl(cute.make_layout((16, 64), stride=(64, 1))))
 
     tv_a, swizzled, plain = traced(build)
-    access = tla.tv_fragment(tv_a, (16, 16)).repeat([1, 4], repeat_on_thread=False)  # four k-blocks per thread
+    fragment = tla.tv_fragment(tv_a, (16, 16))
+    assert fragment.prove_injective().verdict and swizzled.to_layout().prove_bijective().verdict
+    access = fragment.repeat([1, 4], repeat_on_thread=False)  # four k-blocks per thread
     ways = [nv.bank_conflicts(s.to_layout(), access, "float16", "ldmatrix.x4").ways for s in (plain, swizzled)]
     assert ways == [8, 1]
 
