@@ -196,9 +196,16 @@ def test_mma_sync_m16n8k16_tv_layouts(atoms):
             out.append((name, dsl_values(tv), ours, tile, dsl_values(tla.to_cute_dsl(ours))))
         return out
 
-    for name, values, ours, tile, again in traced(build):
+    results = traced(build)
+    for name, values, ours, tile, again in results:
         assert values == again, name
         _tv_check(values, ours, tile)
+
+    def back_to_cute():  # layoutkit's fragments, as CuTe TV layouts, evaluated by CuTe DSL
+        return [dsl_values(tla.to_cute_dsl(tla.fragment_tv(tla.tv_fragment(ours, tile))))
+                for _, _, ours, tile, _ in results]
+
+    assert traced(back_to_cute) == [r[1] for r in results]
     frag = tla.tv_fragment(traced(build)[2][2], (16 * atoms[0], 8 * atoms[1]))
     assert frag.replicate_size == 1 and frag.thread_extent == 32 * atoms[0] * atoms[1]
 

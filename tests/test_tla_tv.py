@@ -12,8 +12,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import layoutkit as lk
 from layoutkit import tla
 from layoutkit.errors import NotBijectiveError, ShapeError, UnsupportedError
+from layoutkit.targets import nv
 
 
 def _placement_matches(tv: tla.Layout, tile: tuple[int, ...]) -> None:
@@ -60,7 +62,35 @@ def test_random_bijective_tv_layouts(extents, rng, rep):
     tv = tla.make_layout((thr_shape, tuple(extents[cut:])), (thr_stride, tuple(strides[cut:])))
     tile = (extents[0] * extents[1], int(np.prod(extents[2:], dtype=np.int64)))
     _placement_matches(tv, tile)
-    assert tla.tv_fragment(tv, tile).replicate_size == rep
+    frag = tla.tv_fragment(tv, tile)
+    assert frag.replicate_size == rep
+    back = tla.fragment_tv(frag)  # the same function, its modes maybe grouped otherwise
+    assert tla.size(back[0]) == tla.size(tv[0]) and np.array_equal(back.table(), tv.table())
+
+
+@pytest.mark.parametrize("make", [
+    lambda: nv.make_mma_store_layout(2, 2, 32, 32),
+    lambda: nv.make_mma_load_layout("A", "float16", 2, 2, 32, 32, 32),
+    lambda: nv.make_mma_load_layout("B", "float16", 2, 2, 32, 32, 32, transposed=True),
+    lambda: nv.make_gemm_fragment_8x8(),
+])
+def test_layoutkit_fragments_go_to_tv_layouts_and_back(make):
+    frag = make()
+    tv = tla.fragment_tv(frag)
+    assert tla.size(tv[0]) == frag.thread_extent
+    assert tla.tv_fragment(tv, frag.input_shape).is_equal(frag)
+
+
+def test_fragment_tv_refusals():
+    swizzled = lk.Fragment([8, 8], forward_thread_fn=lambda i, j: i * 4 + (j // 2 ^ i % 4),
+                           forward_index_fn=lambda i, j: j % 2)
+    with pytest.raises(UnsupportedError, match="not strided"):
+        tla.fragment_tv(swizzled)
+    sparse = lk.Fragment([4], forward_thread_fn=lambda i: i * 2, forward_index_fn=lambda i: 0)
+    with pytest.raises(UnsupportedError, match="thread 1 register 0 empty"):
+        tla.fragment_tv(sparse)
+    with pytest.raises(UnsupportedError, match="expected an lk.Fragment"):
+        tla.fragment_tv(tla.make_layout(4, 1))
 
 
 def test_refusals_name_a_witness():

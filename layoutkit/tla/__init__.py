@@ -8,7 +8,7 @@
 * The CuTe algebra with C++ semantics: coalesce, filter, composition, complement, right/left
   inverse, divides, products, ``Swizzle`` and composed layouts -- exact or a typed error, never a
   silently wrong layout.
-* ``tv_fragment``: a CuTe thread-value layout as an ``lk.Fragment``; ``from_cute_dsl`` /
+* ``tv_fragment`` / ``fragment_tv``: a CuTe thread-value layout as an ``lk.Fragment`` and back; ``from_cute_dsl`` /
   ``to_cute_dsl``: the bridge to CuTe DSL (the optional ``cute`` extra, imported only when called).
 
 Flat (1-D) indices are colexicographic, as in CuTe; TLA logical coordinates ``(row, col)`` are one
@@ -102,7 +102,7 @@ from .tiling import (
     zipped_divide,
     zipped_product,
 )
-from .tv import tv_fragment
+from .tv import fragment_tv, tv_fragment
 
 # CATLASS spellings
 MakeLayout = make_layout
@@ -133,6 +133,7 @@ __all__ = [
     "from_cute_dsl",
     "to_cute_dsl",
     "tv_fragment",
+    "fragment_tv",
     "from_linear",
     "to_linear",
     "make_swizzle",

@@ -18,6 +18,13 @@ the other modes must cover the tile once (a bijection), else a typed error names
 Fragment((4, 4) -> (2,), replicate: 1, thread: 8, forward_thread: _i * 2 + _j // 2, forward_index: (_j % 2,))
 >>> tv(5, 1), F.map_forward_thread([2, 3]), F.map_forward_index([2, 3])    # index 14 is (2, 3)
 (14, 5, (1,))
+
+:func:`fragment_tv` goes back: ``fragment_tv(tv_fragment(tv, tile))`` is ``tv`` up to the grouping of
+its modes (the same function), and a layoutkit Fragment whose placement is strided gets a TV layout
+CuTe can partition with.
+
+>>> print(fragment_tv(F))
+((2,4),2):((8,1),4)
 """
 
 from __future__ import annotations
@@ -132,4 +139,70 @@ def _check_cover(tv: Layout, tile: tuple[int, ...], slots: int, reps: list[tuple
                                 f"holds index {missing}", {"unreachable": missing})
 
 
-__all__ = ["tv_fragment"]
+def _fit(values: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The (extents, strides), colexicographic, of a strided map ``k -> values[k]`` with ``values[0] == 0``:
+    each mode's stride is the value at the first index it moves, its extent the longest run of multiples of
+    that stride which divides what is left (the caller checks the whole map)."""
+    n, below = values.size, 1
+    extents: list[int] = []
+    strides: list[int] = []
+    while below < n:
+        stride = int(values[below])
+        steps = np.arange(n // below, dtype=np.int64)
+        bad = np.flatnonzero(values[steps * below] != steps * stride)
+        run = int(bad[0]) if bad.size else n // below
+        extent = max(e for e in range(1, run + 1) if (n // below) % e == 0)
+        if extent == 1:
+            break  # no mode fits: the caller's check refuses the map
+        extents.append(extent)
+        strides.append(stride)
+        below *= extent
+    return tuple(extents) or (1,), tuple(strides) or (0,)
+
+
+def _mode(extents: tuple[int, ...], strides: tuple[int, ...]) -> tuple[object, object]:
+    return (extents[0], strides[0]) if len(extents) == 1 else (extents, strides)
+
+
+def fragment_tv(fragment: Fragment) -> Layout:
+    """The CuTe TV layout ``(thread, value) -> i + M*j`` (colexicographic over the fragment's input shape) of
+    ``fragment``: every replica's thread holds its element at the same value index.
+
+    Raises :class:`~layoutkit.errors.UnsupportedError` when a ``(thread, register)`` slot holds no element
+    or two (witness: the slot), or when the placement is not strided (no ``shape:stride`` gives it).
+
+    >>> import layoutkit as lk
+    >>> F = lk.Fragment([4, 8], forward_thread_fn=lambda i, j: i * 4 + j // 2, forward_index_fn=lambda i, j: j % 2)
+    >>> print(fragment_tv(F))
+    ((4,4),2):((8,1),4)
+    """
+    if not isinstance(fragment, Fragment):
+        raise UnsupportedError(f"fragment_tv: expected an lk.Fragment; found {type(fragment).__name__}")
+    tile = fragment.input_shape
+    threads, values = fragment.thread_extent, math.prod(fragment.output_shape)
+    thread = np.asarray(fragment.thread_table(), dtype=np.int64).reshape(fragment.replicate_size, -1)
+    index = np.asarray(fragment.index_table(), dtype=np.int64).reshape(-1)
+    # the colexicographic (CuTe) index of every element, in the fragment's row-major order
+    colex = np.ravel_multi_index(np.unravel_index(np.arange(fragment.size), tile), tile, order="F")
+    slot = (thread * values + index[None, :]).reshape(-1)
+    table = np.full(threads * values, -1, dtype=np.int64)
+    order = np.argsort(slot, kind="stable")
+    twice = np.flatnonzero(slot[order][1:] == slot[order][:-1])
+    if twice.size:
+        k = int(slot[order[twice[0]]])
+        raise UnsupportedError(f"fragment_tv: {fragment.describe()} puts two elements in thread {k // values} "
+                               f"register {k % values}")
+    table[slot] = np.tile(colex, fragment.replicate_size)
+    if (table < 0).any():
+        k = int(np.flatnonzero(table < 0)[0])
+        raise UnsupportedError(f"fragment_tv: {fragment.describe()} leaves thread {k // values} register "
+                               f"{k % values} empty; a CuTe TV layout fills every (thread, value) slot")
+    grid = table.reshape(threads, values)
+    tv = Layout(*zip(_mode(*_fit(grid[:, 0] - grid[0, 0])), _mode(*_fit(grid[0, :] - grid[0, 0]))))
+    if grid[0, 0] != 0 or not np.array_equal(tv.table(), grid.T.reshape(-1)):
+        raise UnsupportedError(f"fragment_tv: the placement of {fragment.describe()} is not strided: no CuTe "
+                               "shape:stride maps (thread, value) to it")
+    return tv
+
+
+__all__ = ["fragment_tv", "tv_fragment"]
