@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from layoutkit import tla
-from layoutkit.errors import UnsupportedError
+from layoutkit.errors import LimitError, UnsupportedError
 from layoutkit.targets import nv
 
 try:
@@ -269,6 +269,10 @@ def test_refusals():
                 out.append(None)
             except UnsupportedError as err:
                 out.append(str(err))
+        try:
+            tla.to_cute_dsl(tla.make_layout((4, 2), (1, 2**31)))
+        except LimitError as err:
+            out.append(str(err))
         return out
 
     def build_b_x4():  # ldmatrix.x4 moves 16 columns of B per warp where the MMA has 8: registers repeat
@@ -277,7 +281,8 @@ def test_refusals():
         tc = cute.make_tiled_copy_B(x4, cute.make_tiled_mma(op, (2, 2, 1)))
         return tla.from_cute_dsl(tc.layout_dst_tv_tiled), tuple(cute.size(t) for t in tc.tiler_mn)
 
-    dynamic, basis, coordinate_offset, other = traced(build)
+    dynamic, basis, coordinate_offset, other, wide = traced(build)
+    assert "32-bit integers" in wide and "stride 2147483648" in wide
     assert "(0,)" in dynamic and "dynamic: known only at run time" in dynamic
     assert "stride leaf at mode (0,)" in basis and "a basis stride" in basis
     assert "a coordinate offset" in coordinate_offset

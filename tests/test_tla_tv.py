@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,3 +127,10 @@ def test_importing_layoutkit_does_not_import_cute_dsl():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=300)
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert "layoutkit.tla.cute_dsl" in loaded and not [m for m in loaded if m.split(".")[0] == "cutlass"]
+
+
+def test_the_cute_extra_pins_the_checked_release():
+    from layoutkit.tla.cute_dsl import CUTE_DSL_VERSION
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert f'cute = ["nvidia-cutlass-dsl=={CUTE_DSL_VERSION}"]' in pyproject
