@@ -66,7 +66,8 @@ def tv_fragment(tv: Layout, tile_shape: Sequence[int]) -> Fragment:
     Raises :class:`~layoutkit.errors.ShapeError` when ``tv`` is not a rank-2 ``tla.Layout`` or its
     image is not the tile's index range, and :class:`~layoutkit.errors.NotBijectiveError` (witness: two
     ``(thread, value)`` slots of one element, or an element no slot holds) when the non-replicated
-    modes do not cover the tile exactly once.
+    modes do not cover the tile exactly once; :class:`~layoutkit.errors.UnsupportedError` for a value
+    mode of stride 0 (a thread holding one element in two registers, which a Fragment cannot say).
 
     >>> from layoutkit import tla
     >>> tv = tla.make_layout(((4, 2), 2), ((1, 0), 4))      # threads 4..7 repeat threads 0..3
