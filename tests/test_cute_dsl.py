@@ -292,3 +292,15 @@ def test_refusals():
         tla.tv_fragment(tv, tile)
     with pytest.raises(UnsupportedError, match="traced"):
         tla.to_cute_dsl(tla.make_layout((4, 8), (8, 1)))  # plain Python: no trace to build it in
+
+
+def test_plot_takes_a_cute_dsl_layout():
+    from layoutkit.plot import ascii_table, plot_layout
+
+    def build():
+        sw = cute.make_composed_layout(cute.make_swizzle(2, 0, 2), 0, cute.make_layout((4, 4), stride=(4, 1)))
+        return ascii_table(sw), ascii_table(tla.from_cute_dsl(sw).to_layout()), len(plot_layout(sw).axes)
+
+    theirs, ours, axes = traced(build)
+    assert theirs == ours and axes == 2
+    assert theirs.splitlines()[2].split() == ["1", "5", "4", "7", "6"]  # row 1: 4..7 with bits 0-1 ^= 1

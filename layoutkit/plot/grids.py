@@ -57,15 +57,24 @@ class Panel:
 
 
 def as_layout(obj: object) -> Layout:
-    """An ``lk.Layout`` (Fragments and swizzles are Layouts; TLA layouts are converted)."""
+    """An ``lk.Layout`` (Fragments and swizzles are Layouts; TLA and CuTe DSL layouts are converted, the latter
+    through ``tla.from_cute_dsl``)."""
     if isinstance(obj, Layout):
         return obj
     from ..tla.layout import Layout as TlaLayout
 
     if isinstance(obj, TlaLayout):
         return obj.to_layout()
+    if type(obj).__module__.startswith("cutlass."):  # a CuTe DSL layout, drawn while its @cute.jit function traces
+        from ..tla.cute_dsl import from_cute_dsl
+        from ..tla.swizzle import ComposedLayout
+
+        converted = from_cute_dsl(obj)
+        if isinstance(converted, (TlaLayout, ComposedLayout)):
+            return converted.to_layout()
     raise LayoutError(
-        f"expected an lk.Layout, lk.Fragment, swizzle or layoutkit.tla.Layout to draw; found {type(obj).__name__}"
+        f"expected an lk.Layout, lk.Fragment, swizzle, layoutkit.tla.Layout or CuTe DSL layout to draw; found "
+        f"{type(obj).__name__}"
     )
 
 
