@@ -21,7 +21,8 @@ inference neither replicates ``x`` at its strict level nor skips it when choosin
 (:meth:`layoutkit.infer.Program.select`).  A fully replicated ``x`` (a read-back of a
 ``make_fully_replicated_layout_fragment``, a column sum on every thread) lays the loop out on every
 thread, the same for every ``k``; an ``x`` spread over threads would make TileLang's loop layout a
-function of ``k``, which layout inference refuses, naming the loop.
+function of ``k``, which layout inference refuses, naming the loop
+(``docs/reference.md#indices-from-outside-the-loop``).
 
 >>> import layoutkit as lk
 >>> f = lk.Fragment([4, 128], forward_thread_fn=lambda k, j: j, forward_index_fn=lambda k, j: k)

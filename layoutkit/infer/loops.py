@@ -425,7 +425,8 @@ def _check_outer_source(op, ctx, name: str, indices) -> None:
     outside the loop (``x[k]``, every index constant once read) and its thread depends on them: TileLang
     0.1.15 keeps ``k`` symbolic, so its loop layout is a function of ``k`` (no Program holds one) where we
     would read it at ``k = 0``.  A thread map independent of ``k`` (a fully replicated ``x``) gives the
-    loop every replica of ``x[k]``, the same for every ``k``, which is how the loop is laid out."""
+    loop every replica of ``x[k]``, the same for every ``k``, which is how the loop is laid out
+    (``docs/reference.md#indices-from-outside-the-loop``)."""
     dims = _selected(op).get(name)
     frag = ctx.layouts[name]
     if dims is None or not all(isinstance(e, Const) for e in indices) or not thread_varies(frag, dims):
