@@ -744,23 +744,27 @@ def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
     return main
 
 
-def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
+def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32", op="sum", batch=1):
     """A row sum through a reducer (``T.alloc_reducer``): the first-class form (``T.reducer_init`` /
     ``T.reducer_update`` / ``T.finalize_reducer(acc, dst)``) or, with ``legacy``, the deprecated
-    ``replication="all"`` form TileLang rewrites into it before layout inference.  TileLang lays the
+    ``replication="all"`` form TileLang rewrites into it before layout inference (``op="max"``: a row
+    max, ``acc[i] = T.max(acc[i], ...)``; ``batch``: the finalize collective's batch).  TileLang lays the
     reducer out as a ``PartialFragment`` (replicas awaiting the finalize collective)."""
 
     if legacy:
         @T.prim_func
         def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
             with T.Kernel(1, threads=threads) as _:
-                acc = T.alloc_reducer(M, dtype, op="sum", replication="all")
+                acc = T.alloc_reducer(M, dtype, op=op, replication="all")
                 A_frag = T.alloc_fragment((M, N), dtype)
                 T.clear(acc)
                 T.copy(A, A_frag)
                 for i, j in T.Parallel(M, N):
-                    acc[i] += A_frag[i, j]
-                T.finalize_reducer(acc)
+                    if op == "max":
+                        acc[i] = T.max(acc[i], A_frag[i, j])
+                    else:
+                        acc[i] += A_frag[i, j]
+                T.finalize_reducer(acc, batch=batch)
                 T.copy(acc, B)
         return main
 
@@ -1845,6 +1849,7 @@ KERNELS.update({
     "replicated_readback_copy": lambda: replicated_readback(use_copy=True),
     "outer_index_fill": lambda: outer_index_scale(),
     "outer_index_reduced": lambda: outer_index_scale(reduced=True),
-    # a reducer over pipelined tiles (TileLang's gemv example)
+    # a reducer over pipelined tiles (TileLang's gemv example); a legacy row max finalized in batches
     "gemv_reducer": lambda: gemv_reducer(),
+    "row_max_reducer_batched": lambda: row_sum_reducer(threads=256, legacy=True, op="max", batch=4),
 })
