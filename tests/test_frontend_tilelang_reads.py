@@ -151,6 +151,35 @@ def test_fragment_indexed_only_from_outside_equals_tilelang(name, loop, replicas
     _same_tables(name)
 
 
+def test_one_element_copy_of_a_replicated_fragment_at_an_outer_index_equals_tilelang():
+    """``T.copy(x[k], B[k])`` over a serial ``k``: a copy of one element whose fragment start is ``k``,
+    from a fully replicated ``x``: laid out on every thread, as TileLang does."""
+    import tilelang.language as T
+    from tilelang.layout import make_fully_replicated_layout_fragment
+
+    from layoutkit.testing.assertions import same_tables
+
+    @T.prim_func
+    def element_copy(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4,), "float32")
+            T.annotate_layout({x: make_fully_replicated_layout_fragment(x, 128)})
+            for i in T.Parallel(4):
+                x[i] = A[i]
+            for k in T.serial(4):
+                T.copy(x[k], B[k])
+
+    run = tilelang_inference(element_copy, TARGET)
+    assert [(s.buffer, s.dims) for s in run.selections] == [("x", (0,))]
+    result = infer_layouts(run.program)
+    check_selections(run.selections, result.layout_map)
+    assert same_tables(result.layout_map["x"], run.layouts["x"])
+    (copy,) = [op for op in run.program.ops if op.args.get("selected")]
+    assert result.loop_layouts[copy.name].replicate_size == 128
+    for op, theirs in run.loop_layouts.items():
+        assert same_tables(result.loop_layouts[op], theirs), op
+
+
 def test_fragment_spread_over_threads_indexed_only_from_outside_is_refused():
     """``out[k] = x[k]`` over a serial ``k`` with ``x`` one element per thread: TileLang lays the wrapped
     loop out on thread ``k`` (a function of ``k``, which no Program holds)."""
