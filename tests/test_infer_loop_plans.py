@@ -7,11 +7,14 @@ with TileLang itself where it is installed).
   TileLang-like attempt fails does layoutkit deal whole rows (a fallback beyond TileLang).
 - ``vector_cap`` (what the adapter reads off an opaque call) and ``align`` (what it proves of a global
   address) bound the plan's vector width.
+- A fragment read only at an index from outside the loop (``Program.select`` of every dim) lays the
+  loop out on every thread when fully replicated, and is refused when spread over threads.
 """
 
 import numpy as np
 import pytest
 
+import layoutkit as lk
 from layoutkit.errors import UnsupportedError
 from layoutkit.infer import Program, infer_layouts
 from layoutkit.infer.partition import deals_rows
@@ -125,8 +128,6 @@ def test_plan_index_is_spelled_as_tilelang_spells_it():
 def _outer_read(selected: bool, replicated: bool):
     """``x`` (128 elements) then read at one index by a loop of extent 1 storing to global memory: a
     constant ``x[0]``, or (``selected``) ``x[k]`` with ``k`` from outside the loop, read at ``k = 0``."""
-    import layoutkit as lk
-
     p = Program(threads=128)
     A, O = p.tensor("A", (128,), "float32"), p.tensor("O", (1,), "float32")
     x = p.alloc_fragment("x", (128,), "float32")
