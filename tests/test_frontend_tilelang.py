@@ -419,6 +419,22 @@ def test_layouts_equal_tilelang(name):
     assert {b for b, lay in result.layout_map.items() if isinstance(lay, Fragment)} <= set(run.layouts)
 
 
+@pytest.mark.parametrize("name, partial, result", [
+    ("gemv_reducer", "acc", "acc_result"), ("row_max_reducer_batched", "acc", "acc_result"),
+    ("row_sum_reducer", "acc", "dst")])
+def test_reducer_is_in_the_layout_map_as_tilelangs_partial(name, partial, result):
+    """A ``local.reducer`` buffer has its PartialFragment in the layout map, TileLang's table for table
+    (its replicas are addends awaiting the finalize collective); the legacy form's finalize writes ``acc_result``."""
+    run = tilelang_run(name)
+    assert run.program.buffers[partial].scope == "local.reducer"
+    theirs = run.layouts[partial]
+    laid_out = ours(name).layout_map
+    assert isinstance(theirs, lk.PartialFragment) and isinstance(laid_out[partial], lk.PartialFragment)
+    assert laid_out[partial].replicate_size > 1
+    assert_same(laid_out[partial], theirs, f"{name}: {partial}")
+    assert_same(laid_out[result], run.layouts[result], f"{name}: {result}")
+
+
 @pytest.mark.parametrize("name", sorted(K.TILELANG_FAILS))
 def test_tilelang_fails_where_layoutkit_solves(name):
     run = tilelang_run(name)

@@ -111,18 +111,6 @@ def _kernel(body: str):
     import tilelang.language as T
 
     @T.prim_func
-    def only_outer(A: T.Tensor((4, 128), "float32"), B: T.Tensor((4, 128), "float32")):
-        with T.Kernel(1, threads=128):
-            x = T.alloc_fragment((4,), "float32")
-            y = T.alloc_fragment((128,), "float32")
-            T.fill(x, 1)
-            T.copy(A[0, :], y)
-            for k in T.serial(4):
-                for j in T.Parallel(128):
-                    y[j] = y[j] * x[k]
-            T.copy(y, B[0, :])
-
-    @T.prim_func
     def reduce_row(A: T.Tensor((4, 128), "float32"), B: T.Tensor((4,), "float32")):
         with T.Kernel(1, threads=128):
             x = T.alloc_fragment((4, 128), "float32")
@@ -132,18 +120,85 @@ def _kernel(body: str):
                 T.reduce_sum(x[k:k + 1, :], r, dim=1)
                 T.copy(r, B[k])
 
-    return {"only_outer": only_outer, "reduce_row": reduce_row}[body]
+    return {"reduce_row": reduce_row}[body]
 
 
 @pytest.mark.parametrize("body, message", [
-    ("only_outer", r"parallel loop `for j` \(128\): fragment x is indexed only by variables from outside the "
-                   r"parallel loop .*TileLang 0.1.15 treats that access as non-constant"),
     ("reduce_row", r"T.reduce `T.reduce\(T.region\(x\[k, 0\].*`: operand x\[0, 0\] with extents \[1, 128\] is "
                    r"part of the buffer; expected the whole \(4, 128\)"),
 ])
 def test_outer_variable_variants_still_refused_name_statement_and_construct(body, message):
     with pytest.raises(UnsupportedError, match=message):
         from_prim_func(_kernel(body), TARGET)
+
+
+# ---- fragments read or written only at indices from outside the loop ---------------------------------
+
+@pytest.mark.parametrize("name, loop, replicas", [
+    ("replicated_readback", "parallel#0", 128), ("replicated_readback_copy", "parallel#0", 128),
+    ("outer_index_fill", "parallel#2", 1), ("outer_index_reduced", "parallel#3", 1)])
+def test_fragment_indexed_only_from_outside_equals_tilelang(name, loop, replicas):
+    """``x[k]`` with ``k`` from outside the loop: a non-constant access in TileLang (read at ``k = 0``,
+    recorded as a selection of every dim), laid out with a thread map that cannot depend on ``k``:
+    every thread holds every element of ``x`` (a store written once per element runs on replica 0)."""
+    run = run_of(name)
+    result = infer_layouts(run.program)
+    selected = {s.buffer: s.dims for s in run.selections}
+    x = "x" if "readback" in name else "s"
+    assert selected[x] == (0,)
+    assert result.layout_map[x].replicate_size == 128 and str(result.layout_map[x].forward_thread) == "_rep"
+    assert result.loop_layouts[loop].replicate_size == replicas
+    _same_tables(name)
+
+
+def test_one_element_copy_of_a_replicated_fragment_at_an_outer_index_equals_tilelang():
+    """``T.copy(x[k], B[k])`` over a serial ``k``: a copy of one element whose fragment start is ``k``,
+    from a fully replicated ``x``: laid out on every thread, as TileLang does."""
+    import tilelang.language as T
+    from tilelang.layout import make_fully_replicated_layout_fragment
+
+    from layoutkit.testing.assertions import same_tables
+
+    @T.prim_func
+    def element_copy(A: T.Tensor((4,), "float32"), B: T.Tensor((4,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((4,), "float32")
+            T.annotate_layout({x: make_fully_replicated_layout_fragment(x, 128)})
+            for i in T.Parallel(4):
+                x[i] = A[i]
+            for k in T.serial(4):
+                T.copy(x[k], B[k])
+
+    run = tilelang_inference(element_copy, TARGET)
+    assert [(s.buffer, s.dims) for s in run.selections] == [("x", (0,))]
+    result = infer_layouts(run.program)
+    check_selections(run.selections, result.layout_map)
+    assert same_tables(result.layout_map["x"], run.layouts["x"])
+    (copy,) = [op for op in run.program.ops if op.args.get("selected")]
+    assert result.loop_layouts[copy.name].replicate_size == 128
+    for op, theirs in run.loop_layouts.items():
+        assert same_tables(result.loop_layouts[op], theirs), op
+
+
+def test_fragment_spread_over_threads_indexed_only_from_outside_is_refused():
+    """``out[k] = x[k]`` over a serial ``k`` with ``x`` one element per thread: TileLang lays the wrapped
+    loop out on thread ``k`` (a function of ``k``, which no Program holds)."""
+    import tilelang.language as T
+
+    @T.prim_func
+    def spread(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128):
+            x = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                x[i] = A[i]
+            for k in T.serial(128):
+                B[k] = x[k]
+
+    program = from_prim_func(spread, TARGET)
+    with pytest.raises(UnsupportedError, match=r"parallel#1: fragment x laid out as Fragment\[128\] thread _i, "
+                                               r".* is indexed only by variables from outside the loop \(dims \[0\]\) "
+                                               r"and its thread depends on them"):
+        infer_layouts(program)
 
 
 # ---- GEMMs on sub-regions ---------------------------------------------------------------------------

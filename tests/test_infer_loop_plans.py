@@ -7,11 +7,15 @@ with TileLang itself where it is installed).
   TileLang-like attempt fails does layoutkit deal whole rows (a fallback beyond TileLang).
 - ``vector_cap`` (what the adapter reads off an opaque call) and ``align`` (what it proves of a global
   address) bound the plan's vector width.
+- A fragment read only at an index from outside the loop (``Program.select`` of every dim) lays the
+  loop out on every thread when fully replicated, and is refused when spread over threads.
 """
 
 import numpy as np
 import pytest
 
+import layoutkit as lk
+from layoutkit.errors import UnsupportedError
 from layoutkit.infer import Program, infer_layouts
 from layoutkit.infer.partition import deals_rows
 
@@ -119,3 +123,41 @@ def test_plan_index_is_spelled_as_tilelang_spells_it():
     assert str(plan.forward_thread) == "(_i * 112 + _j // 4) % 128"
     ii, jj = np.meshgrid(np.arange(16), np.arange(448), indexing="ij")
     np.testing.assert_array_equal(plan.table()[..., 0], (ii * 448 + jj) // 512 * 4 + jj % 4)
+
+
+def _outer_read(selected: bool, replicated: bool):
+    """``x`` (128 elements) then read at one index by a loop of extent 1 storing to global memory: a
+    constant ``x[0]``, or (``selected``) ``x[k]`` with ``k`` from outside the loop, read at ``k = 0``."""
+    p = Program(threads=128)
+    A, O = p.tensor("A", (128,), "float32"), p.tensor("O", (1,), "float32")
+    x = p.alloc_fragment("x", (128,), "float32")
+    if replicated:
+        p.annotate_layout({x: lk.make_fully_replicated_fragment((128,), 128)})
+    p.parallel((128,), writes=[(x, lambda i: (i,))], reads=[(A, lambda i: (i,))])
+    op = p.parallel((1,), writes=[(O, lambda _: (0,))], reads=[(x, lambda _: (0,))])
+    if selected:
+        op = p.select(op, x, [0])
+    return p, op.name
+
+
+def test_a_fragment_read_only_at_an_outer_index_follows_a_replicated_layout():
+    """Fully replicated: every thread reads ``x[k]`` whatever ``k``, so the loop is laid out on every thread
+    (its store guarded to replica 0), as for the constant index."""
+    for selected in (False, True):
+        p, loop = _outer_read(selected, replicated=True)
+        result = infer_layouts(p)
+        assert result.loop_layouts[loop].replicate_size == 128
+        assert str(result.loop_layouts[loop].forward_thread) == "_rep"
+        assert result.guards[loop].holds(_thread=np.arange(3)).tolist() == [True, False, False]
+
+
+def test_a_fragment_spread_over_threads_read_only_at_an_outer_index_is_refused():
+    """A constant ``x[0]`` is no source of the loop (the loop's only fragment, at a constant index: the
+    plan lays it out); ``x[k]`` is, and lives on thread ``k``: TileLang's loop layout is a function of
+    ``k``, refused, naming the loop and the dim."""
+    p, loop = _outer_read(selected=False, replicated=False)
+    assert str(infer_layouts(p).loop_layouts[loop].forward_thread) == "_rep"
+    p, loop = _outer_read(selected=True, replicated=False)
+    with pytest.raises(UnsupportedError, match=rf"{loop}: fragment x laid out as Fragment\[128\] thread _i, .* is "
+                                               r"indexed only by variables from outside the loop \(dims \[0\]\)"):
+        infer_layouts(p)

@@ -744,23 +744,27 @@ def dequant_int4(N=256, K=256, bN=64, bK=64, threads=128, pack_rows=1):
     return main
 
 
-def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32"):
+def row_sum_reducer(M=128, N=64, threads=128, legacy=False, dtype="float32", op="sum", batch=1):
     """A row sum through a reducer (``T.alloc_reducer``): the first-class form (``T.reducer_init`` /
     ``T.reducer_update`` / ``T.finalize_reducer(acc, dst)``) or, with ``legacy``, the deprecated
-    ``replication="all"`` form TileLang rewrites into it before layout inference.  TileLang lays the
+    ``replication="all"`` form TileLang rewrites into it before layout inference (``op="max"``: a row
+    max, ``acc[i] = T.max(acc[i], ...)``; ``batch``: the finalize collective's batch).  TileLang lays the
     reducer out as a ``PartialFragment`` (replicas awaiting the finalize collective)."""
 
     if legacy:
         @T.prim_func
         def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M,), dtype)):
             with T.Kernel(1, threads=threads) as _:
-                acc = T.alloc_reducer(M, dtype, op="sum", replication="all")
+                acc = T.alloc_reducer(M, dtype, op=op, replication="all")
                 A_frag = T.alloc_fragment((M, N), dtype)
                 T.clear(acc)
                 T.copy(A, A_frag)
                 for i, j in T.Parallel(M, N):
-                    acc[i] += A_frag[i, j]
-                T.finalize_reducer(acc)
+                    if op == "max":
+                        acc[i] = T.max(acc[i], A_frag[i, j])
+                    else:
+                        acc[i] += A_frag[i, j]
+                T.finalize_reducer(acc, batch=batch)
                 T.copy(acc, B)
         return main
 
@@ -1764,3 +1768,88 @@ def pinned_nest_copy(vec=1, threads=128):
 
 
 KERNELS.update({"pinned_nest_rows": lambda: pinned_nest_copy(), "pinned_nest_vec4": lambda: pinned_nest_copy(4)})
+
+
+def replicated_readback(n=128, threads=128, use_copy=False):
+    """A fully replicated fragment (``make_fully_replicated_layout_fragment``) filled one element at a time
+    by a serial loop (``x[i] = A[i]``: TileLang wraps the statement in a parallel loop of extent 1 that
+    indexes ``x`` only by ``i``, from outside it) and stored back by ``T.Parallel`` or ``T.copy``: every
+    thread holds every element, so TileLang lays the wrapped loop out on every thread and stores once per
+    element (replica 0)."""
+    import tilelang
+
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=threads) as _:
+            x = T.alloc_fragment((n,), "float32")
+            T.annotate_layout({x: tilelang.layout.make_fully_replicated_layout_fragment(x, threads)})
+            for i in T.serial(n):
+                x[i] = A[i]
+            if use_copy:
+                T.copy(x, B)
+            else:
+                for i in T.Parallel(n):
+                    B[i] = x[i]
+    return main
+
+
+def outer_index_scale(rows=4, n=128, threads=128, reduced=False):
+    """Row ``k`` of a tile scaled by ``s[k]`` for ``k`` in a serial loop around ``T.Parallel(n)``: ``s`` is
+    read only at the outer ``k``, so every thread reads the same element.  ``s`` is a fill's (TileLang
+    completes it fully replicated from the loop) or, with ``reduced``, a column sum of a fragment (also
+    on every thread)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((rows, n), "float32"), C: T.Tensor((n, rows), "float32"),
+             B: T.Tensor((rows, n), "float32")):
+        with T.Kernel(1, threads=threads) as _:
+            s = T.alloc_fragment((rows,), "float32")
+            y = T.alloc_fragment((n,), "float32")
+            if reduced:
+                c = T.alloc_fragment((n, rows), "float32")
+                T.copy(C, c)
+                T.reduce_sum(c, s, dim=0)
+            else:
+                T.fill(s, 2)
+            for k in T.serial(rows):
+                T.copy(A[k, :], y)
+                for j in T.Parallel(n):
+                    y[j] = y[j] * s[k]
+                T.copy(y, B[k, :])
+    return main
+
+
+def gemv_reducer(M=256, N=256, bM=128, bN=128, threads=256, dtype="float16", accum_dtype="float32"):
+    """A GEMV through a legacy reducer (``replication="all"``, ``acc[i] += ...``, ``T.finalize_reducer(acc)``)
+    over pipelined tiles, the update a product of two fragments: the shape of TileLang's
+    ``examples/gemv`` reducer kernel."""
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), x: T.Tensor((N,), dtype), o: T.Tensor((M,), dtype)):
+        with T.Kernel(T.ceildiv(M, bM), threads=threads) as bm:
+            acc = T.alloc_reducer(bM, accum_dtype, replication="all")
+            T.clear(acc)
+            for kn in T.Pipelined(T.ceildiv(N, bN), num_stages=2):
+                A_shared = T.alloc_shared((bM, bN), dtype)
+                T.copy(A[bm * bM, kn * bN], A_shared)
+                A_frag = T.alloc_fragment((bM, bN), dtype)
+                T.copy(A_shared, A_frag)
+                x_frag = T.alloc_fragment(bN, dtype)
+                T.copy(x[kn * bN], x_frag)
+                for i, j in T.Parallel(bM, bN):
+                    acc[i] += A_frag[i, j] * x_frag[j]
+            T.finalize_reducer(acc)
+            T.copy(acc, o[bm * bM])
+    return main
+
+
+KERNELS.update({
+    # fragments read or written only at indices from outside their parallel loop
+    "replicated_readback": lambda: replicated_readback(),
+    "replicated_readback_copy": lambda: replicated_readback(use_copy=True),
+    "outer_index_fill": lambda: outer_index_scale(),
+    "outer_index_reduced": lambda: outer_index_scale(reduced=True),
+    # a reducer over pipelined tiles (TileLang's gemv example); a legacy row max finalized in batches
+    "gemv_reducer": lambda: gemv_reducer(),
+    "row_max_reducer_batched": lambda: row_sum_reducer(threads=256, legacy=True, op="max", batch=4),
+})

@@ -15,9 +15,14 @@ is read likewise at ``k = 0``; TileLang's loop layout is the fragment's thread m
 ``(i, jj * 4 + j)``, the same for every ``jj`` exactly when that map repeats every ``p`` along the dim,
 which :func:`check_selections` checks (a :class:`Selection` with ``period=p``).
 
-An access whose every index is then constant (``x[k]`` alone) is refused while reading: TileLang
-counts ``x[k]`` as a non-constant access (it neither replicates ``x`` at its strict level nor
-skips it when choosing the loop's source), a constant would change both.
+An access whose every index is then constant (``x[k]`` alone, every thread reading the same element)
+stays a non-constant access, as TileLang counts it: the Program's loop records the selection, so layout
+inference neither replicates ``x`` at its strict level nor skips it when choosing the loop's source
+(:meth:`layoutkit.infer.Program.select`).  A fully replicated ``x`` (a read-back of a
+``make_fully_replicated_layout_fragment``, a column sum on every thread) lays the loop out on every
+thread, the same for every ``k``; an ``x`` spread over threads would make TileLang's loop layout a
+function of ``k``, which layout inference refuses, naming the loop
+(``docs/reference.md#indices-from-outside-the-loop``).
 
 >>> import layoutkit as lk
 >>> f = lk.Fragment([4, 128], forward_thread_fn=lambda k, j: j, forward_index_fn=lambda k, j: k)

@@ -408,19 +408,14 @@ class _Walker(TileOps, ThreadBounds, Reducers):
             raise UnsupportedError(f"{what}: region of {b.name} has rank {len(extents)}; the buffer has "
                                    f"{len(b.shape)}")
         lo = tuple(self._start(x, n, e, b, what, any_shared_start) for x, n, e in zip(starts, b.shape, extents))
-        self._select(b, [d for d, x in enumerate(starts) if _is_selection(x, b, extents[d])], extents, what)
+        self._select(b, [d for d, x in enumerate(starts) if _is_selection(x, b, extents[d])])
         return Region(b, lo, tuple(extents))
 
-    def _select(self, b: Buffer, dims: list[int], extents, what: str) -> None:
-        """Record the fragment dims ``b`` is indexed in by variables from outside the op's loop; an
-        access left with no loop variable (``x[k]``) is refused (see :mod:`.tilelang_select`)."""
+    def _select(self, b: Buffer, dims: list[int]) -> None:
+        """Record the fragment dims ``b`` is indexed in by variables from outside the op's loop (an
+        access left with no loop variable, ``x[k]``, stays a non-constant one: see :mod:`.tilelang_select`)."""
         if not dims or not b.is_fragment:
             return
-        if all(e == 1 for e in extents):
-            raise UnsupportedError(f"{what}: fragment {b.name} is indexed only by variables from outside the "
-                                   f"parallel loop (a constant index once read); TileLang 0.1.15 treats that "
-                                   f"access as non-constant, which a Program cannot express: expected a loop "
-                                   f"variable in some index of {b.name}")
         self._selected.append((b.name, tuple(dims)))
 
     def _record_selections(self, op, where: str):
@@ -593,7 +588,7 @@ class _Walker(TileOps, ThreadBounds, Reducers):
                     raise
                 out.append(Const(sel))
                 selected.append(d)
-        self._select(b, selected, [1 if isinstance(e, Const) else 2 for e in out], where)
+        self._select(b, selected)
         return tuple(out)
 
     # ---- annotations ----------------------------------------------------------------------------

@@ -220,10 +220,11 @@ def loop_rule(op, ctx, level) -> RuleResult:
     pinned = getattr(ctx.program, "loop_annotations", {}).get(op.name)
     if pinned is not None:  # TileLang takes an annotated loop layout first, at any level
         return _laid_out(op, ctx, pinned.bind_thread_range(*ctx.rng), acc, None)
+    const = _constant_accesses(op, acc)
     if level == STRICT:
         res = {}
         for name, (indices, _r, _w) in acc.items():
-            if name in ctx.layouts or not all(isinstance(e, Const) for e in indices):
+            if name in ctx.layouts or name not in const:
                 continue
             if any(e.value != 0 for e in indices):
                 raise UnsupportedError(f"{op.name}: fragment {name} accessed at a constant non-zero index")
@@ -233,7 +234,6 @@ def loop_rule(op, ctx, level) -> RuleResult:
         # TileLang's fill and transpose propose nothing: their fragments are laid out by other users
         # (a fragment only they touch is planned by them in the engine's fallback attempts)
         return EMPTY
-    const = [n for n, (ix, _r, _w) in acc.items() if all(isinstance(e, Const) for e in ix)]
     allow = not const or len(acc) > len(const)
     source = read_source = None
     source_is_write = False
@@ -250,6 +250,7 @@ def loop_rule(op, ctx, level) -> RuleResult:
                 source = name
     guard = None
     if source is not None and (allow or source_is_write):
+        _check_outer_source(op, ctx, source, acc[source][0])
         layout = loop_from_buffer(ctx.layouts[source], acc[source][0], loop, ctx.rng)
     elif level == FREE:
         threads = ctx.rng[1]
@@ -264,6 +265,7 @@ def loop_rule(op, ctx, level) -> RuleResult:
         guard = guard or plan_slot_guard(loop, width, threads, bool(acc), op.kind == "fill")
         layout = plan
         if read_source is not None and allow:
+            _check_outer_source(op, ctx, read_source, acc[read_source][0])
             cand = loop_from_buffer(ctx.layouts[read_source], acc[read_source][0], loop, ctx.rng)
             layout = choose_candidate(op, ctx, cand, plan, acc)
             if layout is cand:
@@ -407,6 +409,33 @@ def thread_varies(frag: Fragment, dims: tuple[int, ...]) -> bool:
     """
     table = frag.thread_table()
     return any(bool((table != np.take(table, [0], axis=d + 1)).any()) for d in dims)
+
+
+def _constant_accesses(op, acc) -> list[str]:
+    """The fragments the loop accesses at constant indices only (TileLang's const-index fragments: laid out
+    fully replicated at the strict level, no source of the loop layout when every fragment is one).  A
+    fragment indexed by a variable from outside the loop (:meth:`~layoutkit.infer.Program.select`) is
+    not one, though its index is read as a constant: TileLang keeps the variable symbolic."""
+    selected = _selected(op)
+    return [n for n, (ix, _r, _w) in acc.items() if n not in selected and all(isinstance(e, Const) for e in ix)]
+
+
+def _check_outer_source(op, ctx, name: str, indices) -> None:
+    """Refuse a loop laid out from fragment ``name`` when the loop reads or writes it only at variables from
+    outside the loop (``x[k]``, every index constant once read) and its thread depends on them: TileLang
+    0.1.15 keeps ``k`` symbolic, so its loop layout is a function of ``k`` (no Program holds one) where we
+    would read it at ``k = 0``.  A thread map independent of ``k`` (a fully replicated ``x``) gives the
+    loop every replica of ``x[k]``, the same for every ``k``, which is how the loop is laid out
+    (``docs/reference.md#indices-from-outside-the-loop``)."""
+    dims = _selected(op).get(name)
+    frag = ctx.layouts[name]
+    if dims is None or not all(isinstance(e, Const) for e in indices) or not thread_varies(frag, dims):
+        return
+    raise UnsupportedError(f"{op.name}: fragment {name} laid out as {frag.describe()} is indexed only by "
+                           f"variables from outside the loop (dims {list(dims)}) and its thread depends on them: "
+                           f"TileLang 0.1.15 lays the loop out from {name} as a function of those variables, "
+                           f"which no Program holds; expected a thread map of {name} independent of dims "
+                           f"{list(dims)}")
 
 
 def _selected(op) -> dict[str, tuple[int, ...]]:

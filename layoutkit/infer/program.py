@@ -178,8 +178,11 @@ class Program:
         """Declare that loop op ``op`` (a parallel loop or a copy) indexes fragment ``buffer`` in
         ``dims`` by a variable from outside its loop, read at a fixed value: the loop rule then refuses
         every layout of ``buffer`` whose thread depends on those dims (for TileLang, which keeps the
-        variable symbolic, no layout of the loop holds for all its values).  Returns the op that
-        replaces ``op`` (its ``args["selected"]`` maps buffer names to dims).
+        variable symbolic, no layout of the loop holds for all its values).  An access whose every
+        index is then a constant (``x[k]`` read at ``k = 0``) still counts as a non-constant one: the
+        strict level does not replicate ``x`` for it, and a loop laid out from an ``x`` whose thread
+        depends on those dims is refused (:class:`~layoutkit.errors.UnsupportedError`).  Returns the
+        op that replaces ``op`` (its ``args["selected"]`` maps buffer names to dims).
 
         >>> p = Program(threads=128)
         >>> x = p.alloc_fragment("x", (4, 128), "float32"); y = p.alloc_fragment("y", (128,), "float32")

@@ -1,7 +1,8 @@
 """Reducers (TileLang 0.1.15's reducer v2: ``T.alloc_reducer`` / ``T.reducer_update`` / ``T.finalize_reducer``).
 
 A reducer is a ``local.reducer`` buffer laid out by a :class:`~layoutkit.PartialFragment`: its replicas are
-addends of the reduction ``finalize_reducer`` completes, not copies.  Layout inference treats it as TileLang does:
+addends of the reduction ``finalize_reducer`` completes, not copies (``docs/reference.md#reducers``).  Layout
+inference treats it as TileLang does:
 
 - a parallel loop's ``updates`` (``T.reducer_update(acc[i], x)``) never shape the loop layout; once the loop is
   laid out, each update *proposes* the partial its loop induces (:func:`induced_partial`: every loop dim that
