@@ -41,6 +41,9 @@ html_theme_options = {"description": "tensor-compiler layouts", "fixed_sidebar":
 # the optional clients of the front ends and bridges: the API pages import with them mocked when absent
 autodoc_mock_imports = ["triton", "jax", "jaxlib", "cutlass", "tilelang", "tvm", "torch"]
 autodoc_member_order = "bysource"
+# a type name in a signature (``bytes``) also names dataclass fields (``GlobalTraffic.bytes``): Sphinx would call
+# the reference ambiguous; it is the builtin, so that one warning class is off
+suppress_warnings = ["ref.python"]
 autodoc_typehints = "signature"
 autodoc_preserve_defaults = True
 napoleon_google_docstring = True
