@@ -25,13 +25,20 @@ logger = logging.getLogger(__name__)
 PACKAGES = [
     ("layoutkit", "the top-level names (``import layoutkit as lk``)"),
     ("layoutkit.algebra", "index expressions, ``Layout``, proofs, inverses, the F2 linear view"),
+    ("layoutkit.algebra.parametric", "layouts over symbolic extents, proved for every admissible value"),
     ("layoutkit.fragment", "``Fragment``: thread map, register index, replication; containment proofs"),
+    ("layoutkit.fragment.parametric", "fragments over symbolic extents"),
     ("layoutkit.tla", "CATLASS TLA layouts and the CuTe algebra"),
+    ("layoutkit.tla.parametric", "TLA / CuTe ``shape:stride`` layouts over symbolic extents"),
     ("layoutkit.targets.nv", "NVIDIA hardware facts: swizzles, MMA fragments, warp partition, banks, copies"),
+    ("layoutkit.targets.nv.parametric", "NVIDIA swizzles and MMA fragments over a symbolic row count"),
     ("layoutkit.targets.ascend", "Ascend hardware facts: C0, fractal layouts, CATLASS tags, data movement"),
     ("layoutkit.infer", "tile programs and layout inference"),
+    ("layoutkit.infer.programs", "the reference tile programs (GEMMs, epilogues, elementwise, Ascend)"),
     ("layoutkit.cost", "cost models"),
     ("layoutkit.backends", "the backend registry (NVIDIA, Ascend)"),
+    ("layoutkit.backends.nv", "the NVIDIA backend"),
+    ("layoutkit.backends.ascend", "the Ascend backend"),
     ("layoutkit.codegen", "lower / emit / execute for any registered backend"),
     ("layoutkit.frontends.tilelang", "the TileLang adapter"),
     ("layoutkit.frontends.gluon", "the Triton Gluon adapter"),
@@ -41,6 +48,8 @@ PACKAGES = [
     ("layoutkit.testing.cuda_cpu", "the CPU harness for printed CUDA"),
     ("layoutkit.testing.ascend_cpu", "the CPU model of the Ascend C API"),
     ("layoutkit.errors", "the typed errors"),
+    ("layoutkit.scopes", "memory scope names"),
+    ("layoutkit.dtypes", "element types"),
     ("layoutkit.cli", "the ``layoutkit`` command"),
 ]
 """``(package, blurb)``: the pages, in the order of the index; a package that is not in the checkout (a front
@@ -56,10 +65,10 @@ def public_names(module) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def owner(obj: object, name: str, exporters: list[str]) -> str:
+def owner(obj: object, exporters: list[str]) -> str:
     """The package whose page describes ``obj``: the most specific of ``exporters`` that defines it (its
     ``__module__`` lies inside it), else the most specific exporter."""
-    home = getattr(obj, "__module__", None) if (inspect.isclass(obj) or inspect.isroutine(obj)) else None
+    home = getattr(obj, "__module__", None) if is_described(obj) else None
     inside = [p for p in exporters if home and (home == p or home.startswith(p + "."))]
     return max(inside or exporters, key=lambda p: (p.count("."), len(p)))
 
@@ -83,15 +92,17 @@ def attribute_doc(package: str, name: str, obj: object) -> list[str]:
     return []
 
 
-def summary(obj: object, doc_lines: list[str]) -> str:
-    """The first paragraph of the docstring, on one line (empty when it holds no prose)."""
-    doc = inspect.getdoc(obj) if doc_lines is None else "\n".join(doc_lines)
-    if not doc:
-        return ""
-    first = doc.strip().split("\n\n")[0]
-    if ">>>" in first or first.lstrip().startswith(("*", "-", "|", "..", "+")):
+def summary(text: str) -> str:
+    """The first paragraph of a docstring, on one line (empty when it holds no prose)."""
+    first = text.strip().split("\n\n")[0]
+    if not first or ">>>" in first or first.lstrip().startswith(("*", "-", "|", "..", "+")):
         return ""
     return " ".join(line.strip() for line in first.splitlines())
+
+
+def is_described(obj: object) -> bool:
+    """Whether autodoc describes ``obj`` (a class or function); anything else is a constant."""
+    return inspect.isclass(obj) or inspect.isroutine(obj)
 
 
 def describe(package: str, name: str, obj: object) -> list[str]:
@@ -102,6 +113,7 @@ def describe(package: str, name: str, obj: object) -> list[str]:
         return [f".. {kind}:: {full}", "   :members:", "   :undoc-members:", "   :show-inheritance:", ""]
     if inspect.isroutine(obj):
         return [f".. autofunction:: {full}", ""]
+    # a constant: its value when short, and the docstring written under its assignment
     out = [f".. py:data:: {full}"]
     value = repr(obj)
     if isinstance(obj, (int, float, str, bool)) and len(value) <= 80 and "\n" not in value:
@@ -111,18 +123,16 @@ def describe(package: str, name: str, obj: object) -> list[str]:
     return [*out, ""]
 
 
-def page(package: str, blurb: str, owners: dict[int, str], objects: dict[str, object]) -> str:
+def page(package: str, blurb: str, owners: dict[tuple[str, int], str], objects: dict[str, object]) -> str:
     """The reST page of one package."""
     title = f"``{package}``"
     lines = [title, "=" * len(title), "", blurb[0].upper() + blurb[1:] + ".", "", f".. automodule:: {package}", "",
              ".. list-table::", "   :widths: 30 70", ""]
     own = []
     for name, obj in objects.items():
-        home = owners[id(obj)]
-        doc = attribute_doc(home, name, obj) if not (inspect.isclass(obj) or inspect.isroutine(obj)) else None
-        text = summary(obj, doc) if doc is not None else summary(obj, None)
-        role = "py:obj"
-        lines += [f"   * - :{role}:`~{home}.{name}`", f"     - {text}"]
+        home = owners[name, id(obj)]
+        doc = inspect.getdoc(obj) if is_described(obj) else "\n".join(attribute_doc(home, name, obj))
+        lines += [f"   * - :py:obj:`~{home}.{name}`", f"     - {summary(doc or '')}"]
         if home == package:
             own.append((name, obj))
     lines.append("")
@@ -142,14 +152,12 @@ def write_pages(out: Path, mock_imports: list[str]) -> list[str]:
             modules[package] = importlib.import_module(package)
             present.append(package)
         objects = {p: {n: getattr(modules[p], n) for n in public_names(modules[p])} for p in present}
-    exporters: dict[int, list[str]] = {}
-    for p in present:
-        for obj in objects[p].values():
-            exporters.setdefault(id(obj), []).append(p)
-    owners = {}
+    # a re-export keeps its name: (name, object) identifies a public name across packages
+    exporters: dict[tuple[str, int], list[str]] = {}
     for p in present:
         for name, obj in objects[p].items():
-            owners[id(obj)] = owner(obj, name, exporters[id(obj)])
+            exporters.setdefault((name, id(obj)), []).append(p)
+    owners = {key: owner(objects[ps[0]][key[0]], ps) for key, ps in exporters.items()}
     out.mkdir(parents=True, exist_ok=True)
     blurbs = dict(PACKAGES)
     for p in present:
@@ -163,6 +171,8 @@ def write_pages(out: Path, mock_imports: list[str]) -> list[str]:
              "described on the most specific one).", "", ".. toctree::", "   :maxdepth: 1", ""]
     index += [f"   {p}" for p in present]
     (out / "index.rst").write_text("\n".join(index) + "\n")
+    for stale in set(out.glob("*.rst")) - {out / "index.rst", *(out / f"{p}.rst" for p in present)}:
+        stale.unlink()  # a page of a package no longer there
     return present
 
 
