@@ -38,7 +38,7 @@ test-cuda-cpu: $(VENV)/.installed-test
 	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py tests/test_hopper*.py
 
 lint: $(VENV)/.installed-lint
-	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
+	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools docs
 
 # mypy follows every import of the package: hypothesis (testing/) and matplotlib (plot/) come with the tests
 typecheck: $(VENV)/.installed-test $(VENV)/.installed-lint
