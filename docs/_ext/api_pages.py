@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import sys
 from pathlib import Path
 
 from sphinx.ext.autodoc.mock import mock
@@ -76,8 +77,6 @@ def owner(obj: object, exporters: list[str]) -> str:
 def attribute_doc(package: str, name: str, obj: object) -> list[str]:
     """The docstring written under a module-level constant (``NAME = ...`` then a string), found in the module
     of ``package`` that defines it."""
-    import sys
-
     for modname in sorted(m for m in sys.modules if m == package or m.startswith(package + ".")):
         module = sys.modules[modname]
         if module is None or getattr(module, name, None) is not obj:
@@ -162,18 +161,23 @@ def write_pages(out: Path, mock_imports: list[str]) -> list[str]:
     blurbs = dict(PACKAGES)
     for p in present:
         text = page(p, blurbs[p], owners, objects[p])
-        target = out / f"{p}.rst"
-        if not target.exists() or target.read_text() != text:  # unchanged pages keep their time stamp
-            target.write_text(text)
+        _write(out / f"{p}.rst", text)
     index = ["API reference", "=============", "",
              "One page per public package, generated from its ``__all__``: the package's docstring, a table of its "
              "names, and the description of each name it defines (a name re-exported by several packages is "
              "described on the most specific one).", "", ".. toctree::", "   :maxdepth: 1", ""]
     index += [f"   {p}" for p in present]
-    (out / "index.rst").write_text("\n".join(index) + "\n")
+    _write(out / "index.rst", "\n".join(index) + "\n")
     for stale in set(out.glob("*.rst")) - {out / "index.rst", *(out / f"{p}.rst" for p in present)}:
         stale.unlink()  # a page of a package no longer there
     return present
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` unless ``path`` holds it already (an unchanged page keeps its time stamp, so Sphinx does
+    not read it again)."""
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
 
 
 def _generate(app) -> None:
