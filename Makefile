@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test fuzz lint lint-imports typecheck check bench clean docs test-oracles
+.PHONY: demo test fuzz lint lint-imports typecheck check bench clean docs test-oracles wheel test-wheel
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +38,7 @@ test-cuda-cpu: $(VENV)/.installed-test
 	LAYOUTKIT_CUDA_CPU_SWEEP=1 $(PY) -m pytest -p no:cacheprovider -n auto tests/test_cuda_cpu.py tests/test_hopper*.py
 
 lint: $(VENV)/.installed-lint
-	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools
+	$(VENV)/bin/ruff check layoutkit tests benchmarks examples tools docs
 
 # mypy follows every import of the package: hypothesis (testing/) and matplotlib (plot/) come with the tests
 typecheck: $(VENV)/.installed-test $(VENV)/.installed-lint
@@ -47,10 +47,23 @@ typecheck: $(VENV)/.installed-test $(VENV)/.installed-lint
 # what CI runs besides the tests
 check: lint lint-imports typecheck docs
 
-# the documentation site (build/docs/): the pages of docs/, an API reference generated from the docstrings
-# (one page per folder), and the notebooks as tutorials; standard library only
-docs: $(VENV)/.installed-plot
-	$(PY) tools/build_docs.py --out build/docs
+# the documentation site (build/docs/index.html), built with Sphinx (docs/conf.py): the pages of docs/, an API
+# reference generated from the docstrings (one page per public package), the notebooks executed with their
+# figures; warnings are errors. Built beside build/docs/ and copied over it only when the build succeeded.
+docs: $(VENV)/.installed-docs
+	$(VENV)/bin/sphinx-build -b html -W --keep-going -q -d build/.doctrees docs build/.docs-html
+	rm -rf build/docs && cp -R build/.docs-html build/docs
+
+# the sdist and the wheel (dist/), built with `build` in an isolated environment
+wheel: | $(PY)
+	$(PY) -m pip install -q build
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+
+# the wheel installed into a fresh environment, away from the repository: the demo, a proof and a kernel on each
+# CPU harness run from it (tests/test_wheel.py; needs PyPI or a pip cache for numpy, sympy, islpy, networkx)
+test-wheel: wheel $(VENV)/.installed-test
+	LAYOUTKIT_WHEEL=$$(ls dist/*.whl) $(PY) -m pytest -p no:cacheprovider tests/test_wheel.py
 
 # The layer contract in pyproject.toml ([tool.importlinter]): imports only go down, infer and cost know no target.
 lint-imports: $(VENV)/.installed-lint
@@ -109,4 +122,4 @@ sass-report:
 	$(BENCH_VENV)/bin/python benchmarks/sass_report_sm90.py
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) $(ORACLE_VENV) build *.egg-info out
+	rm -rf $(VENV) $(BENCH_VENV) $(TILELANG_VENV) $(ORACLE_VENV) build dist *.egg-info out docs/api docs/tutorials

@@ -15,14 +15,16 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
 
 from ...errors import LayoutError
 
-HEADER_DIR = Path(__file__).resolve().parent
-"""The directory holding the model's ``kernel_operator.h``."""
+HEADER_DIR = files("layoutkit.testing.ascend_cpu")
+"""The package folder holding the model's ``kernel_operator.h``, as a package resource (``importlib.resources``):
+an installed wheel, zipped or not, finds it there; each build copies it beside the kernel."""
 
 STORAGE = {"float16": np.float16, "bfloat16": np.uint16, "float32": np.float32, "int32": np.int32,
            "int8": np.int8, "uint8": np.uint8}
@@ -80,7 +82,7 @@ def build(source: str, kernel: str, params: Sequence[tuple[str, str, tuple[int, 
     cxx = compiler()
     if cxx is None:
         raise AscendCpuError("run_ascend_c: no C++ compiler (set $CXX or install g++)")
-    header = (HEADER_DIR / "kernel_operator.h").read_text()
+    header = HEADER_DIR.joinpath("kernel_operator.h").read_text()
     driver = _driver(kernel, params)
     key = hashlib.sha256("\0".join([source, driver, header, cxx, *FLAGS]).encode()).hexdigest()[:24]
     exe = _cache_dir() / f"asc{key}"
@@ -88,9 +90,10 @@ def build(source: str, kernel: str, params: Sequence[tuple[str, str, tuple[int, 
         return exe
     work = Path(tempfile.mkdtemp(dir=_cache_dir()))
     (work / "kernel.cpp").write_text(source)
+    (work / "kernel_operator.h").write_text(header)
     (work / "main.cpp").write_text(driver)
     tmp = work / "a.out"
-    done = subprocess.run([cxx, *FLAGS, f"-I{HEADER_DIR}", f"-I{work}", str(work / "main.cpp"), "-o", str(tmp)],
+    done = subprocess.run([cxx, *FLAGS, f"-I{work}", str(work / "main.cpp"), "-o", str(tmp)],
                           capture_output=True, text=True)
     try:
         if done.returncode != 0:

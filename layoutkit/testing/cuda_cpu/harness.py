@@ -15,6 +15,7 @@ import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +23,12 @@ import numpy as np
 from ...errors import LayoutError
 from .translate import driver, translate
 
-HEADER = Path(__file__).with_name("lk_cuda_cpu.h")
+# package resources (importlib.resources), so that an installed wheel, zipped or not, finds them
+HEADER = files("layoutkit.testing.cuda_cpu").joinpath("lk_cuda_cpu.h")
 """The header implementing the CUDA built-ins and the PTX instructions."""
-HEADER_SM90 = Path(__file__).with_name("lk_cuda_cpu_sm90.h")
+HEADER_SM90 = files("layoutkit.testing.cuda_cpu").joinpath("lk_cuda_cpu_sm90.h")
 """Its sm_90 part (tensor maps, TMA, mbarriers, wgmma), appended to it in the header the harness builds."""
-HEADER_SM90_STORE = Path(__file__).with_name("lk_cuda_cpu_sm90_store.h")
+HEADER_SM90_STORE = files("layoutkit.testing.cuda_cpu").joinpath("lk_cuda_cpu_sm90_store.h")
 """Its sm_90 epilogue part (stmatrix, named barriers, the async proxy fence, TMA stores, bulk async-groups)."""
 
 
