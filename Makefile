@@ -108,7 +108,16 @@ test-tilelang:
 		tests/test_frontend_tilelang_bounds.py tests/test_frontend_tilelang_tmem.py tests/test_frontend_tilelang_gemm_sp.py \
 		tests/test_reducers.py tests/test_frontend_tilelang_gemm_scopes.py tests/test_frontend_tilelang_inner.py \
 		tests/test_frontend_tilelang_differences.py \
-		tests/test_frontend_tilelang_loops.py tests/test_frontend_tilelang_gemm.py
+		tests/test_frontend_tilelang_loops.py tests/test_frontend_tilelang_gemm.py \
+		tests/test_frontend_tilelang_threads.py
+
+# the TileLang pass under load: 8 threads x 50 lowerings, each in its own layoutkit_inference() block (slow)
+.PHONY: test-tilelang-threads
+test-tilelang-threads:
+	@test -x $(TILELANG_VENV)/bin/python || $(PYTHON) -m venv $(TILELANG_VENV)
+	$(TILELANG_VENV)/bin/python -m pip install -q -e '.[test,tilelang]'
+	LAYOUTKIT_TILELANG_THREADS=1 $(TILELANG_VENV)/bin/python -m pytest -p no:cacheprovider \
+		tests/test_frontend_tilelang_threads.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
 # wheel, installed into the bench environment only; TileLang from the bench environment when it installed)

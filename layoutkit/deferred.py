@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 
 _PENDING: dict[str, str] = {}
 """Module -> the target family (a glob, as ``Target.family``; ``"*"``: every target) it registers
 rules or hooks for when imported."""
+
+
+_LOCK = threading.RLock()
+"""Held while deferred modules load (re-entrant: a module's ``register()`` looks targets up itself)."""
+_loading = 0
+"""How many deferred modules are loading now (a lookup finding none pending still waits for them)."""
 
 
 def defer(family: str, module: str) -> None:
@@ -39,11 +46,19 @@ def pending(target: str | None = None) -> list[str]:
 def load(target: str | None = None) -> None:
     """Import the deferred modules matching ``target`` (None: all of them) and call their ``register()``;
     cheap when none is left."""
-    if not _PENDING:
+    global _loading
+    if not _PENDING and not _loading:
         return
-    for module in pending(target):
-        if _PENDING.pop(module, None) is not None:  # first, so that the module's own lookups do not re-enter
-            importlib.import_module(module).register()
+    # one thread loads at a time, and a thread finding a load under way waits for it: solving with a target's
+    # rules half-registered would silently use the defaults
+    with _LOCK:
+        for module in pending(target):
+            if _PENDING.pop(module, None) is not None:  # first, so that the module's own lookups do not re-enter
+                _loading += 1
+                try:
+                    importlib.import_module(module).register()
+                finally:
+                    _loading -= 1
 
 
 def lazy_attributes(package: str, names: Mapping[str, str]) -> Callable[[str], object]:

@@ -64,6 +64,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+import threading
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -224,10 +225,16 @@ strides, extents and digit places that the simplifier builds again on every call
 rebuilt each time, and building a node costs several times looking one up."""
 
 
+_INTERNING = threading.Lock()
+"""Held by :func:`_interned`'s insertion: ``WeakValueDictionary.setdefault`` is Python code, and two threads
+building one key at once would otherwise keep two nodes (only lookups run without it)."""
+
+
 def _interned(cls: type[_N], key: tuple[Any, ...], lo: float, hi: float) -> _N:
     node = object.__new__(cls)
     node._init(key, lo, hi)
-    return cast(_N, _INTERNED.setdefault(key, node))
+    with _INTERNING:
+        return cast(_N, _INTERNED.setdefault(key, node))
 
 
 class Expr(ExprOperators):

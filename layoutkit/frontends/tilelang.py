@@ -61,10 +61,12 @@ string:
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
@@ -78,6 +80,7 @@ from ..fragment.fragment import Fragment
 from ..fragment.partial import PartialFragment
 from ..infer import Program, infer_layouts
 from ..infer.result import InferenceResult
+from .interpose import Interposer, attribute_patch
 from .tilelang_exprs import from_tilelang, to_tilelang
 from .tilelang_gemm import layoutkit_mma_lowering
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
@@ -154,19 +157,14 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
     ``run_inference``, TileLang's own result and the pass's wall time), and the block's thread count
     as TileLang's ``MaterializeKernelLaunch`` pass fixes it (``T.Kernel`` without ``threads=`` gets the
     CUDA backend's default there; later passes such as warp specialisation may grow ``threadIdx.x``).
-    The pass factories ``tilelang.transform.LayoutInference`` and ``MaterializeKernelLaunch`` are
-    swapped for the call and always restored; two threads lowering at once would see each other's
-    hooks, so callers serialise."""
+    The pass factories are overridden for this thread only (see :func:`layoutkit_inference`)."""
     import tilelang
-    import tilelang.transform as tl_transform
     from tilelang import tvm
 
     cap = _Capture()
-    original = tl_transform.LayoutInference
-    original_launch = tl_transform.MaterializeKernelLaunch
 
-    def hooked_launch(*args, **kwargs):
-        inner = original_launch(*args, **kwargs)
+    def launch(original, *args, **kwargs):
+        inner = original(*args, **kwargs)
 
         def run(mod):
             out = inner(mod)
@@ -175,7 +173,7 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
 
         return run
 
-    def hooked(*args, **kwargs):
+    def inference(original, *args, **kwargs):
         inner = original(*args, **kwargs)
 
         def run(mod):
@@ -191,10 +189,8 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
 
         return run
 
-    tl_transform.LayoutInference = hooked
-    tl_transform.MaterializeKernelLaunch = hooked_launch
     try:
-        with tvm.target.Target(target):
+        with _LAUNCH.override(launch), _INFERENCE.override(inference), tvm.target.Target(target):
             tilelang.lower(func, target=target)
     except _StopLowering:
         pass
@@ -202,9 +198,6 @@ def _lower_to_layout_inference(func, target: dict, run_inference: bool = False) 
         first = _reason(err)
         raise TileLangLoweringError(f"TileLang's lowering for {target} failed before its LayoutInference pass: "
                                f"{first}") from err
-    finally:
-        tl_transform.LayoutInference = original
-        tl_transform.MaterializeKernelLaunch = original_launch
     if cap.before is None:
         raise TileLangLoweringError("TileLang's lowering ended without reaching its LayoutInference pass")
     return cap
@@ -558,12 +551,34 @@ class PassRecord:
 
 @dataclass
 class _State:
+    """One :func:`layoutkit_inference` block: its settings, its record (updated under ``lock``: a block
+    carried into other threads by ``contextvars.copy_context`` is shared by them) and the typed refusal
+    that ended a lowering in it."""
+
     cost_model: str | None
     fallback: bool
     record: PassRecord
-    source_shapes: dict = field(default_factory=dict)
-    threads: int | None = None
     error: LayoutError | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What one lowering's ``MaterializeKernelLaunch`` saw: the source buffers' shapes (before pipelining
+    adds stage dims) and the block's thread count; read by the same lowering's LayoutInference."""
+
+    source_shapes: dict
+    threads: int | None
+
+
+_LAUNCHED: ContextVar[_Launch | None] = ContextVar("layoutkit.tilelang.launched", default=None)
+"""The launch facts of the lowering running in this context (a thread lowers one kernel at a time)."""
+
+_INFERENCE: Interposer = Interposer("tilelang.transform.LayoutInference",
+                                    attribute_patch("tilelang.transform", "LayoutInference"))
+_LAUNCH: Interposer = Interposer("tilelang.transform.MaterializeKernelLaunch",
+                                 attribute_patch("tilelang.transform", "MaterializeKernelLaunch"))
+"""TileLang's pass factories, overridden per thread / context (see :mod:`.interpose`)."""
 
 
 @contextmanager
@@ -576,9 +591,15 @@ def layoutkit_inference(cost_model: str | None = None, fallback: bool = True,
     every other pass config acts on TileLang's passes around this one as usual.  ``lower_gemm`` also
     lowers ``T.gemm`` on the ``mma.sync`` path from layoutkit's MMA facts instead of TileLang's
     parsed macros (:mod:`.tilelang_gemm`; same statement, a fraction of the time; GEMMs it does not
-    cover are lowered by TileLang).  The pass factories (and the GEMM implementation entry) are
-    swapped on TileLang's modules and restored on exit; lowerings in other threads meanwhile see
-    the swap too.
+    cover are lowered by TileLang); ``False`` keeps TileLang's inside this block, even within an outer one.
+
+    Threads: the block holds for the thread (the :mod:`contextvars` context) that opens it.  Any number
+    of threads may open blocks at once, nest them and leave them in any order; each lowering reads its
+    own launch facts and reports to the innermost block of its own thread.  A thread with no block of
+    its own (a worker of a thread pool started inside a block) lowers with TileLang's own pass; to carry
+    a block into a worker, open the block in the worker or run it in ``contextvars.copy_context()``.
+    TileLang's pass factories and its ``cuda.mma`` GEMM entry are patched once, while any block is open
+    in the process, and TileLang's own objects are back when the last one closes, also on an error.
 
     Needs TileLang (skipped as a doctest), with ``gemm`` a ``@T.prim_func`` GEMM kernel:
 
@@ -587,38 +608,35 @@ def layoutkit_inference(cost_model: str | None = None, fallback: bool = True,
     >>> record.solved, record.fallbacks  # doctest: +SKIP
     (1, [])
     """
-    tl_transform = _tilelang("layoutkit_inference").transform
+    _tilelang("layoutkit_inference")
     state = _State(cost_model, fallback, PassRecord())
-    original, original_launch = tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch
 
-    def launch(*args, **kwargs):
-        inner = original_launch(*args, **kwargs)
+    def launch(original, *args, **kwargs):
+        inner = original(*args, **kwargs)
 
         def run(mod):
             # the module the pipeline starts from still has the source shapes (no stage dims yet)
             funcs = list(mod.functions.values())
-            state.source_shapes = allocated_shapes(funcs[0]) if len(funcs) == 1 else {}
+            shapes = allocated_shapes(funcs[0]) if len(funcs) == 1 else {}
             out = inner(mod)
             funcs = list(out.functions.values())
-            state.threads = thread_extent(funcs[0]) if len(funcs) == 1 else None
+            _LAUNCHED.set(_Launch(shapes, thread_extent(funcs[0]) if len(funcs) == 1 else None))
             return out
 
         return run
 
-    def inference(*_args, **_kwargs):
+    def inference(original, *_args, **_kwargs):
         return _make_pass(state, original)
 
-    tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch = inference, launch
     try:
-        with layoutkit_mma_lowering() if lower_gemm else nullcontext():
+        with _LAUNCH.override(launch), _INFERENCE.override(inference), \
+                layoutkit_mma_lowering(enabled=lower_gemm):
             yield state.record
     except Exception as err:
         # TVM wraps an exception raised inside a Python pass in its own RuntimeError: give back ours
         if state.error is not None and not isinstance(err, LayoutError):
             raise state.error from None
         raise
-    finally:
-        tl_transform.LayoutInference, tl_transform.MaterializeKernelLaunch = original, original_launch
 
 
 # ---- the pass -------------------------------------------------------------------------------------
@@ -628,16 +646,22 @@ def _make_pass(state: _State, original):
 
     def run(func, mod, ctx):
         t0 = time.perf_counter()
+        launched = _LAUNCHED.get() or _Launch({}, None)
         try:
-            out = _solve_cached(func, state, state.cost_model or configured_cost_model())
-            state.record.solved += 1
+            out = _solve_cached(func, launched, state.cost_model or configured_cost_model())
+            fell_back = None
         except LayoutError as err:  # layoutkit's typed refusals
             if not state.fallback:
                 state.error = err
                 raise
-            state.record.fallbacks.append(f"{type(err).__name__}: {err}")
+            fell_back = f"{type(err).__name__}: {err}"
             out = _main(original()(tvm.IRModule({"main": func})))
-        state.record.seconds += time.perf_counter() - t0
+        with state.lock:
+            if fell_back is None:
+                state.record.solved += 1
+            else:
+                state.record.fallbacks.append(fell_back)
+            state.record.seconds += time.perf_counter() - t0
         return out
 
     return tvm.tirx.transform.prim_func_pass(run, opt_level=0, name="layoutkit.LayoutInference")
@@ -646,14 +670,17 @@ def _make_pass(state: _State, original):
 _CACHE_SIZE = 64
 _cache: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
 """Solved functions: ``(structural hash, cost model, source shapes, threads) -> (input, output)``."""
+_cache_lock = threading.Lock()
+"""Held while ``_cache`` is read or changed (lowerings in several threads share it; solving is outside)."""
 
 
 def clear_cache() -> None:
     """Forget every function the pass has solved (see :func:`_solve_cached`)."""
-    _cache.clear()
+    with _cache_lock:
+        _cache.clear()
 
 
-def _solve_cached(func, state: _State, cost_model: str):
+def _solve_cached(func, launched: _Launch, cost_model: str):
     """:func:`_solve`, remembered per function: a function structurally equal to one solved before
     (same cost model, source shapes and thread count), whose parameters are the same TIR objects,
     gets the same annotated function back without being walked or solved again (lowering one
@@ -667,18 +694,22 @@ def _solve_cached(func, state: _State, cost_model: str):
 
     try:
         key = (tvm.ir.structural_hash(func, map_free_vars=True), cost_model,
-               tuple(sorted(state.source_shapes.items())), state.threads)
+               tuple(sorted(launched.source_shapes.items())), launched.threads)
     except Exception:  # noqa: BLE001 - an IR node without a structural hash: solve without the cache
-        return _solve(func, state, cost_model)
-    hit = _cache.get(key)
+        return _solve(func, launched, cost_model)
+    with _cache_lock:
+        hit = _cache.get(key)
     if hit is not None and _same_params(hit[0], func) and tvm.ir.structural_equal(hit[0], func,
                                                                                   map_free_vars=True):
-        _cache.move_to_end(key)
+        with _cache_lock:
+            if key in _cache:
+                _cache.move_to_end(key)
         return hit[1]
-    out = _solve(func, state, cost_model)
-    _cache[key] = (func, out)
-    if len(_cache) > _CACHE_SIZE:
-        _cache.popitem(last=False)
+    out = _solve(func, launched, cost_model)
+    with _cache_lock:
+        _cache[key] = (func, out)
+        if len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
     return out
 
 
@@ -689,10 +720,10 @@ def _same_params(a, b) -> bool:
     return all(p in b.buffer_map and a.buffer_map[p].same_as(b.buffer_map[p]) for p in a.params if p in a.buffer_map)
 
 
-def _solve(func, state: _State, cost_model: str):
+def _solve(func, launched: _Launch, cost_model: str):
     arch = str(func.attrs["target"].attrs["arch"]) if func.attrs and "target" in func.attrs else "sm_80"
     tagged = _tag_loops(fuse_parallel_loops(func))
-    walked = walk(tagged, arch, state.source_shapes, state.threads)
+    walked = walk(tagged, arch, launched.source_shapes, launched.threads)
     result = infer_layouts(walked.program, cost_model=cost_model)
     check_selections(walked.selections, result.layout_map)
     _check_lowerable(result, walked.program)

@@ -42,7 +42,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +51,7 @@ from ..errors import DtypeError, UnsupportedError
 from ..scopes import FRAGMENT
 from ..targets.nv import WARP_SIZE, GemmPlan, WarpPartitionError, compute_warp_partition, gemm_plan
 from ..targets.nv.gemm_plan import LDMATRIX, LDMATRIX_TRANS
+from .interpose import Interposer
 from .tilelang_walk_ops import WARP_POLICIES
 
 __all__ = ["MMA_IMPL", "MmaPlan", "address_a", "address_b", "both_mma_lowerings", "build", "layoutkit_mma_lowering",
@@ -152,12 +153,14 @@ def register_b(lane, reg) -> tuple[Any, Any]:
 # ---- the registry switch ---------------------------------------------------------------------------------
 
 @contextmanager
-def layoutkit_mma_lowering() -> Iterator[None]:
+def layoutkit_mma_lowering(enabled: bool = True) -> Iterator[None]:
     """Within the block, TileLang's ``cuda.mma`` GEMM implementation is layoutkit's: a class around
     TileLang's own, which still validates each GEMM, infers its layouts and lowers what no plan
-    covers.  The entry is swapped in TileLang's GEMM implementation registry (its extension point
-    for backend GEMMs) and restored on exit."""
-    with _swapped(_Lowering):
+    covers (``enabled=False``: TileLang's own within the block, also inside an outer one).  The block
+    holds for the calling thread (context) only; the registry entry (TileLang's extension point for
+    backend GEMMs) is patched once while any block is open and TileLang's is back when the last closes
+    (see :mod:`.interpose`)."""
+    with _MMA.override(_Lowering if enabled else None):
         yield
 
 
@@ -176,26 +179,29 @@ def both_mma_lowerings() -> Iterator[list]:
             seen.append((theirs, ours))
             return theirs
 
-    with _swapped(Both):
+    with _MMA.override(Both):
         yield seen
 
 
-@contextmanager
-def _swapped(wrapper) -> Iterator[None]:
-    """TileLang's ``cuda.mma`` registry entry made ``wrapper(TileLang's implementation object)``."""
+def _patch_mma_entry(current: Callable[[], Callable | None]) -> Callable[[], None]:
+    """Make TileLang's ``cuda.mma`` registry entry build ``current()(TileLang's implementation object)`` (its
+    own object where ``current()`` is None); returns the undo, which registers TileLang's class again."""
     import tilelang.cuda.op.gemm  # noqa: F401 - registers TileLang's CUDA GEMM implementations
     from tilelang.tileop.gemm import registry
 
     entry = next(e for e in registry._GEMM_IMPLS if e.name == MMA_IMPL)  # noqa: SLF001 - TileLang's table
 
     def impl(node):
-        return wrapper(entry.impl_class(node))
+        wrapper = current()
+        theirs = entry.impl_class(node)
+        return theirs if wrapper is None else wrapper(theirs)
 
     registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, impl)
-    try:
-        yield
-    finally:
-        registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, entry.impl_class)
+    return lambda: registry.register_gemm_impl(MMA_IMPL, entry.inst_name, entry.predicate, entry.impl_class)
+
+
+_MMA: Interposer = Interposer("tilelang.gemm.cuda.mma", _patch_mma_entry)
+"""TileLang's ``cuda.mma`` GEMM entry, overridden per thread / context by a wrapper class (or None)."""
 
 
 class _Lowering:

@@ -24,6 +24,7 @@ definition's rule; ``registry.builder(name)`` is the builder a definition lists 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -109,6 +110,7 @@ class OpRegistry:
         self._builders: dict[str, Builder] = {}
         self._family_rules: dict[str, dict[str, FamilyRule]] = {}
         self._chosen: dict[tuple[str, str], FamilyRule | None] = {}  # (kind, target) -> its rule: solver's hot path
+        self._lock = threading.RLock()  # held by every change and by filling _chosen (threads solve concurrently)
         for d in definitions:
             self.register(d)
 
@@ -116,28 +118,30 @@ class OpRegistry:
         """Add ``definition`` (replacing one of the same kind, and its builders)."""
         if not isinstance(definition, TileOp):
             raise UnsupportedError(f"register_op: expected a TileOp; found {type(definition).__name__}")
-        old = self._ops.get(definition.kind)
-        if old is not None:
-            for name, _ in old.builders:
-                self._builders.pop(name, None)
-        taken = {name: kind for kind, d in self._ops.items() if kind != definition.kind for name, _ in d.builders}
-        for name, fn in definition.builders:
-            if name in taken:
-                raise UnsupportedError(f"register_op {definition.kind}: the builder {name!r} is op "
-                                       f"{taken[name]!r}'s")
-            self._builders[name] = fn
-        self._ops[definition.kind] = definition
-        self._chosen.clear()
-        self._types[definition.kind] = MappingProxyType(dict(definition.argument_types))
+        with self._lock:
+            old = self._ops.get(definition.kind)
+            if old is not None:
+                for name, _ in old.builders:
+                    self._builders.pop(name, None)
+            taken = {name: kind for kind, d in self._ops.items() if kind != definition.kind for name, _ in d.builders}
+            for name, fn in definition.builders:
+                if name in taken:
+                    raise UnsupportedError(f"register_op {definition.kind}: the builder {name!r} is op "
+                                           f"{taken[name]!r}'s")
+                self._builders[name] = fn
+            self._ops[definition.kind] = definition
+            self._chosen.clear()
+            self._types[definition.kind] = MappingProxyType(dict(definition.argument_types))
 
     def unregister(self, kind: str) -> None:
         """Remove the definition of ``kind``, its builders and every target rule for it."""
-        d = self._ops.pop(kind, None)
-        self._types.pop(kind, None)
-        for name, _ in d.builders if d is not None else ():
-            self._builders.pop(name, None)
-        self._family_rules.pop(kind, None)
-        self._chosen.clear()
+        with self._lock:
+            d = self._ops.pop(kind, None)
+            self._types.pop(kind, None)
+            for name, _ in d.builders if d is not None else ():
+                self._builders.pop(name, None)
+            self._family_rules.pop(kind, None)
+            self._chosen.clear()
 
     def get(self, kind: str) -> TileOp | None:
         return self._ops.get(kind)
@@ -167,19 +171,26 @@ class OpRegistry:
         """``rule`` lays out ops of ``kind`` on the targets matching ``family`` (over the definition's rule)."""
         if not callable(rule):
             raise UnsupportedError(f"register_rule {kind!r}: expected a callable rule; found {type(rule).__name__}")
-        self._family_rules.setdefault(kind, {})[family] = FamilyRule(rule, local)
-        self._chosen.clear()
+        with self._lock:
+            self._family_rules.setdefault(kind, {})[family] = FamilyRule(rule, local)
+            self._chosen.clear()
 
     def unregister_rule(self, kind: str, family: str) -> None:
         """Forget the rule ``family`` registered for ``kind`` (the definition's rule applies again)."""
-        self._family_rules.get(kind, {}).pop(family, None)
-        self._chosen.clear()
+        with self._lock:
+            self._family_rules.get(kind, {}).pop(family, None)
+            self._chosen.clear()
 
     def _choose(self, kind: str, target: str) -> FamilyRule | None:
         key = (kind, target)
-        if key not in self._chosen:
-            self._chosen[key] = self._pick(kind, target)
-        return self._chosen[key]
+        try:
+            return self._chosen[key]  # one dict read: safe beside a registration in another thread
+        except KeyError:
+            pass
+        with self._lock:  # pick and remember under the lock a registration clears under, so no stale entry
+            chosen = self._pick(kind, target)
+            self._chosen[key] = chosen
+        return chosen
 
     def _pick(self, kind: str, target: str) -> FamilyRule | None:
         table = self._family_rules.get(kind, {})
