@@ -512,7 +512,11 @@ forward_index: (_j % 8,))
 
     def text(self) -> str:
         """The four-line view: Shape / Thread / Index / Replicate."""
-        bound = "" if self._thread_range is None else f", bound to threads {self._thread_range}"
+        if self._thread_range is None:
+            bound = ""
+        else:
+            start, extent = self._thread_range
+            bound = f", bound to threads [{start}, {start + extent})"
         return "\n".join([
             f"Shape:     {list(self.input_shape)} -> {list(self.output_shape)} registers per thread",
             f"Thread:    {self._thread}  (extent {self.thread_extent}{bound})",

@@ -13,6 +13,8 @@ from typing import Any
 from ..errors import ShapeError, UnsupportedError
 
 FORMATS = ("png", "svg", "pdf")
+SAVE_DPI = 100
+"""Pixels per inch of every figure, drawn and saved (the figures are laid out in inches at this dpi)."""
 RC = {"svg.fonttype": "none", "text.usetex": False, "svg.hashsalt": "layoutkit", "path.simplify": False}
 
 
@@ -81,7 +83,7 @@ def save(fig: Any, save_directory: str | os.PathLike, name: str, formats: str | 
         with plt.rc_context(RC):
             for f in fmts:
                 path = os.path.join(os.fspath(save_directory), f"{stem}.{f}")
-                fig.savefig(path, format=f, dpi=100, metadata=_metadata(f))
+                fig.savefig(path, format=f, dpi=SAVE_DPI, metadata=_metadata(f))
                 paths.append(path)
     finally:
         plt.close(fig)
