@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import OptionalDependencyError, ShapeError
 
 FORMATS = ("png", "svg", "pdf")
 SAVE_DPI = 100
@@ -18,7 +18,7 @@ SAVE_DPI = 100
 RC = {"svg.fonttype": "none", "text.usetex": False, "svg.hashsalt": "layoutkit", "path.simplify": False}
 
 
-class PlotDependencyError(UnsupportedError, ImportError):
+class PlotDependencyError(OptionalDependencyError):
     """matplotlib is not installed: ``pip install layoutkit[plot]``."""
 
 
@@ -28,7 +28,7 @@ def pyplot() -> Any:
         import matplotlib
     except ImportError:  # pragma: no cover - depends on the environment
         raise PlotDependencyError(
-            "plotting needs matplotlib, which is not installed; run: pip install layoutkit[plot]"
+            "plotting needs matplotlib, which is not installed; run: pip install layoutkit[plot]", extra="plot"
         ) from None
     if matplotlib.get_backend().lower() != "agg":
         matplotlib.use("Agg", force=True)
