@@ -187,7 +187,7 @@ def _run_program_file(file) -> object:
 def cmd_infer(args: argparse.Namespace) -> int:
     """``layoutkit infer PROGRAM [PROGRAM ...]``: solve each program's layouts, print them in the four-line
     view (several programs: each under a ``### PROGRAM`` heading; ``--json``: one object keyed by file),
-    draw and emit them (several programs: figure and kernel names get the file's stem as a prefix)."""
+    draw and emit them (several programs: figure names get the file's stem as a prefix)."""
     import json
 
     many = len(args.program) > 1
@@ -254,12 +254,10 @@ def _infer_one(path: str, args: argparse.Namespace, many: bool) -> dict:
         for out in emit(prog, result, args.emit, **options):
             print(f"wrote {out}", file=sys.stderr)
     if args.plot:
-        from .plot import plot_layout
+        from .plot import plot_buffers
 
-        for name, layout in result.layout_map.items():
-            for out in plot_layout(layout, args.plot, f"{prefix}{name}", formats="png",
-                                   dtype=prog.buffers[name].dtype, stages=_stages(prog, name, layout)):
-                print(f"wrote {out}", file=sys.stderr)
+        for out in plot_buffers(prog, result.layout_map, args.plot, prefix):
+            print(f"wrote {out}", file=sys.stderr)
     return payload
 
 
@@ -269,14 +267,6 @@ def _range_json(frag: Fragment) -> list[int] | None:
         return None
     start, extent = frag.thread_range
     return [start, start + extent]
-
-
-def _stages(prog, name: str, layout) -> int:
-    """The pipeline stages of buffer ``name`` (a stage dim the pipeline added in front of its declared
-    shape), else 1."""
-    shape = tuple(prog.buffers[name].shape)
-    extra = len(layout.input_shape) - len(shape)
-    return int(layout.input_shape[0]) if extra == 1 and tuple(layout.input_shape[1:]) == shape else 1
 
 
 def _retarget(prog, target: str, path: str) -> None:
