@@ -256,8 +256,8 @@ def _infer_one(path: str, args: argparse.Namespace, many: bool) -> dict:
     if args.plot:
         from .plot import plot_buffers
 
-        for out in plot_buffers(prog, result.layout_map, args.plot, prefix):
-            print(f"wrote {out}", file=sys.stderr)
+        for figure in plot_buffers(prog, result.layout_map, args.plot, prefix):
+            print(f"wrote {figure}", file=sys.stderr)
     return payload
 
 

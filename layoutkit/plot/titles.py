@@ -14,6 +14,9 @@ formula, cut to one line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 
 from ..algebra.layout import Layout
@@ -70,9 +73,10 @@ def memory_kind(layout: Layout, dtype: object, stages: int | None = None) -> str
     except LayoutError:
         return None
     offsets = offsets - offsets.min()
-    candidates = [(f"{g}-byte swizzle", lambda g=g: make_bank_swizzled_layout(shape, dtype, g)) for g in (128, 64, 32)]
-    candidates += [("row-major", lambda: make_linear_layout(shape, dtype)),
-                   ("padded rows", lambda: make_padded_layout(shape, dtype))]
+    candidates: list[tuple[str, Callable[[], Layout]]] = [
+        (f"{g}-byte swizzle", partial(make_bank_swizzled_layout, shape, dtype, g)) for g in (128, 64, 32)]
+    candidates += [("row-major", partial(make_linear_layout, shape, dtype)),
+                   ("padded rows", partial(make_padded_layout, shape, dtype))]
     for text, build in candidates:
         try:
             table = np.asarray(build().linear_table())
