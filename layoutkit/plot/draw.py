@@ -185,14 +185,16 @@ def thread_colors(panels: Sequence[Panel], colormap: str | None) -> dict[int, tu
     return dict(zip(ids, palette(len(ids), colormap)))
 
 
-def draw_cells(fig: Any, ax: Any, panel: Panel, rgba: np.ndarray, gid: str, labelled: bool | None = None) -> None:
+def draw_cells(fig: Any, ax: Any, panel: Panel, rgba: np.ndarray, gid: str, labelled: bool | None = None,
+               grid_lines: bool | None = None) -> None:
     """Draw one panel: cells, labels (small grids, or as ``labelled`` says), ticks, outlines, title;
-    row 0 at the top."""
+    row 0 at the top; white lines between the cells of a grid small enough to label (``grid_lines``)."""
     rows, cols = panel.values.shape
     labelled = rows * cols <= LABEL_CELLS if labelled is None else labelled
-    if labelled or rows * cols <= VECTOR_CELLS:
+    grid_lines = labelled if grid_lines is None else grid_lines
+    if labelled or grid_lines or rows * cols <= VECTOR_CELLS:
         mesh = ax.pcolormesh(np.arange(cols + 1), np.arange(rows + 1), np.zeros((rows, cols)),
-                             edgecolors="white" if labelled else "none", linewidth=0.5)
+                             edgecolors="white" if grid_lines else "none", linewidth=0.5)
         mesh.set_array(None)
         mesh.set_facecolor(rgba.reshape(-1, 4))
         mesh.set_gid(gid)

@@ -26,6 +26,9 @@ from .grids import Panel, as_layout, layout_panels
 from .schemes import WARP_SIZE
 from .titles import layout_title
 
+LABEL_BUDGET = 384
+"""Cell labels per figure: matplotlib draws a text in about a millisecond, so past this many the later
+panels (further stages, slices or replicas, drawn at the same cell size) keep their colours only."""
 VERBOSE_LINES = 4096
 """``verbose=True`` prints the mapping of at most this many coordinates (then says how many more)."""
 
@@ -115,9 +118,14 @@ def draw_panels(panels: list[Panel], title: str, colormap: str | None, view: str
     warps = max(colors) // WARP_SIZE + 1 if colors else 1
     fig, axes, cax = figure_grid(sizes, title, subtitle, side, key_shape=(warps, WARP_SIZE))
     lo, hi = value_range(panels)
+    budget = LABEL_BUDGET
     for k, (ax, panel) in enumerate(zip(axes, panels)):
         rgba = rgba_grid(panel, colors, colormap, vmin=lo, vmax=hi)
-        draw_cells(fig, ax, panel, rgba, gid=f"cells{k}" if k else "cells")
+        cells = panel.values.size
+        labelled = cells <= LABEL_CELLS and (cells <= budget or k == 0)
+        budget -= cells if labelled else 0
+        draw_cells(fig, ax, panel, rgba, gid=f"cells{k}" if k else "cells", labelled=labelled,
+                   grid_lines=cells <= LABEL_CELLS)
     if cax is not None:
         if side == "key" and colors:
             thread_key(fig, cax, colors)
