@@ -106,12 +106,15 @@ def draw_panels(panels: list[Panel], title: str, colormap: str | None, view: str
     """One figure of ``panels`` (each with square cells sized for its labels) on a common colour scale,
     with the key the first panel asks for: a warp x lane key (fragments), a discrete chunk bar, or a
     colour bar."""
+    longest: dict[tuple[int, int], int] = {}  # panels of one grid shape (stages, replicas) get one cell size
+    for panel in panels:
+        shape = panel.values.shape
+        longest[shape] = max(longest.get(shape, 1), max((len(s) for s in panel.labels.ravel()), default=1))
     sizes = []
     for panel in panels:
         rows, cols = panel.values.shape
         labelled = rows * cols <= LABEL_CELLS
-        length = max((len(s) for s in panel.labels.ravel()), default=1) if labelled else 1
-        sizes.append((rows, cols, cell_inches(rows, cols, labelled, length)))
+        sizes.append((rows, cols, cell_inches(rows, cols, labelled, longest[rows, cols] if labelled else 1)))
     by_thread = panels[0].threads is not None
     colors = thread_colors(panels, colormap) if by_thread else None
     side = "" if not panels[0].colorbar else "key" if by_thread and colormap is None else "bar"
