@@ -110,9 +110,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             print("inverse:", layout.inverse())
     if args.plot:
         from .plot import plot_layout
+        from .plot.titles import layout_title
 
+        head = layout_title(layout)[0]
         for view in ("input", "output"):
-            for path in plot_layout(layout, args.plot, f"layout_{view}", formats=args.formats, view=view):
+            for path in plot_layout(layout, args.plot, f"layout_{view}", formats=args.formats, view=view,
+                                    title=f"{head} ({view} view)"):
                 print("wrote", path)
     return EXIT_OK
 
