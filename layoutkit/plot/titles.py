@@ -38,7 +38,9 @@ def layout_title(layout: Layout, name: str | None = None, dtype: object = None, 
         formula = (f"thread: {layout.forward_thread}; register: "
                    f"{', '.join(str(e) for e in layout.forward_index)}")
     else:
-        kind = memory_kind(layout, dtype, stages if pipeline else None) if dtype is not None else None
+        kind = fractal_kind(layout) if layout.fractal is not None else None
+        if kind is None and dtype is not None:
+            kind = memory_kind(layout, dtype, stages if pipeline else None)
         what = kind or "layout"
         formula = f"{_tuple(v.name for v in layout.forward_vars)} -> {_tuple(layout.forward_index)}"
     parts = [what] + ([f"{stages} stages"] if pipeline else []) + ([_dtype_name(dtype)] if dtype is not None else [])
@@ -85,6 +87,23 @@ def memory_kind(layout: Layout, dtype: object, stages: int | None = None) -> str
         if table.shape == offsets.shape and np.array_equal(table, offsets):
             return text
     return None
+
+
+def fractal_kind(layout: Layout) -> str | None:
+    """An Ascend fractal layout in words (``"major_k fractal layout, 16 x 16 fractals"``), else None.
+
+    >>> from layoutkit.targets import ascend
+    >>> fractal_kind(ascend.make_ascend_nz_layout((32, 64), "float16"))
+    'major_k fractal layout, 16 x 16 fractals'
+    """
+    from ..targets.ascend import fractal_info
+
+    try:
+        info = fractal_info(layout)
+    except LayoutError:
+        return None
+    along = {info.c0_axis: info.c0, info.row16_axis: info.row_frac}
+    return f"{info.kind.name.lower()} fractal layout, {along.get(0, 1)} x {along.get(1, 1)} fractals"
 
 
 def _dtype_name(dtype: object) -> str:
