@@ -324,12 +324,3 @@ def _register_panel(frag: Fragment, threads: np.ndarray, index: np.ndarray) -> P
     return Panel(values.reshape(rows, cols), labels.reshape(rows, cols), "output view: the element in each register",
                  cell_threads.reshape(rows, cols), xlabel="register", ylabel="thread", colorbar="thread id")
 
-
-def describe(obj: object) -> str:
-    """The figure title: the object's text (TLA layouts as ``shape:stride``)."""
-    from ..tla.layout import Layout as TlaLayout
-
-    if isinstance(obj, TlaLayout):
-        return f"TLA layout {obj} over {tuple(obj.origin_shape)}"
-    text = str(obj)
-    return text if len(text) <= 300 else text[:297] + "..."
