@@ -110,9 +110,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             print("inverse:", layout.inverse())
     if args.plot:
         from .plot import plot_layout
+        from .plot.titles import layout_title
 
+        head = layout_title(layout)[0]
         for view in ("input", "output"):
-            for path in plot_layout(layout, args.plot, f"layout_{view}", formats=args.formats, view=view):
+            for path in plot_layout(layout, args.plot, f"layout_{view}", formats=args.formats, view=view,
+                                    title=f"{head} ({view} view)"):
                 print("wrote", path)
     return EXIT_OK
 
@@ -185,26 +188,58 @@ def _run_program_file(file) -> object:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    """``layoutkit infer PROGRAM``: solve the layouts, print them in the four-line view, plot them."""
+    """``layoutkit infer PROGRAM [PROGRAM ...]``: solve each program's layouts, print them in the four-line
+    view (several programs: each under a ``### PROGRAM`` heading; ``--json``: one object keyed by file),
+    draw and emit them (several programs: figure names get the file's stem as a prefix)."""
     import json
 
+    many = len(args.program) > 1
+    payloads = {}
+    for path in args.program:
+        if many and not args.json:
+            print(f"### {path}")
+        payload = _infer_one(path, args, many)
+        if args.json:
+            payloads[path] = payload
+    if args.json:
+        print(json.dumps(payloads[args.program[0]] if not many else payloads, indent=1))
+    return EXIT_OK
+
+
+def _stem(path: str) -> str:
+    from pathlib import Path
+
+    return Path(path).stem
+
+
+def _infer_one(path: str, args: argparse.Namespace, many: bool) -> dict:
+    """Solve one program file; print (text) or return (``--json``) its layouts; plot and emit (``many``:
+    one of several files, so messages and figure names say which)."""
     from . import infer
 
-    prog = load_program(args.program)
+    prog = load_program(path)
     if args.target:
-        prog.target = args.target
-    result = infer.infer_layouts(prog, cost_model=args.cost_model or "register-count")
+        _retarget(prog, args.target, path)
+    try:
+        result = infer.infer_layouts(prog, cost_model=args.cost_model or "register-count")
+    except LayoutError as err:
+        if not args.target:
+            raise
+        raise CliError(f"{path}: {_one_line(err)} (--target {args.target} re-targets a program built for another "
+                       "target; build it for this target instead)") from err
     # after solving, so that a failure is the one error line on stderr
-    print(f"inferred {len(prog.ops)} ops{_threads_text(prog, result)}, target {prog.target}", file=sys.stderr)
+    prefix = f"{_stem(path)}." if many else ""
+    where = f"{path}: " if many else ""
+    print(f"{where}inferred {len(prog.ops)} ops{_threads_text(prog, result)}, target {prog.target}", file=sys.stderr)
+    payload = {}
     if args.json:
         payload = {
             name: {"repr": str(layout), "input_shape": list(layout.input_shape),
                    "forward_index": [str(e) for e in layout.forward_index],
                    **({"forward_thread": str(layout.forward_thread), "replicate": layout.replicate_size,
-                       "thread_range": layout.thread_range} if isinstance(layout, Fragment) else {})}
+                       "thread_range": _range_json(layout)} if isinstance(layout, Fragment) else {})}
             for name, layout in result.layout_map.items()
         }
-        print(json.dumps(payload, indent=1))
     else:
         for name, layout in result.layout_map.items():
             print(f"== {name}")
@@ -219,15 +254,42 @@ def cmd_infer(args: argparse.Namespace) -> int:
         from .codegen import emit
 
         options = {"gemm_instruction": args.gemm_instruction} if args.gemm_instruction else {}
-        for path in emit(prog, result, args.emit, **options):
-            print(f"wrote {path}", file=sys.stderr)
+        for out in emit(prog, result, args.emit, **options):
+            print(f"wrote {out}", file=sys.stderr)
     if args.plot:
-        from .plot import plot_layout
+        from .plot import plot_buffers
 
-        for name, layout in result.layout_map.items():
-            for path in plot_layout(layout, args.plot, name, formats="png"):
-                print(f"wrote {path}", file=sys.stderr)
-    return EXIT_OK
+        for figure in plot_buffers(prog, result.layout_map, args.plot, prefix):
+            print(f"wrote {figure}", file=sys.stderr)
+    return payload
+
+
+def _range_json(frag: Fragment) -> list[int] | None:
+    """A fragment's bound threads as ``[start, end)`` (``[start, end]`` in JSON), or None."""
+    if frag.thread_range is None:
+        return None
+    start, extent = frag.thread_range
+    return [start, start + extent]
+
+
+def _retarget(prog, target: str, path: str) -> None:
+    """Point ``prog`` at ``target`` and check its GEMMs' operand scopes as that target's builder would have
+    (a program built for NVIDIA keeps its accumulator in a register fragment, Ascend's cube in ``l0c``), so
+    that a program of another target is refused naming what to change, before inference."""
+    old = prog.target
+    prog.target = target
+    if old == target:
+        return
+    for op in prog.ops:
+        if op.kind != "gemm":
+            continue
+        A, B, C = (prog.buffers[op.args[k]] for k in ("A", "B", "C"))
+        try:
+            prog.hooks.check_gemm(A, B, C, dict(op.args), op.name)
+        except LayoutError as err:
+            example = " (examples/ascend_gemm.py is a GEMM written for Ascend)" if target == "ascend" else ""
+            raise CliError(f"{path} is built for {old}; on --target {target}: {_one_line(err)}. Give its buffers "
+                           f"the scopes {target} needs{example}, or drop --target") from err
 
 
 def _threads_text(prog, result) -> str:
@@ -353,8 +415,9 @@ def build_parser() -> argparse.ArgumentParser:
     infer = sub.add_parser("infer", help="infer the layouts of a program (.py defining program(), or .json)",
                            description="Infer every buffer's layout of a program, print them with the "
                                        "reasons, and optionally draw them and emit the kernel.")
-    infer.add_argument("program", metavar="PROGRAM",
-                       help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json")
+    infer.add_argument("program", metavar="PROGRAM", nargs="+",
+                       help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json; "
+                            "several are inferred one after the other")
     infer.add_argument("--target", type=parse_target, metavar="TARGET",
                        help=f"override the program's target: {' or '.join(served_targets())}")
     infer.add_argument("--cost-model", choices=models, metavar="MODEL",
@@ -388,7 +451,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               "its options)", file=sys.stderr)
         return EXIT_ERROR
     try:
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:  # `layoutkit show ... | head`: the reader has what it wanted; end quietly
+        _silence_stdout()
+        return EXIT_OK
     except (LayoutError, OSError) as err:
         print(f"error: {_one_line(err)}", file=sys.stderr)
     except (RecursionError, MemoryError) as err:
@@ -396,6 +464,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - the command must not end in a traceback
         print(f"error: internal error: {type(err).__name__}: {_one_line(err)}", file=sys.stderr)
     return EXIT_ERROR
+
+
+def _silence_stdout() -> None:
+    """Point stdout at devnull, so that the interpreter's final flush of a closed pipe raises nothing (the
+    recipe of the Python documentation's note on SIGPIPE)."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def main() -> None:
     print("  inverse (TileLang cannot invert its swizzles):", inv)
     print("  proof by enumeration:", swz.prove_bijective("enumerate"))
     print("  proof by islpy:      ", swz.prove_bijective("isl"))
-    print("  F2-linear bases of _i:", swz.to_linear().bases[0])
+    print("  its F2-linear view, as Triton's LinearLayout lists it:" + str(swz.to_linear()))
 
     acc = nv.make_mma_store_layout(2, 2, 32, 32)
     print("\nthe MMA accumulator fragment of a 64x64 tile on 4 warps:")

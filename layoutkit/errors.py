@@ -100,6 +100,15 @@ class UnsupportedError(LayoutError, NotImplementedError):
     """The operation is well defined but outside what layoutkit can do for this input."""
 
 
+class OptionalDependencyError(UnsupportedError, ImportError):
+    """An optional package a function needs is not installed; ``extra`` is the layoutkit extra that
+    installs it (``pip install 'layoutkit[<extra>]'``), which the message names."""
+
+    def __init__(self, message: str, extra: str = ""):
+        super().__init__(message)
+        self.extra = extra
+
+
 class TargetError(UnsupportedError, ValueError):
     """A target string names no target layoutkit serves (a malformed NVIDIA arch such as ``"sm_8x"``, or one
     outside the architectures its rules cover); the message quotes the string."""
@@ -153,6 +162,7 @@ __all__ = [
     "NotBijectiveError",
     "LayoutConflictError",
     "UnsupportedError",
+    "OptionalDependencyError",
     "TargetError",
     "ProofError",
     "ProofBudgetError",

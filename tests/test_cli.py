@@ -24,7 +24,8 @@ def _command() -> list[str]:
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run(_command() + list(args), capture_output=True, text=True, timeout=60, cwd=cwd)
+    # generous: a shared CI machine can be slow to start matplotlib and draw five figures
+    return subprocess.run(_command() + list(args), capture_output=True, text=True, timeout=180, cwd=cwd)
 
 
 # ---- the installed command (subprocess) ---------------------------------------------------------

@@ -76,10 +76,13 @@ def test_verbose_prints_the_mapping(capsys):
 def test_stage_dimension_becomes_panels(tmp_path):
     swz = nv.make_full_bank_swizzled_layout((16, 64), "float16").expand([2])  # (2, 16, 64): two stages
     assert swz.input_shape == (2, 16, 64)
-    (path,) = plot_layout(swz, tmp_path, "staged", formats="svg")
+    (path,) = plot_layout(swz, tmp_path, "staged", formats="svg", stages=2)
     texts = " ".join(_texts(path))
     assert "stage 0: [0, :, :]" in texts and "stage 1: [1, :, :]" in texts
     assert {"cells", "cells1", "colorbar"} <= _ids(path)
+    (path,) = plot_layout(swz, tmp_path, "not_a_pipeline", formats="svg")  # no stages: a plain leading dim
+    texts = " ".join(_texts(path))
+    assert "[0, :, :]" in texts and "stage" not in texts
     fig = plot_layout(swz)
     try:
         grid0, grid1 = fig.axes[:2]
@@ -103,24 +106,27 @@ def test_ticks_never_run_together(n):
         _close(fig)
 
 
-def test_small_fragment_is_labelled_by_thread_and_register_with_a_thread_colour_bar(tmp_path):
+def test_small_fragment_is_labelled_by_thread_and_register_with_a_warp_lane_key(tmp_path):
     acc = nv.make_mma_store_layout(2, 2, 16, 16)  # 32 x 32 over 128 threads
     (path,) = plot_layout(acc, tmp_path, "acc", formats="svg")
     texts = _texts(path)
     assert "T0 L0" in texts and "T127 L7" in texts
-    assert "thread id" in texts and "thread-colorbar" in _ids(path)
+    assert "thread = 32 x warp + lane" in texts and "thread-key" in _ids(path)
+    (path,) = plot_layout(acc, tmp_path, "acc_cmap", formats="svg", colormap="viridis")  # a colormap: a thread bar
+    assert "thread id" in _texts(path) and "thread-colorbar" in _ids(path)
 
 
-def test_large_fragment_has_no_labels_but_a_thread_colour_bar():
+def test_large_fragment_has_an_unlabelled_grid_a_labelled_zoom_and_a_key():
     acc = nv.make_mma_store_layout(2, 2, 64, 64)  # 128 x 128 over 128 threads
     fig = plot_layout(acc)
     try:
-        grid, bar = fig.axes
+        grid, zoom, key = fig.axes
         assert "thread of each element" in grid.get_title()
         assert not [t for t in grid.texts if t.get_text().startswith("T")]
-        assert bar.get_ylabel() == "thread id"
-        labels = [t.get_text() for t in bar.get_yticklabels()]
-        assert labels[0] == "0" and "64" in labels and labels[-1] == "127"
+        assert zoom.get_title().startswith("zoom: rows 0-7, cols 0-7")
+        assert [t.get_text() for t in zoom.texts][:3] == ["T0 L0", "T0 L1", "T1 L0"]
+        assert key.get_xlabel() == "lane" and key.get_ylabel() == "warp"
+        assert [t.get_text() for t in key.get_yticklabels()] == ["0", "1", "2", "3"]
     finally:
         _close(fig)
 

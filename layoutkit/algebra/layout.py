@@ -259,11 +259,33 @@ class Layout(Tagged):
         return tuple(int(v) for v in hit[0])
 
     def describe(self) -> str:
-        """Short text used in error messages (does not evaluate the map; an output's text is cut after
-        :data:`DESCRIBE_CHARS` characters, so a message about a huge expression stays short and cheap)."""
+        """The printed form (``str(layout)``) for error messages, without evaluating the map: the output
+        shape shows when it is known without enumerating the domain (else ``?``), and each output's text
+        is cut after :data:`DESCRIBE_CHARS` characters, so a message about a huge layout stays short and
+        cheap.
+
+        >>> import layoutkit as lk
+        >>> lk.Layout([4, 8], lambda i, j: (j, i)).describe()
+        'Layout((4, 8) -> (8, 4), transform: (_i, _j) -> (_j, _i))'
+        """
+        return self.printed(self.known_output_shape(), [text_prefix(e, DESCRIBE_CHARS) for e in self._forward])
+
+    def known_output_shape(self) -> tuple[int, ...] | None:
+        """``output_shape`` when it is computed already or the expressions' structure gives it, else None
+        (never enumerates the domain)."""
+        hit: tuple[int, ...] | None = self._cache.get("output_shape")
+        if hit is None:
+            ranges = attained_ranges(self._forward)
+            if all(r is not None and r[0] >= 0 for r in ranges):
+                hit = tuple(r[1] + 1 for r in ranges if r is not None)
+        return hit
+
+    def printed(self, output_shape: Sequence[int] | None, outputs: Sequence[object]) -> str:
+        """The one printed form of a layout, ``Layout((in) -> (out), transform: (vars) -> (outputs))``
+        (``?`` for an unknown output shape), shared by ``str`` and :meth:`describe`."""
+        out = "(?)" if output_shape is None else _tuple_text(output_shape)
         ins = _tuple_text(v.name for v in self._vars)
-        outs = _tuple_text(text_prefix(e, DESCRIBE_CHARS) for e in self._forward)
-        return f"Layout{_tuple_text(self._input_shape)} {ins} -> {outs}"
+        return f"Layout({_tuple_text(self._input_shape)} -> {out}, transform: {ins} -> {_tuple_text(outputs)})"
 
     # ---- evaluation -------------------------------------------------------------------------
     def map_forward_index(self, coord: Sequence[int | Expr]) -> tuple[Any, ...]:
@@ -586,7 +608,7 @@ class Layout(Tagged):
         >>> lk.Layout([1024], lambda i: i ^ (i // 3)).prove_bijective("isl", budget_s=0.05)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
             ...
-        layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout(1024,) ...: still running after ...
+        layoutkit.errors.ProofBudgetError: prove_bijective('isl') of Layout((1024,) ...: still running after ...
         """
         default = isinstance(budget_s, str) and budget_s == DEFAULT_BUDGET
         budget = None if default else check_budget(budget_s, "prove_bijective")
@@ -702,7 +724,8 @@ class Layout(Tagged):
         >>> lk.Layout([4, 4], lambda i, j: i * 3 + j).to_linear()
         Traceback (most recent call last):
         ...
-        layoutkit.errors.NotLinearError: Layout(4, 4) (_i, _j) -> (_i * 3 + _j,) is not F2-linear: _i = 1, _j = 1 \
+        layoutkit.errors.NotLinearError: Layout((4, 4) -> (13,), transform: (_i, _j) -> (_i * 3 + _j,)) \
+is not F2-linear: _i = 1, _j = 1 \
 maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (3,)) is (2,)
         """
         view, reason = self._linear_view()
@@ -767,12 +790,10 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
 
     def __str__(self) -> str:
         try:
-            out_shape = _tuple_text(self.output_shape)
+            out_shape: tuple[int, ...] | None = self.output_shape
         except LayoutError:
-            out_shape = "(?)"
-        ins = _tuple_text(v.name for v in self._vars)
-        outs = _tuple_text(self._forward)
-        return f"Layout({_tuple_text(self._input_shape)} -> {out_shape}, transform: {ins} -> {outs})"
+            out_shape = None
+        return self.printed(out_shape, self._forward)
 
     __repr__ = __str__
 

@@ -135,6 +135,30 @@ class F2Linear:
                         raise ShapeError(f"basis {b} of in dim {name!r} is {image}; expected {len(sizes)} values "
                                          f"below {tuple(sizes)}")
 
+    def __str__(self) -> str:
+        """Triton's ``LinearLayout::toString``: a leading newline, one `` - `` bullet per in dim listing
+        the image of each of its bits (`` - in=1 -> (...)`` then ``   in=2 -> ...``; a size-1 dim says
+        so), then the out dims with their sizes.
+
+        >>> print(F2Linear.from_bases({"register": [[0, 1], [1, 0]], "lane": []}, {"dim0": 2, "dim1": 2}))
+        <BLANKLINE>
+         - register=1 -> (0, 1)
+           register=2 -> (1, 0)
+         - lane is a size 1 dimension
+        where out dims are: [dim0 (size 2), dim1 (size 2)]
+        """
+        outs = "[" + ", ".join(f"{name} (size {size})" for name, size in self.out_dims) + "]"
+        if not self.in_dims:
+            return "\n(empty layout)" if not self.out_dims else f"\n(empty layout with out-dims {outs})"
+        text = "\n"
+        for (name, _), per in zip(self.in_dims, self.bases):
+            if not per:
+                text += f" - {name} is a size 1 dimension\n"
+                continue
+            text += " - " + "\n   ".join(f"{name}={1 << b} -> ({', '.join(map(str, image))})"
+                                         for b, image in enumerate(per)) + "\n"
+        return text + f"where out dims are: {outs}"
+
     # ---- construction ----------------------------------------------------------------------------
     @classmethod
     def identity(cls, size: int, in_name: str = "in", out_name: str = "out") -> F2Linear:

@@ -63,7 +63,7 @@ from numpy.typing import ArrayLike, NDArray
 from ..algebra.bits import log2_exact
 from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.f2_reasons import not_linear_reason
-from ..algebra.layout import Layout
+from ..algebra.layout import DESCRIBE_CHARS, Layout
 from ..algebra.linear import F2Linear
 from ..algebra.linear_exprs import expressions_from_bases
 from ..algebra.nodes import (
@@ -80,6 +80,7 @@ from ..algebra.nodes import (
     scale,
     split_view,
     substitute,
+    text_prefix,
     tuple_text,
 )
 from ..algebra.proof import Proof
@@ -493,26 +494,41 @@ forward_index: (_j % 8,))
                                         self._thread_range))
 
     def describe(self) -> str:
-        return (f"Fragment{list(self.input_shape)} thread {self._thread}, index "
-                f"{[str(e) for e in self.forward_index]}, replicate {self._replicate}")
+        """The printed form (``str(fragment)``) for error messages, without evaluating the maps: the
+        register shape and thread extent show when known without enumerating (else ``?``), each
+        expression's text is cut after ``DESCRIBE_CHARS`` characters."""
+        extent = self.memo.get("thread_extent")
+        return self.printed_fragment(self.known_output_shape(), "?" if extent is None else extent,
+                            text_prefix(self._thread, DESCRIBE_CHARS),
+                            [text_prefix(e, DESCRIBE_CHARS) for e in self.forward_index])
 
-    def __str__(self) -> str:
-        try:
-            out, threads = list(self.output_shape), self.thread_extent
-        except LayoutError:
-            return self.describe()
-        text = (f"Fragment({tuple_text(self.input_shape)} -> {tuple_text(out)}, replicate: {self._replicate}, "
-                f"thread: {threads}, forward_thread: {self._thread}, forward_index: {tuple_text(self.forward_index)}")
+    def printed_fragment(self, output_shape: Sequence[int] | None, threads: object, thread: object,
+                         index: Sequence[object]) -> str:
+        """The one printed form of a fragment, shared by ``str`` and :meth:`describe`."""
+        out = "(?)" if output_shape is None else tuple_text(output_shape)
+        text = (f"Fragment({tuple_text(self.input_shape)} -> {out}, replicate: {self._replicate}, "
+                f"thread: {threads}, forward_thread: {thread}, forward_index: {tuple_text(index)}")
         if self._thread_range is not None:
             start, extent = self._thread_range
             text += f", thread_range: [{start}, {start + extent})"
         return text + ")"
 
+    def __str__(self) -> str:
+        try:
+            out, threads = self.output_shape, self.thread_extent
+        except LayoutError:
+            return self.describe()
+        return self.printed_fragment(out, threads, self._thread, self.forward_index)
+
     __repr__ = __str__
 
     def text(self) -> str:
         """The four-line view: Shape / Thread / Index / Replicate."""
-        bound = "" if self._thread_range is None else f", bound to threads {self._thread_range}"
+        if self._thread_range is None:
+            bound = ""
+        else:
+            start, extent = self._thread_range
+            bound = f", bound to threads [{start}, {start + extent})"
         return "\n".join([
             f"Shape:     {list(self.input_shape)} -> {list(self.output_shape)} registers per thread",
             f"Thread:    {self._thread}  (extent {self.thread_extent}{bound})",

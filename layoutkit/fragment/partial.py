@@ -124,7 +124,14 @@ class PartialFragment(Fragment):
         return (PartialFragment, (self.as_post_collective(), self._combine))
 
     def __str__(self) -> str:
-        text = Fragment.__str__(self)
+        return self.partial_text(Fragment.__str__(self))
+
+    def describe(self) -> str:
+        """The printed form for error messages (``str``'s, without evaluating the maps)."""
+        return self.partial_text(Fragment.describe(self))
+
+    def partial_text(self, text: str) -> str:
+        """A Fragment's printed form made this partial's: ``replicate: R (combine C x copy K)``."""
         head = f"replicate: {self.replicate_size}"
         return "Partial" + text.replace(head, f"{head} (combine {self._combine} x copy {self.copy_size})", 1)
 

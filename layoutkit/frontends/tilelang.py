@@ -75,13 +75,13 @@ from ..algebra.layout import Layout
 from ..algebra.nodes import Const, substitute
 from ..algebra.shapes import placeholder
 from ..backends.checks import check_result
-from ..errors import LayoutError, UnsupportedError
+from ..errors import LayoutError, OptionalDependencyError, UnsupportedError
 from ..fragment.fragment import Fragment
 from ..fragment.partial import PartialFragment
 from ..infer import Program, infer_layouts
 from ..infer.result import InferenceResult
 from .interpose import Interposer, attribute_patch
-from .tilelang_exprs import from_tilelang, to_tilelang
+from .tilelang_exprs import from_tilelang, missing_tilelang, to_tilelang
 from .tilelang_gemm import layoutkit_mma_lowering
 from .tilelang_ir import allocated_shapes, nodes, thread_extent
 from .tilelang_select import Selection, check_selections
@@ -117,21 +117,13 @@ def _target(target) -> dict:
 
 
 def _tilelang(what: str):
-    """The ``tilelang`` module, or :class:`UnsupportedError` saying the optional package is missing.
-
-    >>> _missing_message("from_prim_func")[:55]
-    'from_prim_func: expected the tilelang package (0.1.15, '
-    """
+    """The ``tilelang`` module, or :class:`~layoutkit.errors.OptionalDependencyError` saying the optional
+    package is missing and which extra installs it."""
     try:
         import tilelang
     except ImportError as err:
-        raise UnsupportedError(_missing_message(what)) from err
+        raise OptionalDependencyError(missing_tilelang(what), extra="tilelang") from err
     return tilelang
-
-
-def _missing_message(what: str) -> str:
-    return (f"{what}: expected the tilelang package (0.1.15, the 'tilelang' extra) to be installed; found no "
-            "importable tilelang")
 
 
 def _check_func(func, what: str) -> None:

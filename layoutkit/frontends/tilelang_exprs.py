@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from ..algebra.layout import Layout
 from ..algebra.nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
 from ..algebra.shapes import placeholder
-from ..errors import UnsupportedError
+from ..errors import OptionalDependencyError, UnsupportedError
 from ..fragment.fragment import REP_NAME, Fragment, rep_var
 from ..fragment.partial import PartialFragment
 
@@ -192,6 +192,16 @@ def _var_lookup(pairs: Sequence[tuple[object, Expr]], by_name: dict[str, Expr]) 
 
 # ---- layouts -----------------------------------------------------------------------------------------
 
+def missing_tilelang(what: str) -> str:
+    """The message of a function that needs TileLang when it is not installed.
+
+    >>> missing_tilelang("to_tilelang")[:52]
+    'to_tilelang: expected the tilelang package (0.1.15, '
+    """
+    return (f"{what}: expected the tilelang package (0.1.15, the 'tilelang' extra: pip install "
+            "'layoutkit[tilelang]') to be installed; found no importable tilelang")
+
+
 def to_tilelang(layout: Layout, xor: str = "bits", shape: Sequence | None = None):
     """``tilelang.layout.Fragment`` / ``Layout`` with the same maps as ``layout`` (Fragments keep the
     replication; TileLang's Python API cannot bind a thread range, so a bound range is dropped: TileLang
@@ -201,7 +211,8 @@ def to_tilelang(layout: Layout, xor: str = "bits", shape: Sequence | None = None
     Both have the same tables.  ``shape`` builds the TileLang layout over other (TIR) input extents
     of the same rank: the runtime extents of a ``T.Parallel(T.min(n, 512))`` loop laid out over its
     bound, as TileLang's own layout of it reads.  Anything but a layoutkit Layout / Fragment raises
-    :class:`UnsupportedError`.
+    :class:`UnsupportedError`; without TileLang installed it raises
+    :class:`~layoutkit.errors.OptionalDependencyError` naming the ``tilelang`` extra.
 
     Needs TileLang (skipped as a doctest):
 
@@ -210,10 +221,12 @@ def to_tilelang(layout: Layout, xor: str = "bits", shape: Sequence | None = None
     >>> from_tilelang(tl).is_equal(lk.Layout([4, 8], lambda i, j: (j, i)))  # doctest: +SKIP
     True
     """
-    from tilelang import layout as tl_layout
-
     if not isinstance(layout, Layout):
         raise UnsupportedError(f"to_tilelang: expected a layoutkit Layout or Fragment; found {type(layout).__name__}")
+    try:
+        from tilelang import layout as tl_layout
+    except ImportError as err:
+        raise OptionalDependencyError(missing_tilelang("to_tilelang"), extra="tilelang") from err
     if shape is not None and len(shape) != len(layout.input_shape):
         raise UnsupportedError(f"to_tilelang: shape {list(shape)} for a layout of rank {len(layout.input_shape)}")
     shape = list(layout.input_shape) if shape is None else list(shape)

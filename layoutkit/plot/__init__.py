@@ -1,4 +1,4 @@
-"""Figures and text views of layouts: ``plot_layout``, ``plot_diff``, ``plot_banks``, ``ascii_table``.
+"""Figures and text views of layouts: ``plot_layout``, ``plot_buffers``, ``plot_diff``, ``plot_banks``, ``ascii_table``.
 
 matplotlib is optional (``pip install layoutkit[plot]``): it is imported only when a figure is
 drawn, always with the Agg backend, no TeX, and SVG text kept as text.  Without it the plot
@@ -17,7 +17,8 @@ from ._mpl import PlotDependencyError
 from .banks import bank_hits, plot_banks
 from .diff import difference_mask, plot_diff
 from .layout import plot_layout
+from .program import buffer_figure, plot_buffers
 from .text import ascii_table, cell_text
 
-__all__ = ["PlotDependencyError", "ascii_table", "bank_hits", "cell_text", "difference_mask", "plot_banks",
-           "plot_diff", "plot_layout"]
+__all__ = ["PlotDependencyError", "ascii_table", "bank_hits", "buffer_figure", "cell_text", "difference_mask",
+           "plot_banks", "plot_buffers", "plot_diff", "plot_layout"]

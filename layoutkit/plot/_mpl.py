@@ -10,13 +10,15 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import OptionalDependencyError, ShapeError
 
 FORMATS = ("png", "svg", "pdf")
+SAVE_DPI = 100
+"""Pixels per inch of every figure, drawn and saved (the figures are laid out in inches at this dpi)."""
 RC = {"svg.fonttype": "none", "text.usetex": False, "svg.hashsalt": "layoutkit", "path.simplify": False}
 
 
-class PlotDependencyError(UnsupportedError, ImportError):
+class PlotDependencyError(OptionalDependencyError):
     """matplotlib is not installed: ``pip install layoutkit[plot]``."""
 
 
@@ -26,7 +28,7 @@ def pyplot() -> Any:
         import matplotlib
     except ImportError:  # pragma: no cover - depends on the environment
         raise PlotDependencyError(
-            "plotting needs matplotlib, which is not installed; run: pip install layoutkit[plot]"
+            "plotting needs matplotlib, which is not installed; run: pip install layoutkit[plot]", extra="plot"
         ) from None
     if matplotlib.get_backend().lower() != "agg":
         matplotlib.use("Agg", force=True)
@@ -81,7 +83,7 @@ def save(fig: Any, save_directory: str | os.PathLike, name: str, formats: str | 
         with plt.rc_context(RC):
             for f in fmts:
                 path = os.path.join(os.fspath(save_directory), f"{stem}.{f}")
-                fig.savefig(path, format=f, dpi=100, metadata=_metadata(f))
+                fig.savefig(path, format=f, dpi=SAVE_DPI, metadata=_metadata(f))
                 paths.append(path)
     finally:
         plt.close(fig)

@@ -10,8 +10,9 @@ import numpy as np
 from ..errors import ShapeError
 from ..fragment.fragment import Fragment
 from ._mpl import RC, pyplot, save
-from .draw import LABEL_CELLS, draw_cells, figure
-from .grids import Panel, as_layout, coord_text, describe, grid2d
+from .draw import LABEL_CELLS, cell_inches, draw_cells, figure_grid
+from .grids import Panel, as_layout, coord_text, grid2d
+from .titles import layout_title
 
 SAME = (0xE6 / 255, 0xE6 / 255, 0xE6 / 255, 1.0)  # "#e6e6e6"
 DIFFERENT = (0xD6 / 255, 0x27 / 255, 0x28 / 255, 1.0)  # "#d62728", matplotlib's tab:red
@@ -73,7 +74,10 @@ def plot_diff(
         rgba = np.where(mask.reshape(rows, cols, 1), np.array(DIFFERENT), np.array(SAME))
         labelled = rows * cols <= LABEL_CELLS
         length = max((len(s) for s in labels.ravel()), default=1) if labelled else 1
-        fig, (ax,), _ = figure(1, rows, cols, labelled, length, f"a: {describe(a)}\nb: {describe(b)}")
+        (head_a, formula_a), (head_b, formula_b) = layout_title(as_layout(a)), layout_title(as_layout(b))
+        cell = cell_inches(rows, cols, labelled, length)
+        fig, (ax,), _ = figure_grid([(rows, cols, cell)], f"a: {head_a}\nb: {head_b}",
+                                    f"a: {formula_a};  b: {formula_b}")
         draw_cells(fig, ax, panel, rgba, gid="diff-cells")
         return save(fig, save_directory, name, formats)
 

@@ -41,7 +41,21 @@ def cute_swizzle(kind: str, dtype: object) -> Swizzle:
 
 
 def swizzle_kind(sw: Swizzle, dtype: object) -> str | None:
-    """The bank swizzle kind ``sw`` is for ``dtype`` elements, or None when it is none of them."""
+    """The bank swizzle kind ``sw`` (a ``tla.Swizzle``) is for ``dtype`` elements, or None when it is none
+    of them; anything but a ``tla.Swizzle`` is refused (a Layout's kind is ``swizzle_info(layout, dtype=...)``).
+
+    >>> import layoutkit as lk
+    >>> try:
+    ...     swizzle_kind(lk.Layout([8, 8], lambda i, j: i * 8 + j), "float16")
+    ... except ShapeError as err:
+    ...     print(str(err).split("; ")[-1])
+    for a Layout use nv.swizzle_info(layout, dtype=...).kind
+    """
+    if not isinstance(sw, Swizzle):
+        hint = "; for a Layout use nv.swizzle_info(layout, dtype=...).kind" if isinstance(sw, Layout) else ""
+        shown = sw.describe() if isinstance(sw, Layout) else repr(sw)[:80]
+        raise ShapeError(f"swizzle_kind expects a tla.Swizzle (CuTe's Sw<B,M,S>); found {type(sw).__name__} "
+                         f"{shown}{hint}")
     for kind in BANK_SWIZZLES:
         if cute_swizzle(kind, dtype) == sw:
             return kind
