@@ -457,6 +457,6 @@ def test_reduce_into_a_laid_out_destination_needs_every_holder_filled():
 
     y = infer.infer_layouts(program(False)).layout_map["y"]
     assert (str(y.forward_thread), y.replicate_size) == ("_i % 8 * 16 + _rep", 16)   # equal to TileLang's
-    with pytest.raises(lk.LayoutConflictError, match=r"reduce#\d+: y's layout .* replicate 128 puts elements in "
+    with pytest.raises(lk.LayoutConflictError, match=r"reduce#\d+: y's layout .* replicate: 128, .* puts elements in "
                                                      r"threads the reduction layout"):
         infer.infer_layouts(program(True))
