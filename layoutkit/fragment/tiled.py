@@ -180,8 +180,8 @@ def tiled_fragment(spec: TiledRegisterLayout, shape: Sequence[int]) -> Fragment:
 def strided_fragment(shape: Sequence[int], vector: int, threads: int = 128) -> Fragment:
     """The tile flattened row-major, dealt to ``threads`` in runs of ``vector`` consecutive elements.
 
-    >>> print(strided_fragment((4, 64), 2).forward_thread)
-    _j // 2 + _i * 32 - _i // 4 * 128
+    >>> print(strided_fragment((8, 64), 2).forward_thread)
+    _i % 4 * 32 + _j // 2
     """
     shape = check_shape(shape, "strided layout shape")
     vector, threads = positive_int(vector, "vector"), positive_int(threads, "threads")
