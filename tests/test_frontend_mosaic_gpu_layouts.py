@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from layoutkit.algebra.linear import F2Linear
 from layoutkit.errors import NotLinearError, NotTiledError, ShapeError, UnsupportedError
 from layoutkit.fragment.fragment import fragment_from_linear
 from layoutkit.fragment.tiled import Replica, TiledRegisterLayout, tile_dims, tiled_fragment, tiled_from_fragment
-from layoutkit.algebra.linear import F2Linear
 
 pytestmark = pytest.mark.oracle
 fa = pytest.importorskip("jax.experimental.mosaic.gpu.fragmented_array")

@@ -58,21 +58,27 @@ def tile_dims(tiles: Sequence[Sequence[int]], shape: Sequence[int]) -> list[Tile
     >>> tile_dims(((8, 4), (2, 2)), (16, 8))
     [(0, 8, 2), (1, 4, 2), (0, 2, 4), (1, 2, 2), (0, 1, 2), (1, 1, 2)]
     """
-    dims: list[TiledDim] = [(d, 1, int(s)) for d, s in enumerate(shape)]
-    for tile in tiles:
+    return [(d, a, s) for d, a, s, _ in _tagged_tile_dims(tiles, shape)]
+
+
+def _tagged_tile_dims(tiles: Sequence[Sequence[int]], shape: Sequence[int]) -> list[tuple[int, int, int, tuple]]:
+    """:func:`tile_dims` with a tag per tiled dim: ``(level, input dim, "outer" | "inner")`` of the tile
+    that made it (so that two tilings of one family can be matched dim by dim)."""
+    dims: list[tuple[int, int, int, tuple]] = [(d, 1, int(s), (-1, d, "in")) for d, s in enumerate(shape)]
+    for level, tile in enumerate(tiles):
         r = len(tile)
         if r == 0 or r > len(dims):
             raise ShapeError(f"tile {tuple(tile)} does not apply to a tiled shape of rank {len(dims)} "
                              f"(shape {tuple(shape)}, tiles {tuple(map(tuple, tiles))})")
         head, tail = dims[:-r], dims[-r:]
         outer, inner = [], []
-        for (d, a, s), t in zip(tail, tile):
+        for (d, a, s, _), t in zip(tail, tile):
             t = positive_int(t, "tile size")
             if s % t:
                 raise ShapeError(f"tiling {tuple(map(tuple, tiles))} does not divide shape {tuple(shape)}: "
                                  f"a dim of size {s} (input dim {d}) under a tile of {t}")
-            outer.append((d, a * t, s // t))
-            inner.append((d, a, t))
+            outer.append((d, a * t, s // t, (level, d, "outer")))
+            inner.append((d, a, t, (level, d, "inner")))
         dims = head + outer + inner
     return dims
 
@@ -175,6 +181,54 @@ def tiled_fragment(spec: TiledRegisterLayout, shape: Sequence[int]) -> Fragment:
     index = add(scale(_mixed_radix([digit[k] for k in regs], [dims[k][2] for k in regs]), dims[vector][2]),
                 digit[vector])
     return Fragment.from_exprs(shape, (index,), add(scale(warp, spec.lanes), lane), spec.replication)
+
+
+def reduce_tiled(spec: TiledRegisterLayout, axes: Sequence[int]) -> TiledRegisterLayout:
+    """``spec`` on the tile with the input dims ``axes`` (of the base tile) reduced away: their tiled dims
+    leave the tiling, a warp or lane digit on one becomes a :class:`Replica` of its size, and a vector on
+    one becomes a new last tile ``(1,)``.
+
+    Law: on a shape ``s``, ``tiled_fragment(reduce_tiled(spec, axes), s')`` places element ``y`` where
+    ``tiled_fragment(spec, s)`` places every ``x`` with ``x`` minus ``axes`` equal to ``y`` (``s'``: ``s``
+    without ``axes``), the threads that differ only on ``axes`` becoming replicas.
+
+    >>> spec = TiledRegisterLayout(((64, 8), (16, 8), (8, 8), (2,)), (-7,), (-3, -2), -1)
+    >>> reduce_tiled(spec, (1,)).lane_dims
+    (-2, Replica(times=4))
+    """
+    rank = len(spec.base_tile)
+    gone = {int(a) for a in axes}
+    if not gone or any(not 0 <= a < rank for a in gone) or len(gone) == rank:
+        raise ShapeError(f"reduce axes must be some, not all, of the base tile's dims 0..{rank - 1}; found "
+                         f"{tuple(axes)}")
+    tiles: list[tuple[int, ...]] = []
+    for tile in spec.tiles:
+        first = rank - len(tile)  # the input dim of the tile's first entry
+        kept = tuple(t for k, t in enumerate(tile) if first + k not in gone)
+        if not kept:
+            break
+        tiles.append(kept)
+    old = _tagged_tile_dims(spec.tiles, spec.base_tile)[rank:]
+    base = tuple(e for d, e in enumerate(spec.base_tile) if d not in gone)
+    renumber = {d: i for i, d in enumerate(d for d in range(rank) if d not in gone)}
+    vector_gone = old[spec.vector_dim][0] in gone
+    new = _tagged_tile_dims(tiles, base)[len(base):]
+    # a vector on a reduced dim: a last tile (1,) adds one trailing dim of size 1, the new vector
+    shift = len(new) + (1 if vector_gone else 0)
+    where = {tag: k - shift for k, (_, _, _, tag) in enumerate(new)}
+    if vector_gone:
+        tiles.append((1,))
+
+    def moved(d: Digit) -> Digit:
+        if isinstance(d, Replica):
+            return d
+        src, _, size, tag = old[d]
+        return Replica(size) if src in gone else where[(tag[0], renumber[src], tag[2])]
+
+    vector = -1 if vector_gone else moved(spec.vector_dim)
+    assert isinstance(vector, int)
+    return TiledRegisterLayout(tuple(tiles), tuple(map(moved, spec.warp_dims)), tuple(map(moved, spec.lane_dims)),
+                               vector, lanes=spec.lanes, warps=spec.warps)
 
 
 def strided_fragment(shape: Sequence[int], vector: int, threads: int = 128) -> Fragment:

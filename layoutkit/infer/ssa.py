@@ -37,6 +37,8 @@ class Constraint:
     check: Callable[[tuple[Hashable, ...]], bool]
     propose: Callable[[Mapping[int, Hashable]], Iterable[Proposal]] | None = None
     what: str = ""
+    early: bool = False
+    """Its proposals come before those of the other constraints (a front end's cheapest choices)."""
 
 
 def same_as(a: int, b: int, forced: bool = False) -> Callable[[Mapping[int, Hashable]], Iterable[Proposal]]:
@@ -94,6 +96,7 @@ class _Search:
     fuel: int
     low: Callable[[Hashable], bool]
     by_var: dict[int, list[int]] = field(default_factory=dict)
+    ordered: list[Constraint] = field(default_factory=list)
     deepest: tuple[int, int, tuple[Hashable, ...]] = (-1, -1, ())
 
     def failing(self, known: Mapping[int, Hashable], touched: Iterable[int]) -> int | None:
@@ -130,7 +133,7 @@ class _Search:
 
     def candidates(self, known: Mapping[int, Hashable]) -> Iterable[tuple[int, Hashable]]:
         late: list[tuple[int, Hashable]] = []
-        for c in self.problem.constraints:
+        for c in self.ordered:
             if c.propose is None:
                 continue
             for var, layout, _ in c.propose(known):
@@ -174,6 +177,7 @@ def solve(problem: SsaProblem, *, fuel: int, low: Callable[[Hashable], bool] = l
     the constraint that failed deepest in the search and the layouts it saw, :class:`SsaFuelError` when the
     fuel runs out."""
     search = _Search(problem, fuel, low)
+    search.ordered = [c for c in problem.constraints if c.early] + [c for c in problem.constraints if not c.early]
     for ci, c in enumerate(problem.constraints):
         for v in set(c.variables):
             search.by_var.setdefault(v, []).append(ci)
