@@ -136,6 +136,8 @@ class _Reader:
     var_of: dict[Site, int] = field(default_factory=dict)
     sites_of: dict[int, list[Site]] = field(default_factory=dict)
     ops: list[Any] = field(default_factory=list)
+    aliases: dict[tuple[int, int], int] = field(default_factory=dict)
+    divides: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     # ---- variables ------------------------------------------------------------------------------
     def var(self, sites: Sequence[Site]) -> int:
@@ -602,17 +604,22 @@ def _not_splat_result(r: _Reader, op: Any) -> None:
 
 
 def _vector_load(r: _Reader, op: Any) -> None:
-    m = r.m
-    if m.utils.is_smem_ref(op.operands[0]) or m.utils.is_cluster_smem_ref(op.operands[0]):
-        raise UnsupportedError(f"layoutkit's Mosaic GPU pass does not read shared-memory loads yet: {_op_text(op)}")
-    _not_splat_result(r, op)
+    v = r.var([(op, "r", 0, 0)])
+    r.not_of(v, (r.m.fa.WGSplatFragLayout,), f"a load makes no splat: {_op_text(op)}")
+    if _space(r.m, op.operands[0]) == "smem":
+        s = r.ref(op, 0)
+        _transferable(r, v, s, op.operands[0].type, _optimized(op, False), _op_text(op))
 
 
 def _vector_store(r: _Reader, op: Any) -> None:
-    m = r.m
-    if m.utils.is_smem_ref(op.operands[1]) or m.utils.is_cluster_smem_ref(op.operands[1]):
-        raise UnsupportedError(f"layoutkit's Mosaic GPU pass does not read shared-memory stores yet: {_op_text(op)}")
-    r.var([(op, "o", 0, 0)])
+    v = r.var([(op, "o", 0, 0)])
+    if _space(r.m, op.operands[1]) == "smem":
+        s = r.ref(op, 1)
+        _transferable(r, v, s, op.operands[1].type, _optimized(op, True), _op_text(op))
+    if op.operation.name == "mosaic_gpu.async_store_smem":
+        fa = r.m.fa
+        r.not_of(v, (fa.WGStridedFragLayout, fa.WGSplatFragLayout), f"an async store takes a tiled layout: "
+                                                                      f"{_op_text(op)}")
 
 
 def _operand_only(r: _Reader, op: Any) -> None:
@@ -648,6 +655,13 @@ def _mma_tiling(r: _Reader, v: int, ref: Any, bits: int, what: str, allow_unswiz
 
 
 def _divides(r: _Reader, v: int, multiple: tuple[int, ...], what: str) -> None:
+    old = r.divides.get(v)
+    if old is None:
+        r.divides[v] = multiple
+    else:
+        n = min(len(old), len(multiple))
+        r.divides[v] = tuple(math.gcd(a, b) for a, b in zip(old[len(old) - n:], multiple[len(multiple) - n:])) if n \
+            else ()
     def check(ls: tuple[Hashable, ...]) -> bool:
         layout = ls[0]
         if isinstance(layout, SmemTile):
@@ -811,6 +825,295 @@ def _memref_load_store(r: _Reader, op: Any) -> None:
     r.ref(op, k)
 
 
+def _tied(r: _Reader, a: int, b: int, a_to_b: Callable[[Any], Any | None], b_to_a: Callable[[Any], Any | None],
+          what: str) -> None:
+    """``b`` is ``a_to_b(a)`` and ``a`` is ``b_to_a(b)`` (None: no layout does), each side forcing the other."""
+    def check(ls: tuple[Hashable, ...]) -> bool:
+        return a_to_b(ls[0]) == ls[1] and b_to_a(ls[1]) == ls[0]
+
+    def propose(known: Mapping[int, Hashable]) -> Iterable[Proposal]:
+        if a in known and b not in known:
+            out = a_to_b(known[a])
+            if out is not None:
+                yield b, out, True
+        elif b in known and a not in known:
+            out = b_to_a(known[b])
+            if out is not None:
+                yield a, out, True
+
+    r.problem.add(Constraint((a, b), check, propose, what))
+
+
+def _same_ref(r: _Reader, op: Any) -> None:
+    """The result is the operand reference (a cast, a cluster view): one variable."""
+    v = r.ref(op, 0)
+    site = (op, "r", 0, 0)
+    r.var_of[site] = v
+    r.sites_of[v].append(site)
+
+
+def _slice_smem(r: _Reader, op: Any) -> None:
+    site = (op, "r", 0, 0)
+    if "alias_id" in op.attributes:
+        key = (int(r.m.ir.IntegerAttr(op.attributes["alias_id"]).value), int(op.offset.value))
+        v = r.aliases.get(key)
+        if v is not None:
+            r.var_of[site] = v
+            r.sites_of[v].append(site)
+            return
+        r.aliases[key] = r.var([site])
+        return
+    r.var([site])
+
+
+def _known_gcd(r: _Reader, a: int, value: Any) -> int:
+    """The largest divisor of ``a`` that the dynamic ``value`` is known to be a multiple of."""
+    ir = r.m.ir
+    if isinstance(value.type, ir.VectorType):
+        return 1
+    owner = value.owner
+    owner = owner.opview if hasattr(owner, "opview") else owner
+    if getattr(owner, "operation", None) is not None and owner.operation.name == "arith.constant":
+        return math.gcd(a, int(ir.IntegerAttr(owner.attributes["value"]).value))
+    g, n, f = 1, a, 2
+    factors = []
+    while f * f <= n:
+        while n % f == 0:
+            factors.append(f)
+            n //= f
+        f += 1
+    if n > 1:
+        factors.append(n)
+    for factor in factors:
+        if r.m.utils.is_known_divisible(value, g * factor):
+            g *= factor
+    return g
+
+
+def _subview(r: _Reader, op: Any) -> None:
+    ir = r.m.ir
+    src = r.ref(op, 0)
+    dst = r.var([(op, "r", 0, 0)])
+    if any(st != 1 for st in op.static_strides):
+        raise UnsupportedError(f"layoutkit's Mosaic GPU pass reads unit-stride subviews only: {_op_text(op)}")
+    multiple: list[int] = []
+    dynamic = 0
+    src_shape = tuple(op.operands[0].type.shape)
+    for i, size in enumerate(op.static_sizes):
+        offset: Any = op.static_offsets[i]
+        if offset == ir.ShapedType.get_dynamic_size():
+            offset = op.offsets[dynamic]
+            dynamic += 1
+        if ir.ShapedType.is_dynamic_size(size):
+            multiple = []
+            continue
+        g = math.gcd(size, src_shape[i])
+        g = math.gcd(g, offset) if isinstance(offset, int) else _known_gcd(r, g, offset)
+        multiple.append(g)
+    _divides(r, src, tuple(multiple), _op_text(op))
+    _tied(r, src, dst, lambda x: x, lambda x: x, _op_text(op))
+
+
+def _transpose_tile(layout: Any, permutation: tuple[int, ...]) -> Any | None:
+    if not isinstance(layout, SmemTile):
+        return layout
+    if layout.tile is None:
+        return layout
+    tile = layout.tile
+    offset = len(permutation) - len(tile)
+    tail = permutation[len(permutation) - len(tile):]
+    if any(d < offset for d in tail):
+        return None
+    return SmemTile(tuple(tile[d - offset] for d in tail))
+
+
+def _memref_transpose(r: _Reader, op: Any) -> None:
+    ir = r.m.ir
+    src = r.ref(op, 0)
+    dst = r.var([(op, "r", 0, 0)])
+    perm = tuple(ir.AffineDimExpr(e).position for e in op.permutation.value.results)
+    inv = tuple(perm.index(i) for i in range(len(perm)))
+    if _space(r.m, op.operands[0]) != "smem":
+        _tied(r, src, dst, lambda x: x, lambda x: x, _op_text(op))
+        return
+    _tied(r, src, dst, lambda x: _transpose_tile(x, perm), lambda x: _transpose_tile(x, inv), _op_text(op))
+
+
+def _async_index_vars(r: _Reader, op: Any, base: int) -> None:
+    """Vector indices of a TMA gather / scatter: Mosaic's TMA index layouts (16 or 4 rows per warp)."""
+    fa = r.m.fa
+    for i, idx in enumerate(op.indices):
+        if _is_vector(r.m, idx):
+            v = r.var([(op, "o", base + i, 0)])
+            rows = tuple(idx.type.shape)[0]
+            if rows % 16 == 0:
+                layout = fa.TMA_INDICES_LAYOUT
+            elif rows % 4 == 0:
+                layout = fa.TMA_INDICES_4_LAYOUT
+            else:
+                raise MosaicLayoutError(f"Unsupported TMA index shape {tuple(idx.type.shape)} in {_op_text(op)}",
+                                        _op_text(op))
+            r.problem.pin(v, layout, _op_text(op))
+
+
+def _minor_divisible(r: _Reader, v: int, divisor: int, what: str) -> None:
+    def check(ls: tuple[Hashable, ...]) -> bool:
+        tile = ls[0].tile  # type: ignore[attr-defined]
+        return not tile or tile[-1] % divisor == 0
+
+    r.problem.add(Constraint((v,), check, None, what))
+
+
+def _async_copy(r: _Reader, op: Any) -> None:
+    m = r.m
+    load = op.operation.name == "mosaic_gpu.async_load"
+    multiple: list[int] = []
+    for i, (size, index) in enumerate(zip(op.slice_lengths, op.indices)):
+        if size == -1:
+            continue
+        if _is_vector(m, index):
+            if i != 0:
+                raise UnsupportedError("Only leading gather dimensions allowed. "
+                                       f"(layoutkit's Mosaic GPU pass: {_op_text(op)})")
+            gmem = op.source if load else op.destination
+            if len(gmem.type.shape) != 2:
+                raise UnsupportedError("Only 2D gathers/scatters for async load/store are supported. "
+                                       f"(layoutkit's Mosaic GPU pass: {_op_text(op)})")
+            multiple.append(size)
+            continue
+        multiple.append(_known_gcd(r, size, index))
+    k = 1 if load else 0
+    v = r.ref(op, k)
+    _divides(r, v, tuple(multiple), _op_text(op))
+    if any(_is_vector(m, idx) for idx in op.indices):
+        divisor = (1024 // 4) // m.utils.bitwidth(op.source.type.element_type)
+        lengths = [s for s in op.slice_lengths if s != -1]
+        if lengths and lengths[-1] % divisor:
+            raise MosaicLayoutError(f"Cannot assign layout to async load with gather indices since minor dim="
+                                    f"{lengths[-1]} is not divisible by divisor={divisor} bits.", _op_text(op))
+        _minor_divisible(r, v, divisor, _op_text(op))
+    _async_index_vars(r, op, 3 if load else 2)
+
+
+def _async_prefetch(r: _Reader, op: Any) -> None:
+    _async_index_vars(r, op, 1)
+
+
+def _warp_map(r: _Reader, op: Any) -> None:
+    for i, o in enumerate(op.operands):
+        if _space(r.m, o) in ("smem", "tmem"):
+            v = r.ref(op, i)
+            site = (op, "a", i, 0)
+            r.var_of[site] = v
+            r.sites_of[v].append(site)
+
+
+def _transferable(r: _Reader, reg: int, smem: int, ref_type: Any, optimized: str, what: str) -> None:
+    """A register value moves to or from a shared-memory reference: the pairs of register layout and tile
+    Mosaic's lowering moves (untiled: a strided or splat-free untiled move; tiled: a transfer plan its
+    lowering derives; transposed references: the transposed WGMMA / TCGEN05 layouts)."""
+    m, fa = r.m, r.m.fa
+    ref_type = m.ir.MemRefType(ref_type)
+    shape = tuple(ref_type.shape)
+    strides = tuple(ref_type.get_strides_and_offset()[0])
+    bits = m.utils.bitwidth(ref_type.element_type)
+
+    def ok(ls: tuple[Hashable, ...]) -> bool:
+        layout, tile = ls
+        return _smem_transfer_ok(m, tile.tile, layout, shape, strides, bits, optimized)  # type: ignore[attr-defined]
+
+    def propose(known: Mapping[int, Hashable]) -> Iterable[Proposal]:
+        if reg in known and smem not in known:
+            if isinstance(known[reg], fa.TiledLayout) and len(shape) >= 2:
+                seen = set()
+                for tile in _conjured_tiles(m, ref_type):
+                    multiple = r.divides.get(smem)
+                    if multiple is not None:
+                        n = min(len(multiple), len(tile))
+                        tile = tuple(math.gcd(a, b) for a, b in zip(multiple[len(multiple) - n:], tile[len(tile) - n:]))
+                    if tile not in seen:
+                        seen.add(tile)
+                        yield smem, SmemTile(tile), False
+        elif smem in known and reg not in known:
+            tile = known[smem].tile  # type: ignore[attr-defined]
+            if tile is None:
+                default = r.strided_default(ref_type)
+                if default is not None:
+                    yield reg, default, False
+                return
+            hopper = tuple(r.arch) == (9, 0)
+            cands = [fa.WGMMA_LAYOUT, fa.WGMMA_TRANSPOSED_LAYOUT] if hopper else [
+                fa.TCGEN05_LAYOUT, fa.TCGEN05_TRANSPOSED_LAYOUT, fa.WGMMA_LAYOUT, fa.WGMMA_TRANSPOSED_LAYOUT]
+            for c in cands:
+                yield reg, c, False
+
+    r.problem.add(Constraint((reg, smem), ok, propose, what))
+
+
+def _conjured_tiles(m: SimpleNamespace, ref_type: Any) -> Iterable[tuple[int, ...]]:
+    """Mosaic's tiles for a reference moved from a tiled register layout: ``(8, swizzle elements)`` (transposed
+    on a transposed reference) for swizzles of 128, 64 and 32 bytes that divide the minor dim."""
+    shape = tuple(ref_type.shape)
+    if len(shape) < 2:
+        return
+    bits = m.utils.bitwidth(ref_type.element_type)
+    strides = tuple(ref_type.get_strides_and_offset()[0])
+    rank = len(strides)
+    order = sorted(range(rank), key=lambda d: (strides[d], d))
+    if {order[0], order[1]} != {rank - 1, rank - 2}:
+        return
+    minor, second = shape[order[0]], shape[order[1]]
+    if second % 8:
+        return
+    transposed = order[0] != rank - 1
+    for sw in (128, 64, 32):
+        elems = 8 * sw // bits
+        if minor % elems == 0:
+            yield (elems, 8) if transposed else (8, elems)
+
+
+def _smem_transfer_ok(m: SimpleNamespace, tile: tuple[int, ...] | None, layout: Any, shape: tuple[int, ...],
+                      strides: tuple[int, ...], bits: int, optimized: str) -> bool:
+    fa = m.fa
+    if not isinstance(layout, fa.TiledLayout):
+        return tile is None
+    transposed = len(strides) >= 2 and strides[-1] > strides[-2]
+    tiling = tile or ()
+    if transposed:
+        return len(tiling) == 2 and layout in (fa.TCGEN05_TRANSPOSED_LAYOUT, fa.WGMMA_TRANSPOSED_LAYOUT)
+    if optimized == "unoptimized" or (not tiling and optimized == "downgradable"):
+        return True
+    from jax.experimental.mosaic.gpu import dialect_lowering
+
+    if not tiling:
+        tiling = shape
+        tiled = dialect_lowering.tile_strides(strides, tiling)
+        swizzle = 16
+    else:
+        tiled = dialect_lowering.tile_strides(strides, tiling)
+        tail = list(tiled[len(tiled) - len(tiling):])
+        minor = tiling[tail.index(min(tail))]
+        swizzle = m.iu.compute_swizzle(minor, bits)
+    rank = len(tiling)
+    first = len(shape) - rank
+    nested_shape = tuple((shape[i] // tiling[i - first], tiling[i - first]) if i >= first and tiling[i - first] != 1
+                         else (shape[i],) for i in range(len(shape)))
+    nested_strides = tuple((tiled[i], tiled[i + rank]) if i >= first and tiling[i - first] != 1 else (tiled[i],)
+                           for i in range(len(shape)))
+    try:
+        fa.plan_tiled_transfer(nested_shape, nested_strides, layout, bits, swizzle)
+    except fa.TransferPlanDerivationError:
+        return False
+    return True
+
+
+def _optimized(op: Any, store: bool) -> str:
+    flag = op.attributes["optimized"] if "optimized" in op.attributes else None
+    if flag is None:
+        return "downgradable" if store else "optimized"
+    return "optimized" if bool(flag) else "unoptimized"
+
+
 RULES: dict[str, Rule] = {
     **dict.fromkeys(POINTWISE, _pointwise),
     UNDEF: _undef,
@@ -836,6 +1139,16 @@ RULES: dict[str, Rule] = {
     "mosaic_gpu.with_transforms": _with_transforms,
     "memref.load": _memref_load_store,
     "memref.store": _memref_load_store,
+    "memref.cast": _same_ref,
+    "mosaic_gpu.get_cluster_ref": _same_ref,
+    "mosaic_gpu.slice_smem": _slice_smem,
+    "memref.subview": _subview,
+    "memref.transpose": _memref_transpose,
+    "mosaic_gpu.async_load": _async_copy,
+    "mosaic_gpu.async_store": _async_copy,
+    "mosaic_gpu.async_prefetch": _async_prefetch,
+    "mosaic_gpu.warp_map": _warp_map,
+    "mosaic_gpu.async_store_smem": _vector_store,
 }
 """How each op kind the pass reads becomes variables and constraints (keyed by MLIR op name)."""
 
