@@ -561,13 +561,15 @@ def _for(r: _Reader, op: Any) -> None:
     block = op.regions[0].blocks[0]
     yield_op = block.operations[len(block.operations) - 1].opview
     for index, o in enumerate(op.operands):
-        if not _is_vector(m, o):
-            if isinstance(o.type, m.ir.MemRefType) and (m.utils.is_smem_ref(o) or m.utils.is_cluster_smem_ref(o)):
-                raise UnsupportedError(f"layoutkit's Mosaic GPU pass does not read shared-memory loop carries yet: "
-                                       f"{_op_text(op)}")
-            continue
         k = index - 3
-        r.var([(op, "o", index, 0), (op, "a", k + 1, 0), (op, "r", k, 0), (yield_op, "o", k, 0)])
+        sites = [(op, "a", k + 1, 0), (op, "r", k, 0), (yield_op, "o", k, 0)]
+        if _is_vector(m, o):
+            r.var([(op, "o", index, 0), *sites])
+        elif isinstance(o.type, m.ir.MemRefType) and (m.utils.is_smem_ref(o) or m.utils.is_cluster_smem_ref(o)):
+            v = r.ref(op, index)
+            for site in sites:
+                r.var_of[site] = v
+                r.sites_of[v].append(site)
 
 
 def _while(r: _Reader, op: Any) -> None:
@@ -1114,6 +1116,298 @@ def _optimized(op: Any, store: bool) -> str:
     return "optimized" if bool(flag) else "unoptimized"
 
 
+def _tmem_transfer_ok(m: SimpleNamespace, tmem: Any, reg: Any, columns: int, bits: int) -> bool:
+    """Whether Mosaic's lowering moves a TMEM layout to a register layout (tcgen05.ld / st shapes)."""
+    fa, t = m.fa, m.tcgen05
+    if not isinstance(reg, fa.TiledLayout) or not isinstance(tmem, t.TMEMLayout):
+        return False
+    packing = tmem.vector_length
+    if reg == fa.TCGEN05_LAYOUT and tmem == t.tmem_default_layout(packing):
+        return True
+    if reg == tmem.as_tiled_layout() and packing * bits == 32:
+        return True
+    if reg == fa.TMEM_NATIVE_LAYOUT and tmem == t.tmem_default_layout(packing) and (
+            (bits == 16 and packing == 1) or bits == 32):
+        return True
+    if columns % 16 == 0 and packing <= columns // 2 and reg == fa.WGMMA_LAYOUT and \
+            tmem == t.tmem_half_lane_layout(columns, packing):
+        return True
+    return bool(columns % 16 == 0 and packing <= 8 and reg == t.fa_m64_collective_layout(columns)
+                and tmem == t.tmem_m64_collective_layout(columns, packing))
+
+
+def _tmem_transferable(r: _Reader, reg: int, tmem: int, shape: tuple[int, ...], bits: int, what: str) -> None:
+    m, fa, t = r.m, r.m.fa, r.m.tcgen05
+    columns = shape[1]
+
+    def ok(ls: tuple[Hashable, ...]) -> bool:
+        return _tmem_transfer_ok(m, ls[1], ls[0], columns, bits)
+
+    def propose(known: Mapping[int, Hashable]) -> Iterable[Proposal]:
+        if tmem in known and reg not in known:
+            layout = known[tmem]
+            cands = [fa.TCGEN05_LAYOUT, layout.as_tiled_layout(), fa.TMEM_NATIVE_LAYOUT,  # type: ignore[attr-defined]
+                     fa.WGMMA_LAYOUT]
+            if columns % 16 == 0:
+                cands.append(t.fa_m64_collective_layout(columns))
+            for c in cands:
+                if _tmem_transfer_ok(m, layout, c, columns, bits):
+                    yield reg, c, False
+        elif reg in known and tmem not in known and isinstance(known[reg], fa.TiledLayout):
+            for packing in dict.fromkeys([32 // bits, 1]):
+                cands = [t.tmem_default_layout(packing)]
+                if columns % 16 == 0 and packing <= columns // 2:
+                    cands.append(t.tmem_half_lane_layout(columns, packing))
+                if columns % 16 == 0 and packing <= 8:
+                    cands.append(t.tmem_m64_collective_layout(columns, packing))
+                for c in cands:
+                    if _tmem_transfer_ok(m, c, known[reg], columns, bits):
+                        yield tmem, c, False
+
+    r.problem.add(Constraint((reg, tmem), ok, propose, what))
+
+
+def _tmem_layout_cast(r: _Reader, op: Any) -> None:
+    m = r.m
+    v = r.ref(op, 0)
+    site = (op, "r", 0, 0)
+    r.var_of[site] = v
+    r.sites_of[v].append(site)
+    layout = m.layouts.from_layout_attr(op.attributes["new_layout"])
+    layout = m.tcgen05.TMEMLayout(layout.tiling, layout.warp_dims, layout.lane_dims, layout.vector_dim)
+    shape = tuple(op.operands[0].type.shape)
+    if not r.fits(layout, shape):
+        raise MosaicLayoutError(f"Cannot cast to TMEM layout {layout} in {_op_text(op)}: the layout is not "
+                                f"compatible with the operand shape {shape}.", _op_text(op))
+    r.problem.pin(v, layout, _op_text(op))
+
+
+def _tmem_alloc(r: _Reader, op: Any) -> None:
+    m = r.m
+    res = r.var([(op, "r", 0, 0)])
+    shape = tuple(op.results[0].type.shape)
+    collective = bool(op.attributes["collective"]) if "collective" in op.attributes else False
+    try:
+        r.problem.default(res, [_tmem_layout(r, shape, collective, 1, op)])
+    except MosaicLayoutError:
+        pass
+    smem = r.var([(op, "o", 0, 0)])
+    r.problem.pin(smem, SmemTile(None), _op_text(op))
+    del m
+
+
+def _tmem_ref_only(r: _Reader, op: Any) -> None:
+    r.ref(op, 0)
+
+
+def _async_load_tmem(r: _Reader, op: Any) -> None:
+    src = r.ref(op, 0)
+    dst = r.var([(op, "r", 0, 0)])
+    shape = tuple(op.operands[0].type.shape)
+    _tmem_transferable(r, dst, src, shape, r.m.utils.bitwidth(op.operands[0].type.element_type), _op_text(op))
+
+
+def _async_store_tmem(r: _Reader, op: Any) -> None:
+    src = r.var([(op, "o", 0, 0)])
+    dst = r.ref(op, 1)
+    shape = tuple(op.operands[0].type.shape)
+    _tmem_transferable(r, src, dst, shape, r.m.utils.bitwidth(op.operands[0].type.element_type), _op_text(op))
+
+
+def _smem_to_tmem(r: _Reader, op: Any) -> None:
+    m = r.m
+    src = r.ref(op, 0)
+    dst = r.ref(op, 1)
+    bits = m.utils.bitwidth(op.operands[1].type.element_type)
+    _pin_checked(r, dst, m.tcgen05.tmem_default_layout(32 // bits), tuple(op.operands[1].type.shape), op,
+                 "TMEM destination")
+    _mma_tiling(r, src, op.operands[0], bits, _op_text(op), allow_unswizzled=True)
+
+
+def _sparse_meta_to_tmem(r: _Reader, op: Any) -> None:
+    src = r.ref(op, 0)
+    dst = r.ref(op, 1)
+    r.problem.pin(dst, r.m.tcgen05.sparse_meta_layout(), _op_text(op))
+    r.problem.pin(src, SmemTile(None), _op_text(op))
+
+
+def _scales_to_tmem(r: _Reader, op: Any) -> None:
+    t = r.m.tcgen05
+    src = r.ref(op, 0)
+    dst = r.ref(op, 1)
+    r.problem.pin(src, SmemTile(None), _op_text(op))
+    k_tiles = tuple(op.operands[1].type.shape)[1] // 4
+    layout = (t.b_scales_m64_collective_layout() if tuple(op.operands[0].type.shape) == (1, k_tiles, 64, 16)
+              else t.scales_layout())
+    r.problem.pin(dst, layout, _op_text(op))
+
+
+def _slice_tmem(r: _Reader, op: Any) -> None:
+    r.ref(op, 0)
+    site = (op, "r", 0, 0)
+    if "alias_id" in op.attributes:
+        key = (-1 - int(r.m.ir.IntegerAttr(op.attributes["alias_id"]).value), int(op.offset.value))
+        v = r.aliases.get(key)
+        if v is not None:
+            r.var_of[site] = v
+            r.sites_of[v].append(site)
+            return
+        r.aliases[key] = r.var([site])
+        return
+    r.var([site])
+
+
+def _sliced(r: _Reader, op: Any, big: int, small: int, what: str) -> None:
+    """A slice keeps its operand's layout; no splat or strided layout is sliced."""
+    fa = r.m.fa
+    _tied(r, big, small, lambda x: x, lambda x: x, what)
+    r.not_of(small, (fa.WGSplatFragLayout, fa.WGStridedFragLayout), f"no splat or strided layout is sliced: {what}")
+
+
+def _extract_strided_slice(r: _Reader, op: Any) -> None:
+    ir = r.m.ir
+    if any(ir.IntegerAttr(x).value != 1 for x in op.attributes["strides"]):
+        raise UnsupportedError(f"layoutkit's Mosaic GPU pass reads unit-stride slices only: {_op_text(op)}")
+    src = r.var([(op, "o", 0, 0)])
+    dst = r.var([(op, "r", 0, 0)])
+    _divides(r, src, tuple(ir.IntegerAttr(x).value for x in op.attributes["offsets"]), _op_text(op))
+    _sliced(r, op, src, dst, _op_text(op))
+
+
+def _insert_strided_slice(r: _Reader, op: Any) -> None:
+    ir, fa = r.m.ir, r.m.fa
+    if any(ir.IntegerAttr(x).value != 1 for x in op.attributes["strides"]):
+        raise UnsupportedError(f"layoutkit's Mosaic GPU pass reads unit-stride slices only: {_op_text(op)}")
+    src = r.var([(op, "o", 0, 0)])
+    dst = r.var([(op, "o", 1, 0)])
+    res = r.var([(op, "r", 0, 0)])
+    _divides(r, dst, tuple(ir.IntegerAttr(x).value for x in op.attributes["offsets"]), _op_text(op))
+    _tied(r, dst, src, lambda x: x, lambda x: x, _op_text(op))
+    _tied(r, dst, res, lambda x: x, lambda x: x, _op_text(op))
+    _tied(r, src, res, lambda x: x, lambda x: x, _op_text(op))
+    r.not_of(dst, (fa.WGSplatFragLayout, fa.WGStridedFragLayout), f"no splat or strided layout is sliced: "
+                                                                 f"{_op_text(op)}")
+
+
+def _vector_extract(r: _Reader, op: Any) -> None:
+    src = r.var([(op, "o", 0, 0)])
+    shape = tuple(op.operands[0].type.shape)
+    if not _is_vector(r.m, op.results[0]):
+        r.problem.pin(src, r.m.fa.WGSplatFragLayout(shape), _op_text(op))
+        return
+    if len(op.operands) > 1:
+        raise UnsupportedError(f"layoutkit's Mosaic GPU pass reads static extract positions only: {_op_text(op)}")
+    dst = r.var([(op, "r", 0, 0)])
+    _divides(r, src, shape, _op_text(op))
+    _divides(r, dst, tuple(op.results[0].type.shape), _op_text(op))
+    _sliced(r, op, src, dst, _op_text(op))
+
+
+def _expand_shape(r: _Reader, op: Any) -> None:
+    m = r.m
+    if m.utils.is_memref_transposed(m.ir.MemRefType(op.operands[0].type)):
+        raise UnsupportedError(f"Transposed memrefs are not supported in ExpandShapeOp: {_op_text(op)}")
+    src = r.ref(op, 0)
+    dst = r.var([(op, "r", 0, 0)])
+    rev: list[int] = []
+    for dim, idx in zip(reversed(list(op.static_output_shape)), reversed(list(op.reassociation))):
+        if m.ir.ShapedType.is_dynamic_size(dim) or len(idx) > 1:
+            break
+        rev.append(dim)
+    _divides(r, src, tuple(reversed(rev)), _op_text(op))
+    _tied(r, src, dst, lambda x: x, lambda x: x, _op_text(op))
+
+
+def _collapse_tile(layout: Any, shape: tuple[int, ...], groups: tuple[int, ...]) -> Any | None:
+    """The tile of a collapsed reference (Mosaic's rule: each group's tile is ``1*, partial?, full*``)."""
+    if layout.tile is None:
+        return layout
+    rev_tile = list(layout.tile)[::-1]
+    rev_shape = list(shape[len(shape) - len(layout.tile):])[::-1]
+    if any(sz % t for sz, t in zip(rev_shape, rev_tile)):
+        return None
+    out: list[int] = []
+    for n in groups[::-1]:
+        if len(rev_tile) < n:
+            return None
+        ts, ss = rev_tile[:n], rev_shape[:n]
+        full = 0
+        for t, sz in zip(ts, ss):
+            if t != sz:
+                break
+            full += 1
+        rest = ts[full:]
+        if rest and any(t != 1 for t in rest[1:]):
+            return None
+        out.append(math.prod(ts))
+        rev_tile, rev_shape = rev_tile[n:], rev_shape[n:]
+        if not rev_tile:
+            break
+    return SmemTile(tuple(out[::-1]))
+
+
+def _collapse_shape(r: _Reader, op: Any) -> None:
+    m = r.m
+    groups = tuple(len(m.ir.ArrayAttr(g)) for g in op.attributes["reassociation"])
+    if not groups:
+        raise UnsupportedError(f"CollapseShapeOp with empty reassociation is not supported: {_op_text(op)}")
+    src = r.ref(op, 0)
+    dst = r.var([(op, "r", 0, 0)])
+    ty = m.ir.MemRefType(op.operands[0].type)
+    shape = tuple(ty.shape)
+    if list(ty.get_strides_and_offset()[0]) != list(m.utils.get_contiguous_strides(shape)):
+        raise UnsupportedError(f"CollapseShapeOp with non-contiguous strides is not supported: {_op_text(op)}")
+
+    def check(ls: tuple[Hashable, ...]) -> bool:
+        return _collapse_tile(ls[0], shape, groups) == ls[1]
+
+    def propose(known: Mapping[int, Hashable]) -> Iterable[Proposal]:
+        if src in known and dst not in known:
+            out = _collapse_tile(known[src], shape, groups)
+            if out is not None:
+                yield dst, out, True
+
+    r.problem.add(Constraint((src, dst), check, propose, _op_text(op)))
+
+
+def _custom_primitive(r: _Reader, op: Any) -> None:
+    m = r.m
+    in_layouts = iter(op.attributes["in_layouts"])
+    in_transforms = iter(op.attributes["in_transforms"])
+    for i, operand in enumerate(op.operands):
+        if _is_vector(m, operand):
+            v = r.var([(op, "o", i, 0)])
+            r.problem.pin(v, m.layouts.from_layout_attr(next(in_layouts)), _op_text(op))
+        elif _space(m, operand) == "smem":
+            site = (op, "o", i, 0)
+            source = r.var_of.get(r.producer(site))
+            if source is None:
+                raise UnsupportedError(f"the reference operand {i} of {_op_text(op)} comes from an op layoutkit's "
+                                       "Mosaic GPU pass does not read")
+            v = r.var([site])
+            _tied(r, source, v, lambda x: x, lambda x: x, _op_text(op))
+            transforms = [m.layouts.from_transform_attr(x) for x in next(in_transforms)]
+            tile = tuple(transforms[0].tiling) if transforms and isinstance(transforms[0], m.lc.TileTransform) else None
+            r.problem.pin(v, SmemTile(tile), _op_text(op))
+    out_layouts = iter(op.attributes["out_layouts"])
+    for i, result in enumerate(op.results):
+        if _is_vector(m, result):
+            v = r.var([(op, "r", i, 0)])
+            r.problem.pin(v, m.layouts.from_layout_attr(next(out_layouts)), _op_text(op))
+
+
+def _print_layout(r: _Reader, op: Any) -> None:
+    if _is_vector(r.m, op.operands[0]):
+        r.var([(op, "o", 0, 0)])
+    else:
+        r.ref(op, 0)
+
+
+def _cluster_cancel(r: _Reader, op: Any) -> None:
+    v = r.ref(op, 0)
+    r.problem.pin(v, SmemTile(None), _op_text(op))
+
+
 RULES: dict[str, Rule] = {
     **dict.fromkeys(POINTWISE, _pointwise),
     UNDEF: _undef,
@@ -1149,6 +1443,24 @@ RULES: dict[str, Rule] = {
     "mosaic_gpu.async_prefetch": _async_prefetch,
     "mosaic_gpu.warp_map": _warp_map,
     "mosaic_gpu.async_store_smem": _vector_store,
+    "mosaic_gpu.tmem_layout_cast": _tmem_layout_cast,
+    "mosaic_gpu.tmem_alloc": _tmem_alloc,
+    "mosaic_gpu.tmem_dealloc": _tmem_ref_only,
+    "mosaic_gpu.async_load_tmem": _async_load_tmem,
+    "mosaic_gpu.async_store_tmem": _async_store_tmem,
+    "mosaic_gpu.async_store_smem_to_tmem": _smem_to_tmem,
+    "mosaic_gpu.async_store_sparse_metadata_smem_to_tmem": _sparse_meta_to_tmem,
+    "mosaic_gpu.async_store_scales_smem_to_tmem": _scales_to_tmem,
+    "mosaic_gpu.slice_tmem": _slice_tmem,
+    "vector.extract_strided_slice": _extract_strided_slice,
+    "vector.insert_strided_slice": _insert_strided_slice,
+    "vector.extract": _vector_extract,
+    "memref.expand_shape": _expand_shape,
+    "memref.collapse_shape": _collapse_shape,
+    "mosaic_gpu.custom_primitive": _custom_primitive,
+    "mosaic_gpu.print_layout": _print_layout,
+    "mosaic_gpu.try_cluster_cancel": _cluster_cancel,
+    "mosaic_gpu.query_cluster_cancel": _cluster_cancel,
 }
 """How each op kind the pass reads becomes variables and constraints (keyed by MLIR op name)."""
 
@@ -1158,11 +1470,11 @@ def infer_layout(module: Any, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int]
     docstring); the contract of Mosaic's ``infer_layout``."""
     m = _mosaic()
     reader = _Reader(m, tuple(arch))  # type: ignore[arg-type]
-    for op in module.body:
-        reader.walk(op)
-    reader.finish()
     fa = m.fa
     try:
+        for op in module.body:
+            reader.walk(op)
+        reader.finish()
         solution = solve(reader.problem, fuel=int(fuel), low=lambda layout: not isinstance(layout, fa.TiledLayout))
     except SsaFuelError as err:
         raise MosaicFuelError("Layout inference failed to find a solution. Consider adding layout annotations to "
