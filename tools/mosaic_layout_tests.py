@@ -53,19 +53,34 @@ class Recorder:
         else:
             chosen = layout_inference.infer_layout
 
+        inside = [False]
+
         def counted(*args: Any, **kwargs: Any) -> Any:
             if self.current is not None:
                 self.calls[self.current] = self.calls.get(self.current, 0) + 1
             start = time.perf_counter()
+            inside[0] = True
             try:
                 return chosen(*args, **kwargs)
             finally:
+                inside[0] = False
                 if self.current is not None:
                     self.seconds[self.current] = self.seconds.get(self.current, 0.0) + time.perf_counter() - start
+
+        def guarded(name: str, solver: Any) -> Any:
+            def call(*args: Any, **kwargs: Any) -> Any:
+                if inside[0] and self.which == "layoutkit":
+                    raise AssertionError(f"layoutkit's pass called Mosaic's {name}")
+                return solver(*args, **kwargs)
+            return call
 
         for owner in (mgpu, layout_inference):
             self.restore.append((owner, "infer_layout", owner.infer_layout))
             owner.infer_layout = counted
+        # layoutkit's pass must never reach Mosaic's solver: inside it, the solver raises
+        for name in ("find_assignments_for", "conjure_assignment"):
+            self.restore.append((layout_inference, name, getattr(layout_inference, name)))
+            setattr(layout_inference, name, guarded(name, getattr(layout_inference, name)))
 
     def pytest_unconfigure(self, config: Any) -> None:
         for owner, name, old in self.restore:

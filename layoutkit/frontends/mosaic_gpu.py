@@ -138,6 +138,7 @@ class _Reader:
     ops: list[Any] = field(default_factory=list)
     aliases: dict[tuple[int, int], int] = field(default_factory=dict)
     divides: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    not_splat: set[int] = field(default_factory=set)
 
     # ---- variables ------------------------------------------------------------------------------
     def var(self, sites: Sequence[Site]) -> int:
@@ -303,6 +304,26 @@ class _Reader:
                     seen.add((src, dst))
                     self.edge(src, dst, bits, True, f"the use of {self.problem.names[src]} by "
                                                     f"{self.problem.names[dst]}")
+        self.saturate_not_splat(seen)
+
+    def saturate_not_splat(self, strict: set[tuple[int, int]]) -> None:
+        """A value no splat may hold passes that on to every value it reaches unchanged (a strict use of a
+        non-splat layout is that layout): stating it up front keeps the search from trying splats there."""
+        fa = self.m.fa
+        pinned = {v for v, (layout, _) in self.problem.pins.items() if not isinstance(layout, fa.WGSplatFragLayout)}
+        todo = list(self.not_splat | pinned)
+        reached = set(todo)
+        succ: dict[int, list[int]] = {}
+        for a, b in strict:
+            succ.setdefault(a, []).append(b)
+        while todo:
+            v = todo.pop()
+            for w in succ.get(v, ()):
+                if w not in reached:
+                    reached.add(w)
+                    todo.append(w)
+        for v in sorted(reached - self.not_splat - set(self.problem.pins)):
+            self.not_of(v, (fa.WGSplatFragLayout,), f"{self.problem.names[v]} receives a value no splat holds")
 
     def edge(self, src: int, dst: int, bits: int, strict: bool, what: str) -> None:
         def propose(known: Mapping[int, Hashable]) -> Iterable[Proposal]:
@@ -315,6 +336,8 @@ class _Reader:
                                     what, early=True))
 
     def not_of(self, v: int, kinds: tuple[type, ...], what: str) -> None:
+        if self.m.fa.WGSplatFragLayout in kinds:
+            self.not_splat.add(v)
         self.problem.add(Constraint((v,), lambda ls: not isinstance(ls[0], kinds), None, what))
 
     # ---- writing --------------------------------------------------------------------------------
@@ -694,7 +717,8 @@ def _tmem_layout(r: _Reader, shape: tuple[int, ...], collective: bool, packing: 
 
 def _pin_checked(r: _Reader, v: int, layout: Any, shape: tuple[int, ...], op: Any, role: str) -> None:
     if not r.fits(layout, shape):
-        raise MosaicLayoutError(f"Cannot assign layout {layout} to the {role} of {_op_text(op)}: the layout is not "
+        kind = "TMEM layout" if isinstance(layout, r.m.tcgen05.TMEMLayout) else "layout"
+        raise MosaicLayoutError(f"Cannot assign {kind} {layout} to the {role} of {_op_text(op)}: the layout is not "
                                 f"compatible with the shape {shape}.", (_op_text(op), layout))
     r.problem.pin(v, layout, _op_text(op))
 
@@ -1479,6 +1503,8 @@ def infer_layout(module: Any, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int]
     except SsaFuelError as err:
         raise MosaicFuelError("Layout inference failed to find a solution. Consider adding layout annotations to "
                               f"your program to guide the search. ({err})") from None
+    except MosaicLayoutError:
+        raise
     except SsaConflictError as err:
         raise MosaicLayoutError("Failed to infer a possible set of layouts. This should only happen if user-provided "
                                 f"layout casts are unsatisfiable. layoutkit: {err}", err.witness) from None
