@@ -3,6 +3,8 @@
 against a re-enactment of Mosaic's own ``thread_idxs`` (its tiling strides and register shape), and
 random F2 permutation fragments round-trip through a tiled layout or are refused by name."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,7 +13,14 @@ from hypothesis import strategies as st
 from layoutkit.algebra.linear import F2Linear
 from layoutkit.errors import NotLinearError, NotTiledError, ShapeError, UnsupportedError
 from layoutkit.fragment.fragment import fragment_from_linear
-from layoutkit.fragment.tiled import Replica, TiledRegisterLayout, tile_dims, tiled_fragment, tiled_from_fragment
+from layoutkit.fragment.tiled import (
+    Replica,
+    TiledRegisterLayout,
+    reduce_tiled,
+    tile_dims,
+    tiled_fragment,
+    tiled_from_fragment,
+)
 
 pytestmark = pytest.mark.oracle
 fa = pytest.importorskip("jax.experimental.mosaic.gpu.fragmented_array")
@@ -188,3 +197,20 @@ def test_non_tiled_placements_are_refused_with_a_witness():
     odd = TiledRegisterLayout(((24,), (8,)), (Replica(4),), (Replica(4), -1), -2)
     with pytest.raises(NotLinearError):
         tiled_from_fragment(tiled_fragment(odd, (24,)))
+
+
+@pytest.mark.parametrize("name", sorted(NAMED))
+def test_reduce_tiled_is_mosaics_reduction(name):
+    layout = NAMED[name]
+    rank = len(layout.base_tile_shape)
+    for k in range(1, rank):
+        for axes in itertools.combinations(range(rank), k):
+            assert ml.from_spec(reduce_tiled(ml.to_spec(layout), axes)) == layout.reduce(axes), (name, axes)
+    # and the reduced fragment holds each kept element where the full one holds its row / column
+    if rank == 2:
+        shape = tuple(2 * b for b in layout.base_tile_shape)
+        full = ml.to_fragment(layout, shape)
+        small = ml.to_fragment(ml.from_spec(reduce_tiled(ml.to_spec(layout), (1,))), shape[:1])
+        threads = full.thread_table()
+        for i in range(shape[0]):
+            assert set(int(t) for t in threads[:, i, :].ravel()) == set(int(t) for t in small.thread_table()[:, i])
