@@ -61,10 +61,14 @@ def tile_dims(tiles: Sequence[Sequence[int]], shape: Sequence[int]) -> list[Tile
     return [(d, a, s) for d, a, s, _ in _tagged_tile_dims(tiles, shape)]
 
 
-def _tagged_tile_dims(tiles: Sequence[Sequence[int]], shape: Sequence[int]) -> list[tuple[int, int, int, tuple]]:
+Tag = tuple[int, int, str]
+"""``(level, input dim, "outer" | "inner" | "in")``: which tile made a tiled dim."""
+
+
+def _tagged_tile_dims(tiles: Sequence[Sequence[int]], shape: Sequence[int]) -> list[tuple[int, int, int, Tag]]:
     """:func:`tile_dims` with a tag per tiled dim: ``(level, input dim, "outer" | "inner")`` of the tile
     that made it (so that two tilings of one family can be matched dim by dim)."""
-    dims: list[tuple[int, int, int, tuple]] = [(d, 1, int(s), (-1, d, "in")) for d, s in enumerate(shape)]
+    dims: list[tuple[int, int, int, Tag]] = [(d, 1, int(s), (-1, d, "in")) for d, s in enumerate(shape)]
     for level, tile in enumerate(tiles):
         r = len(tile)
         if r == 0 or r > len(dims):

@@ -151,8 +151,11 @@ class _Reader:
                 raise UnsupportedError(f"site {s[1]}{s[2]} of {_op_text(s[0])} is read twice")
             self.var_of[s] = v
         shape = _shape(first)
-        self.problem.add(Constraint((v,), lambda ls, shape=shape: self.fits(ls[0], shape), None,
-                                    f"the shape {shape} of {_op_text(first[0])}"))
+
+        def fits(ls: tuple[Hashable, ...]) -> bool:
+            return self.fits(ls[0], shape)
+
+        self.problem.add(Constraint((v,), fits, None, f"the shape {shape} of {_op_text(first[0])}"))
         space = _space(self.m, _value(first))
         if space == "reg":
             default = self.strided_default(_value(first).type)
@@ -688,7 +691,7 @@ def _divides(r: _Reader, v: int, multiple: tuple[int, ...], what: str) -> None:
         r.divides[v] = tuple(math.gcd(a, b) for a, b in zip(old[len(old) - n:], multiple[len(multiple) - n:])) if n \
             else ()
     def check(ls: tuple[Hashable, ...]) -> bool:
-        layout = ls[0]
+        layout: Any = ls[0]
         if isinstance(layout, SmemTile):
             tile = layout.tile
             if tile is None:
@@ -814,6 +817,7 @@ def _tcgen05_mma(r: _Reader, op: Any) -> None:
         raise MosaicLayoutError(f"Expecting neither or both scales to be present in {_op_text(op)}", _op_text(op))
     if a_scale is not None:
         for scale in (a_scale, b_scale):
+            assert scale is not None
             k = operands.index(scale)
             v = r.ref(op, k)
             layout = (t.b_scales_m64_collective_layout() if collective and scale == b_scale and acc_shape[0] == 64
