@@ -65,8 +65,8 @@ def test_fuel_bounds_the_guesses():
     for v in vs:
         p.default(v, ["a", "b"])
     p.add(Constraint(tuple(vs), lambda ls: False, None, "never"))
-    with pytest.raises(SsaFuelError) as err:
+    with pytest.raises(SsaFuelError, match="deepest failure so far: never cannot hold") as err:
         solve(p, fuel=5)
-    assert isinstance(err.value, LimitError)
+    assert isinstance(err.value, LimitError) and err.value.witness[0] == "never"
     with pytest.raises(SsaConflictError, match="never cannot hold"):
         solve(p, fuel=1000)

@@ -87,7 +87,12 @@ class SsaConflictError(LayoutConflictError):
 
 
 class SsaFuelError(LimitError):
-    """The search ran out of fuel before it found an assignment or proved there is none."""
+    """The search ran out of fuel before it found an assignment or proved there is none; ``witness``: the
+    constraint that had failed deepest by then and the layouts it saw (None when none had failed)."""
+
+    def __init__(self, message: str, witness: object = None):
+        super().__init__(message)
+        self.witness = witness
 
 
 @dataclass
@@ -98,6 +103,21 @@ class _Search:
     by_var: dict[int, list[int]] = field(default_factory=dict)
     ordered: list[Constraint] = field(default_factory=list)
     deepest: tuple[int, int, tuple[Hashable, ...]] = (-1, -1, ())
+
+    def witness(self) -> tuple[str, dict[int, Hashable]] | None:
+        _, ci, layouts = self.deepest
+        if ci < 0:
+            return None
+        c = self.problem.constraints[ci]
+        return c.what, dict(zip(c.variables, layouts))
+
+    def hint(self) -> str:
+        found = self.witness()
+        if found is None:
+            return ""
+        what, layouts = found
+        demands = ", ".join(f"{self.problem.names[v]} = {layout}" for v, layout in layouts.items())
+        return f"; the deepest failure so far: {what} cannot hold: {demands}"
 
     def failing(self, known: Mapping[int, Hashable], touched: Iterable[int]) -> int | None:
         seen: set[int] = set()
@@ -159,7 +179,7 @@ class _Search:
             tried.add((var, layout))
             if self.fuel <= 0:
                 raise SsaFuelError("layout inference ran out of fuel before it found an assignment; pin more layouts "
-                                   "(layout casts) or raise the fuel")
+                                   f"(layout casts) or raise the fuel{self.hint()}", self.witness())
             self.fuel -= 1
             trial = dict(known)
             trial[var] = layout

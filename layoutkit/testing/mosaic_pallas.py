@@ -96,7 +96,63 @@ def _row_max() -> Any:
     return _lower(kernel, jax.ShapeDtypeStruct((128,), x.dtype), x)
 
 
+def _wgmma(dtype_name: str, transforms: bool) -> Callable[[], Any]:
+    """A 64x192 WGMMA from shared memory (``transforms``: the operands' tile and swizzle given by the user;
+    else left to the layout pass); 32-bit operands read B transposed, as tensor cores need."""
+    def lower() -> Any:
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        dtype = jnp.dtype(dtype_name)
+        rhs_transpose = dtype.itemsize != 2
+
+        def kernel(a_ref: Any, b_ref: Any, o_ref: Any) -> None:
+            if rhs_transpose:
+                b_ref = plgpu.transpose_ref(b_ref, (1, 0))
+
+            def scope(acc_ref: Any) -> Any:
+                plgpu.wgmma(acc_ref, a_ref, b_ref)
+                return acc_ref[...]
+
+            o_ref[...] = pl.run_scoped(scope, plgpu.ACC((64, 192), jnp.float32))
+
+        elems = 8 * 128 // (8 * dtype.itemsize)
+        tf = (plgpu.TilingTransform((8, elems)), plgpu.SwizzleTransform(128)) if transforms else ()
+        b_shape = (192, 128) if rhs_transpose else (128, 192)
+        params = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+        f = pl.pallas_call(
+            kernel, compiler_params=params, grid=(1, 1),
+            in_specs=[plgpu.BlockSpec((64, 128), lambda i, j: (i, j), transforms=tf),
+                      plgpu.BlockSpec(b_shape, lambda *i: i, transforms=tf)],
+            out_specs=plgpu.BlockSpec((64, 192), lambda *i: i),
+            out_shape=jax.ShapeDtypeStruct((64, 192), jnp.float32))
+        a = jnp.ones((64, 128), dtype)
+        b = jnp.ones(b_shape, dtype)
+        return jax.jit(f).trace(a, b).lower(lowering_platforms=("cuda",))
+
+    return lower
+
+
+def _row_sum_hinted() -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    def kernel(x_ref: Any, o_ref: Any) -> None:
+        x = plgpu.layout_cast(x_ref[...], plgpu.Layout.WGMMA)
+        o_ref[...] = jnp.sum(x, axis=1)
+
+    x = jnp.ones((128, 128), jnp.float32)
+    return _lower(kernel, jax.ShapeDtypeStruct((128,), x.dtype), x)
+
+
 KERNELS: dict[str, Callable[[], Any]] = {
+    "wgmma_f16": _wgmma("float16", True),
+    "wgmma_f32_transposed": _wgmma("float32", True),
+    "wgmma_f16_inferred": _wgmma("float16", False),
+    "row_sum_hinted": _row_sum_hinted,
     "elementwise": _elementwise,
     "broadcast_add": _broadcast_add,
     "iota": _iota,
