@@ -122,7 +122,14 @@ def _shape(site: Site) -> tuple[int, ...]:
 
 
 def _op_text(op: Any) -> str:
-    text = str(op).split("\n", 1)[0]
+    """One line naming ``op`` for messages (printed without its regions, verification or large constants: the
+    full form of a loop prints its whole body)."""
+    operation = getattr(op, "operation", op)
+    try:
+        text = operation.get_asm(assume_verified=True, skip_regions=True, large_elements_limit=8)
+    except TypeError:  # bindings without those options
+        text = str(operation)
+    text = text.strip().split("\n", 1)[0]
     return text if len(text) < 160 else text[:157] + "..."
 
 
@@ -1506,7 +1513,7 @@ def infer_layout(module: Any, *, fuel: int = DEFAULT_FUEL, arch: tuple[int, int]
         solution = solve(reader.problem, fuel=int(fuel), low=lambda layout: not isinstance(layout, fa.TiledLayout))
     except SsaFuelError as err:
         raise MosaicFuelError("Layout inference failed to find a solution. Consider adding layout annotations to "
-                              f"your program to guide the search. ({err})") from None
+                              f"your program to guide the search. ({err})", err.witness) from None
     except MosaicLayoutError:
         raise
     except SsaConflictError as err:
