@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..algebra.nodes import Const, Expr, add, scale
 from ..algebra.shapes import check_shape, placeholder, positive_int
@@ -127,7 +128,7 @@ class TiledRegisterLayout:
         """The first tile: the shapes this layout applies to are multiples of it on their trailing dims."""
         return self.tiles[0]
 
-    @property
+    @cached_property
     def tiled_shape(self) -> tuple[int, ...]:
         """Sizes of the tiled dims after the base tile (those the digits index)."""
         return tuple(s for _, _, s in tile_dims(self.tiles, self.base_tile)[len(self.base_tile):])

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..algebra.nodes import Const
+from ..caches import memoized
 from ..errors import LayoutError, UnsupportedError
 from ..fragment.fragment import Fragment
 from ..fragment.tiled import (
@@ -39,6 +40,7 @@ def _fa() -> Any:
     return fragmented_array
 
 
+@memoized(maxsize=4096)
 def to_spec(layout: Any) -> TiledRegisterLayout:
     """A Mosaic ``TiledLayout`` as layoutkit's tiled register layout (the same tiling and digits).
 
@@ -56,6 +58,7 @@ def to_spec(layout: Any) -> TiledRegisterLayout:
                                tuple(map(digit, layout.lane_dims)), int(layout.vector_dim))
 
 
+@memoized(maxsize=4096)
 def from_spec(spec: TiledRegisterLayout) -> Any:
     """Mosaic's canonical ``TiledLayout`` of ``spec`` (Mosaic's own canonical form: the same function, the
     fewest tiling levels)."""
