@@ -214,3 +214,34 @@ def test_reduce_tiled_is_mosaics_reduction(name):
         threads = full.thread_table()
         for i in range(shape[0]):
             assert set(int(t) for t in threads[:, i, :].ravel()) == set(int(t) for t in small.thread_table()[:, i])
+
+
+@pytest.mark.parametrize("dtype,bits", [("float16", 16), ("float32", 32), ("int8", 8), ("bfloat16", 16)])
+def test_shared_memory_transforms_round_trip(dtype, bits):
+    from jax._src.lib import mosaic_gpu_dialect as mgpu_dialect
+    from jax.experimental.mosaic.gpu import launch_context
+
+    for sw in (128, 64, 32):
+        elems = sw * 8 // bits
+        for shape in ((32, 2 * elems), (2, 16, elems)):
+            transforms = [launch_context.TileTransform((8, elems)), mgpu_dialect.SwizzlingMode(sw)]
+            layout = ml.smem_layout(shape, transforms, dtype)
+            back = ml.transforms_from_layout(layout, dtype)
+            assert [str(t) for t in back] == [str(t) for t in transforms]
+            assert ml.smem_layout(shape, back, dtype).is_equal(layout)
+    untiled = ml.smem_layout((16, 64), [], dtype)
+    assert ml.transforms_from_layout(untiled, dtype) == []
+
+
+def test_tma_swizzle_is_the_bank_swizzle_on_one_swizzle_row():
+    from layoutkit.targets.nv import make_bank_swizzled_layout
+    from layoutkit.targets.nv.tma_swizzle import make_tma_swizzled_layout
+
+    for sw, dtype, bits in ((128, "float16", 16), (64, "float16", 16), (32, "int8", 8), (128, "float32", 32)):
+        cols = sw * 8 // bits
+        ours = make_tma_swizzled_layout((32, cols), (8, cols), sw, dtype)
+        bank = make_bank_swizzled_layout((32, cols), dtype, sw)
+        coords = np.array([(i, j) for i in range(32) for j in range(cols)])
+        flat = np.array([ours.map_forward_index(list(c))[0] for c in coords])
+        theirs = np.array([(lambda o: o[-2] * 8 * cols + o[-1])(bank.map_forward_index(list(c))) for c in coords])
+        assert np.array_equal(flat, theirs), (sw, dtype)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..algebra.layout import Layout
 from ..algebra.nodes import Const
 from ..caches import memoized
 from ..errors import LayoutError, UnsupportedError
@@ -29,6 +30,7 @@ from ..fragment.tiled import (
     tiled_fragment,
     tiled_from_fragment,
 )
+from ..targets.nv.tma_swizzle import make_tma_swizzled_layout
 
 WARPGROUP = 128
 """Threads of a Mosaic GPU warpgroup (the threads every register layout spans)."""
@@ -118,3 +120,52 @@ def from_fragment(fragment: Fragment, candidates: Sequence[Any] = ()) -> Any:
                 return fa.WGStridedFragLayout(shape, vec)
             vec //= 2
     return from_spec(tiled_from_fragment(fragment))
+
+
+def smem_layout(shape: Sequence[int], transforms: Sequence[Any], dtype: object) -> Layout:
+    """The shared-memory layout of a reference of ``shape`` under Mosaic's ``transforms`` (``[]``, ``[tile]`` or
+    ``[tile, swizzle]``: a ``TileTransform`` and a ``SwizzlingMode``)."""
+    from jax._src.lib import mosaic_gpu_dialect as mgpu
+    from jax.experimental.mosaic.gpu import launch_context
+
+    tile: tuple[int, ...] | None = None
+    swizzle = 16
+    for t in transforms:
+        if isinstance(t, launch_context.TileTransform):
+            tile = tuple(t.tiling)
+        elif isinstance(t, mgpu.SwizzlingMode):
+            swizzle = int(t)
+        else:
+            raise UnsupportedError(f"layoutkit reads tile and swizzle transforms only; found {t}")
+    return make_tma_swizzled_layout(shape, tile, swizzle, dtype)
+
+
+def transforms_from_layout(layout: Layout, dtype: object, tiles: Sequence[tuple[int, ...]] = ()) -> list[Any]:
+    """Mosaic's transforms for a row-major shared-memory ``layout``: the first of untiled, then each of ``tiles``
+    and the MMA tile ``(8, S * 8 / b)`` with each swizzle ``S``, whose layout equals ``layout``; refused
+    (``UnsupportedError``) when none does.  (Transposed references, whose minor dim is the first, are not
+    converted.)"""
+    from jax._src.lib import mosaic_gpu_dialect as mgpu
+    from jax.experimental.mosaic.gpu import launch_context
+
+    from ..dtypes import canonical_dtype, element_bits
+
+    shape = layout.input_shape
+    bits = element_bits(canonical_dtype(dtype))
+    candidates: list[tuple[tuple[int, ...] | None, int]] = [(None, 16)]
+    for sw in (128, 64, 32, 16):
+        elems = sw * 8 // bits
+        for tile in (*tiles, (8, elems)):
+            candidates.append((tuple(tile), sw))
+    for tile, sw in candidates:
+        try:
+            ours = make_tma_swizzled_layout(shape, tile, sw, dtype)
+        except LayoutError:
+            continue
+        if ours.is_equal(layout):
+            out: list[Any] = []
+            if tile is not None:
+                out.append(launch_context.TileTransform(tile))
+                out.append(mgpu.SwizzlingMode(sw))
+            return out
+    raise UnsupportedError(f"no Mosaic tile and swizzle transforms give {layout} for {dtype}")
