@@ -155,3 +155,18 @@ def test_pass_is_deterministic(module):
     infer_layout(module)
     assert str(module) == first
     assert mosaic_gpu.DEFAULT_FUEL == 100_000
+
+
+def test_pallas_lowering_inside_the_swap_uses_layoutkits_pass(monkeypatch):
+    pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+    from layoutkit.testing.mosaic_pallas import KERNELS
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("Mosaic's solver was called")
+
+    monkeypatch.setattr(layout_inference, "find_assignments_for", forbidden)
+    with mosaic_gpu_swap.use_layoutkit():
+        lowered = KERNELS["wgmma_f16_inferred"]()
+    assert "mosaic_gpu" in lowered.as_text()
+    with pytest.raises(Exception, match="Mosaic's solver was called"):
+        KERNELS["select"]()  # outside the block: Mosaic's own pass, which reaches its solver
