@@ -155,17 +155,17 @@ def transforms_from_layout(layout: Layout, dtype: object, tiles: Sequence[tuple[
     candidates: list[tuple[tuple[int, ...] | None, int]] = [(None, 16)]
     for sw in (128, 64, 32, 16):
         elems = sw * 8 // bits
-        for tile in (*tiles, (8, elems)):
-            candidates.append((tuple(tile), sw))
-    for tile, sw in candidates:
+        for each in (*tiles, (8, elems)):
+            candidates.append((tuple(each), sw))
+    for chosen, sw in candidates:
         try:
-            ours = make_tma_swizzled_layout(shape, tile, sw, dtype)
+            ours = make_tma_swizzled_layout(shape, chosen, sw, dtype)
         except LayoutError:
             continue
         if ours.is_equal(layout):
             out: list[Any] = []
-            if tile is not None:
-                out.append(launch_context.TileTransform(tile))
+            if chosen is not None:
+                out.append(launch_context.TileTransform(chosen))
                 out.append(mgpu.SwizzlingMode(sw))
             return out
     raise UnsupportedError(f"no Mosaic tile and swizzle transforms give {layout} for {dtype}")
