@@ -124,6 +124,16 @@ class NotLinearError(UnsupportedError):
         self.witness = witness
 
 
+class NotTiledError(UnsupportedError):
+    """A fragment no tiled register layout (a tiling dealt to warps, lanes, a vector and registers) has;
+    ``witness``: the slot bit that moves the element by more than one bit, or the input dim and bit whose
+    register order runs against the tiling."""
+
+    def __init__(self, message: str, witness: object = None):
+        super().__init__(message)
+        self.witness = witness
+
+
 class RaceError(LayoutError, RuntimeError):
     """A kernel run (the numpy executor of the NVIDIA IR) read shared memory another thread wrote with no
     barrier in between; the message names the element, the reading and the writing thread."""

@@ -1,0 +1,172 @@
+"""layoutkit as Mosaic GPU's layout-inference pass (``docs/mosaic_gpu.md``): modules built with Mosaic's own
+dialect get Mosaic's attributes from layoutkit's solver, conflicts are explained by op and layout, unread ops
+are refused by name, the pass swaps into Mosaic's lowering only inside its blocks, and Pallas kernels lower
+through Mosaic's ``lower_mgpu_dialect`` with layouts equal to Mosaic's own.  Skipped without jax."""
+
+import threading
+
+import pytest
+
+pytestmark = pytest.mark.oracle
+pytest.importorskip("jax.experimental.mosaic.gpu")
+
+import jax.experimental.mosaic.gpu as mgpu  # noqa: E402
+from jax._src.interpreters import mlir as mlir_interpreter  # noqa: E402
+from jax._src.lib.mlir import ir  # noqa: E402
+from jax._src.lib.mlir.dialects import arith, llvm, vector  # noqa: E402
+from jax.experimental.mosaic.gpu import fragmented_array as fa  # noqa: E402
+from jax.experimental.mosaic.gpu import layout_inference, layouts  # noqa: E402
+
+from layoutkit.errors import LayoutConflictError, UnsupportedError  # noqa: E402
+from layoutkit.frontends import mosaic_gpu, mosaic_gpu_swap  # noqa: E402
+from layoutkit.frontends.mosaic_gpu import MosaicLayoutError, infer_layout  # noqa: E402
+
+
+@pytest.fixture
+def module():
+    context = ir.Context()
+    context.append_dialect_registry(mlir_interpreter.upstream_dialects)
+    context.load_all_available_dialects()
+    mgpu.dialect.register_dialect(context)
+    with context, ir.Location.unknown():
+        yield ir.Module.create()
+
+
+def attr(layout):
+    return layouts.to_layout_attr(layout)
+
+
+def cast(x, layout):
+    return mgpu.dialect.layout_cast(x, attr(layout))
+
+
+def test_undefined_vector_gets_mosaics_default_strided_layout(module):
+    with ir.InsertionPoint(module.body):
+        ty = ir.VectorType.get((1024,), ir.BF16Type.get())
+        x = llvm.mlir_undef(ty)
+    infer_layout(module)
+    # 8 bytes per thread: 4 bf16 elements
+    assert list(x.owner.attributes["out_layouts"]) == [attr(fa.WGStridedFragLayout((1024,), 4))]
+    assert "in_layouts" not in x.owner.attributes
+
+
+def test_cast_propagates_through_pointwise_and_reduction(module):
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(module.body):
+        x = cast(llvm.mlir_undef(ir.VectorType.get((128, 64), f32)), fa.WGMMA_LAYOUT)
+        y = arith.mulf(x, x)
+        acc = llvm.mlir_undef(ir.VectorType.get((128,), f32))
+        red = vector.MultiDimReductionOp(vector.CombiningKind.ADD, y, acc, [1])
+    infer_layout(module)
+    assert list(y.owner.attributes["out_layouts"]) == [attr(fa.WGMMA_LAYOUT)]
+    assert list(red.attributes["out_layouts"]) == [attr(fa.WGMMA_ROW_LAYOUT)]
+    assert list(red.attributes["in_layouts"]) == [attr(fa.WGMMA_LAYOUT), attr(fa.WGMMA_ROW_LAYOUT)]
+
+
+def test_conflict_names_the_op_and_the_layouts(module):
+    f32 = ir.F32Type.get()
+    with ir.InsertionPoint(module.body):
+        x = cast(llvm.mlir_undef(ir.VectorType.get((128, 64), f32)), fa.WGMMA_LAYOUT)
+        y = arith.addf(x, x)
+        cast(y, fa.TCGEN05_LAYOUT)
+    with pytest.raises(MosaicLayoutError, match="user-provided layout casts are unsatisfiable") as err:
+        infer_layout(module)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, LayoutConflictError)
+    assert "mosaic_gpu.layout_cast" in str(err.value) and "TiledLayout" in str(err.value)
+    assert err.value.witness is not None
+
+
+def test_unread_op_is_refused_by_name(module):
+    with ir.InsertionPoint(module.body):
+        ty = ir.VectorType.get((128,), ir.F32Type.get())
+        x = llvm.mlir_undef(ty)
+        vector.FMAOp(x, x, x)
+    with pytest.raises(UnsupportedError, match="does not read vector.fma"):
+        infer_layout(module)
+
+
+def test_the_pass_never_reaches_mosaics_solver(module, monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("Mosaic's solver was called")
+
+    monkeypatch.setattr(layout_inference, "find_assignments_for", forbidden)
+    with ir.InsertionPoint(module.body):
+        x = cast(llvm.mlir_undef(ir.VectorType.get((64, 8), ir.F32Type.get())), fa.WGMMA_LAYOUT)
+        arith.addf(x, x)
+    infer_layout(module)
+
+
+def test_fuel_runs_out_with_mosaics_wording(module):
+    with ir.InsertionPoint(module.body):
+        x = llvm.mlir_undef(ir.VectorType.get((128,), ir.F32Type.get()))
+        arith.addf(x, x)
+    with pytest.raises(ValueError, match="Consider adding layout annotations"):
+        infer_layout(module, fuel=0)
+
+
+def test_swap_is_per_thread_and_restored():
+    before = (mgpu.infer_layout, layout_inference.infer_layout)
+    seen = {}
+
+    def other_thread():
+        seen["other"] = mosaic_gpu_swap.SWAP.active
+
+    with mosaic_gpu_swap.use_layoutkit():
+        assert mosaic_gpu_swap.SWAP.active and mgpu.infer_layout is not before[0]
+        with mosaic_gpu_swap.use_layoutkit():
+            assert mosaic_gpu_swap.SWAP.open_blocks == 2
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+    assert seen["other"] is False
+    assert (mgpu.infer_layout, layout_inference.infer_layout) == before
+    assert mosaic_gpu_swap.SWAP.open_blocks == 0
+
+
+def test_environment_switch_is_off_by_default(monkeypatch):
+    monkeypatch.delenv(mosaic_gpu_swap.ENVIRONMENT_SWITCH, raising=False)
+    assert mosaic_gpu_swap.use_layoutkit_if_requested() is False
+    assert mosaic_gpu_swap.SWAP.open_blocks == 0
+
+
+def test_pallas_kernels_lower_through_mosaic_with_mosaics_layouts():
+    pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+    from layoutkit.testing.mosaic_pallas import differences, lower_both
+
+    for name in ("elementwise", "select", "cast_bf16"):
+        got = lower_both(name)
+        mosaic, ours = got["mosaic"], got["layoutkit"]
+        assert not mosaic.error and not ours.error, (name, mosaic.error, ours.error)
+        assert ours.relayouts <= mosaic.relayouts
+        assert differences(mosaic, ours) == []
+        assert any(attrs for _, attrs in ours.ops)
+
+
+def test_pass_is_deterministic(module):
+    with ir.InsertionPoint(module.body):
+        xs = [llvm.mlir_undef(ir.VectorType.get((256,), ir.F16Type.get())) for _ in range(3)]
+        arith.addf(arith.addf(xs[0], xs[1]), xs[2])
+    infer_layout(module)
+    first = str(module)
+    for op in module.body:
+        for a in ("in_layouts", "out_layouts"):
+            if a in op.attributes:
+                del op.attributes[a]
+    infer_layout(module)
+    assert str(module) == first
+    assert mosaic_gpu.DEFAULT_FUEL == 100_000
+
+
+def test_pallas_lowering_inside_the_swap_uses_layoutkits_pass(monkeypatch):
+    pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+    from layoutkit.testing.mosaic_pallas import KERNELS
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("Mosaic's solver was called")
+
+    monkeypatch.setattr(layout_inference, "find_assignments_for", forbidden)
+    with mosaic_gpu_swap.use_layoutkit():
+        lowered = KERNELS["wgmma_f16_inferred"]()
+    assert "mosaic_gpu" in lowered.as_text()
+    with pytest.raises(Exception, match="Mosaic's solver was called"):
+        KERNELS["select"]()  # outside the block: Mosaic's own pass, which reaches its solver
