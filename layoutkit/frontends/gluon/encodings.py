@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import permutations, product
 
 from ...algebra.linear import F2Linear
 from ...errors import ShapeError, UnsupportedError
@@ -410,3 +411,218 @@ class PaddedShared(Shared):
     def __str__(self) -> str:
         pairs = ", ".join(f"{i}:+{p}" for i, p in zip(self.intervals, self.paddings))
         return f"#ttg.padded_shared<[{pairs}] {{offset = {_bases_text(self.offset_bases)}, block = []}}>"
+
+
+@dataclass(frozen=True)
+class Auto:
+    """``#gluon.auto_encoding``: a layout left to the solver."""
+
+    def __str__(self) -> str:
+        return "#gluon.auto_encoding"
+
+
+AUTO = Auto()
+Encoding = Distributed | Shared | Auto
+
+
+class _Reader:
+    """Recursive descent over MLIR attribute text: ``{key = value, ...}``, ``[...]`` lists, integers,
+    booleans and encoding attributes (inline ``#ttg.x<...>`` or an alias ``#name``)."""
+
+    def __init__(self, text: str, aliases: dict[str, str]):
+        self.text, self.pos, self.aliases = text, 0, aliases
+
+    def fail(self, expected: str) -> UnsupportedError:
+        return UnsupportedError(f"encoding text: expected {expected} at offset {self.pos} of {self.text!r}")
+
+    def skip(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def peek(self, token: str) -> bool:
+        self.skip()
+        return self.text.startswith(token, self.pos)
+
+    def take(self, token: str) -> None:
+        if not self.peek(token):
+            raise self.fail(repr(token))
+        self.pos += len(token)
+
+    def word(self) -> str:
+        self.skip()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] in "_.-"):
+            self.pos += 1
+        if start == self.pos:
+            raise self.fail("a name or number")
+        return self.text[start:self.pos]
+
+    def value(self):
+        if self.peek("["):
+            self.take("[")
+            items = []
+            while not self.peek("]"):
+                items.append(self.value())
+                if not self.peek("]"):
+                    self.take(",")
+            self.take("]")
+            return items
+        if self.peek("#"):
+            return self.encoding()
+        w = self.word()
+        if w in ("true", "false"):
+            return w == "true"
+        try:
+            return int(w)
+        except ValueError:
+            raise self.fail(f"an integer, boolean, list or encoding (found {w!r})") from None
+
+    def fields(self) -> dict:
+        self.take("{")
+        out = {}
+        while not self.peek("}"):
+            key = self.word()
+            self.take("=")
+            out[key] = self.value()
+            if not self.peek("}"):
+                self.take(",")
+        self.take("}")
+        return out
+
+    def encoding(self) -> Encoding:
+        self.take("#")
+        name = self.word()
+        if name == "gluon.auto_encoding":
+            return AUTO
+        if not self.peek("<"):
+            if name not in self.aliases:
+                raise UnsupportedError(f"encoding text: alias #{name} is not defined; known: {sorted(self.aliases)}")
+            return parse_encoding(self.aliases[name], self.aliases)
+        self.take("<")
+        pairs = None
+        if name == "ttg.padded_shared":
+            self.take("[")
+            pairs = []
+            while not self.peek("]"):
+                i = int(self.word())
+                self.take(":")
+                self.take("+")
+                pairs.append((i, int(self.word())))
+                if not self.peek("]"):
+                    self.take(",")
+            self.take("]")
+        f = self.fields()
+        self.take(">")
+        return _build(name, f, pairs, self.text)
+
+
+def _build(name: str, f: dict, pairs, text: str) -> Encoding:
+    try:
+        if name == "ttg.blocked":
+            return Blocked(_ints(f["sizePerThread"]), _ints(f["threadsPerWarp"]), _ints(f["warpsPerCTA"]),
+                           _ints(f["order"]))
+        if name == "ttg.slice":
+            return Slice(int(f["dim"]), f["parent"])
+        if name == "ttg.dot_op":
+            return DotOperand(int(f["opIdx"]), f["parent"], int(f.get("kWidth", 0)))
+        if name == "ttg.nvidia_mma":
+            return NvidiaMma(int(f["versionMajor"]), int(f["versionMinor"]), _ints(f["warpsPerCTA"]),
+                             _ints(f["instrShape"]))
+        if name == "ttg.linear":
+            return Linear(*(tuple(_ints(v) for v in f.get(k, [])) for k in (REG, LANE, WARP, "block")))
+        if name == "ttg.swizzled_shared":
+            return SwizzledShared(int(f["vec"]), int(f["perPhase"]), int(f["maxPhase"]), _ints(f["order"]))
+        if name == "ttg.nvmma_shared":
+            return NVMMAShared(int(f["swizzlingByteWidth"]), int(f["elementBitWidth"]), bool(f.get("transposed")),
+                               bool(f.get("fp4Padded")))
+        if name == "ttg.padded_shared":
+            iv, pd = zip(*pairs)
+            if "offset" in f:
+                return PaddedShared(_ints(iv), _ints(pd), tuple(_ints(v) for v in f["offset"]))
+            return PaddedShared.identity(iv, pd, f["order"], f["shape"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise UnsupportedError(f"encoding text {text!r}: {name} lacks or mistypes field {err}") from None
+    raise UnsupportedError(f"encoding text {text!r}: #{name} is not one of the encodings read (blocked, slice, "
+                           "dot_op, nvidia_mma, linear, swizzled_shared, nvmma_shared, padded_shared)")
+
+
+def parse_encoding(text: str, aliases: dict[str, str] | None = None) -> Encoding:
+    """The encoding an attribute text names (``aliases``: ``name -> text`` of the module's ``#name = ...``).
+
+    >>> parse_encoding("#ttg.slice<{dim = 1, parent = #b}>", {"b": str(Blocked((1,), (32,), (4,), (0,)))}).dim
+    1
+    >>> parse_encoding(str(NVMMAShared(128, 16))) == NVMMAShared(128, 16)
+    True
+    """
+    r = _Reader(text, aliases or {})
+    enc = r.encoding()
+    r.skip()
+    if r.pos != len(r.text):
+        raise r.fail("the end of the encoding")
+    return enc
+
+
+def blocked_of(f: F2Linear, shape: Sequence[int]) -> Blocked | None:
+    """The blocked encoding whose map on ``shape`` is ``f``, or None when there is none.
+
+    >>> b = Blocked((1, 4), (8, 4), (4, 1), (1, 0))
+    >>> blocked_of(b.linear((64, 64)), (64, 64)) == b
+    True
+    """
+    rank = len(shape)
+    per = dict(zip(f.in_names, f.bases))
+    regs, lanes, warps = per.get(REG, ()), per.get(LANE, ()), per.get(WARP, ())
+
+    def runs(bases) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for v in bases:
+            nz = [d for d in range(rank) if v[d]]
+            d = nz[0] if len(nz) == 1 else -1
+            if out and out[-1][0] == d:
+                out[-1] = (d, out[-1][1] * 2)
+            else:
+                out.append((d, 2))
+        return out
+
+    order: list[int] = []
+    for d, _ in runs(regs) + runs(lanes) + runs(warps):
+        if d >= 0 and d not in order:
+            order.append(d)
+    order += [d for d in range(rank) if d not in order]
+    sizes = []
+    for bases in (lanes, warps):
+        n = [1] * rank
+        for d, k in runs(bases):
+            if d >= 0:
+                n[d] *= k
+        sizes.append(n)
+    lane_n, warp_n = sizes
+    # a broadcast (zero) lane or warp basis stands for a dim the shape is smaller than: try each dim for it
+    lane_zeros = sum(1 for v in lanes if not any(v))
+    warp_zeros = sum(1 for v in warps if not any(v))
+    spt = [1] * rank  # the leading registers that step 1, 2, 4, ... along one dim
+    for v in regs:
+        nz = [d for d in range(rank) if v[d]]
+        if len(nz) != 1 or v[nz[0]] != spt[nz[0]] or (spt[nz[0]] == 1 and any(x > 1 for x in spt)):
+            break
+        spt[nz[0]] *= 2
+    # zero bases hide the order of the dims they stand for: the derived order first, then the others
+    orders = [tuple(order)] + [o for o in permutations(range(rank)) if o != tuple(order)]
+    for o, ld, wd in product(orders, order[::-1] if lane_zeros else order[-1:],
+                             order[::-1] if warp_zeros else order[-1:]):
+        tpw, wpc = list(lane_n), list(warp_n)
+        tpw[ld] <<= lane_zeros
+        wpc[wd] <<= warp_zeros
+        walk, k = [1] * rank, 0  # registers step 1, 2, 4, ... along each dim of the order in turn
+        for d in o:
+            while k < len(regs) and list(regs[k]) == _unit(rank, d, walk[d]):
+                walk[d] *= 2
+                k += 1
+        for cand_spt in (walk, spt, [1] * rank):
+            cand = Blocked(tuple(cand_spt), tuple(tpw), tuple(wpc), o)
+            try:
+                if cand.linear(shape) == f:
+                    return cand
+            except (ShapeError, UnsupportedError):
+                continue
+    return None

@@ -1,0 +1,17 @@
+"""Triton Gluon as a client of layoutkit (the optional ``gluon`` extra, triton 3.9; see ``docs/gluon.md``).
+
+* :func:`from_gluon` / :func:`to_gluon`: Gluon layout objects <-> Fragments and Layouts, exactly;
+* :mod:`.encodings`: the same layouts as MLIR attribute text and triton-free values with Triton's maps;
+* :func:`resolve`: GLIR text in, every ``#gluon.auto_encoding`` chosen by layoutkit, text out.
+
+Importing this package never imports triton.
+
+>>> from layoutkit.frontends import gluon as lkgl
+>>> lkgl.parse_encoding("#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>")
+Blocked(size_per_thread=(4,), threads_per_warp=(32,), warps_per_cta=(4,), order=(0,))
+"""
+
+from .encodings import parse_encoding
+from .objects import from_gluon, to_gluon
+
+__all__ = ["from_gluon", "parse_encoding", "to_gluon"]
