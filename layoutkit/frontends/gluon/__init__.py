@@ -13,5 +13,6 @@ Blocked(size_per_thread=(4,), threads_per_warp=(32,), warps_per_cta=(4,), order=
 
 from .encodings import parse_encoding
 from .objects import from_gluon, to_gluon
+from .resolver import GlirResolveError, explain, resolve
 
-__all__ = ["from_gluon", "parse_encoding", "to_gluon"]
+__all__ = ["GlirResolveError", "explain", "from_gluon", "parse_encoding", "resolve", "to_gluon"]

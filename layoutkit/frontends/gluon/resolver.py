@@ -1,0 +1,670 @@
+"""``resolve(glir_text, target)``: every ``#gluon.auto_encoding`` of a GLIR module replaced by an encoding
+layoutkit chooses (see ``docs/gluon.md``).
+
+1. *Read* (:mod:`.glir`): each tensor type on each line is placed on the SSA value it types.
+2. *Relate*: Triton's ops tie the encodings of their values -- elementwise ops, casts, ``addptr``, loads,
+   stores, ``broadcast``, calls, loop-carried values and yields share one encoding (one *class*);
+   ``expand_dims`` and reductions make the smaller value a ``slice`` of the larger; a ``dot`` makes its
+   operands ``dot_op`` of the accumulator's MMA encoding; a ``convert_layout`` joins its two sides when that
+   breaks no author constraint (a conversion avoided).  The author's own encodings (and ``set_auto_layout``
+   seeds) are fixed.
+3. *Solve*: the free classes become fragments of a layoutkit :class:`~layoutkit.infer.Program` -- each global
+   load / store a parallel loop over the class shape reading / writing a global tensor at the affine address
+   the pointer arithmetic computes, each slice relation a reduction -- and :func:`~layoutkit.infer.infer_layouts`
+   lays them out (vector width and coalescing of the global accesses, register count).  MMA accumulators take
+   the target's MMA encoding with layoutkit's warp partition.
+4. *Print*: each class's encoding (``#ttg.blocked`` where exact, ``slice`` / ``dot_op`` / ``nvidia_mma`` by
+   relation) goes back into the text as an alias.
+
+``explain(glir_text, target)`` lists which op decided each class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ...errors import LayoutError, UnsupportedError
+from ...infer import Program, infer_layouts
+from ...targets.nv import compute_warp_partition
+from .encodings import (
+    Blocked,
+    Distributed,
+    DotOperand,
+    Encoding,
+    NvidiaMma,
+    Slice,
+    blocked_of,
+    parse_encoding,
+)
+from .glir import GlirModule, GlirOp, read_glir
+
+SAME = frozenset("""tt.addptr tt.load tt.store arith.select tt.bitcast tt.fp_to_fp tt.int_to_ptr tt.ptr_to_int
+tt.clampf tt.precise_sqrt tt.precise_divf tt.mulhiui tt.extern_elementwise tt.atomic_rmw tt.atomic_cas
+tt.broadcast ttg.async_copy_global_to_local ub.poison tt.assert gluon.set_auto_layout""".split())
+FREE_RESULT = frozenset("tt.splat tt.make_range arith.constant ttg.local_load tt.descriptor_load".split())
+_ELEMENTWISE = re.compile(r"^(arith|math)\.")
+
+
+class GlirResolveError(UnsupportedError):
+    """A GLIR construct resolve cannot read or lay out; the message names the op and its line."""
+
+
+@dataclass
+class _Classes:
+    """Union-find over value keys (``function:%name``) plus what ties each class."""
+
+    parent: dict[str, str] = field(default_factory=dict)
+    fixed: dict[str, tuple[Encoding, str]] = field(default_factory=dict)
+    shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    elements: dict[str, str] = field(default_factory=dict)
+    slices: list[tuple[str, int, str, str]] = field(default_factory=list)   # child, dim, parent, op
+    operands: list[tuple[str, int, str, int, str]] = field(default_factory=list)  # value, idx, acc, kWidth, op
+    mma: dict[str, tuple[int, str]] = field(default_factory=dict)            # acc value -> (version, op)
+    soft: list[tuple[str, str]] = field(default_factory=list)                # convert_layout sides
+    why: dict[str, str] = field(default_factory=dict)
+
+    def find(self, k: str) -> str:
+        self.parent.setdefault(k, k)
+        while self.parent[k] != k:
+            self.parent[k] = self.parent[self.parent[k]]
+            k = self.parent[k]
+        return k
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def _key(func: str, name: str) -> str:
+    return f"{func}:{name.replace(':', '#') if ':' in name and not name.split(':')[1].isdigit() else name}"
+
+
+def _results(op: GlirOp) -> list[str]:
+    """Result names, ``%r:3`` expanded to ``%r#0 .. %r#2``."""
+    out = []
+    for r in op.results:
+        if ":" in r:
+            name, n = r.split(":")
+            out += [f"{name}#{i}" for i in range(int(n))]
+        else:
+            out.append(r)
+    return out
+
+
+def _operand_names(op: GlirOp) -> list[str]:
+    return [o.replace(":", "#") for o in op.operands]
+
+
+@dataclass
+class _Reading:
+    module: GlirModule
+    classes: _Classes
+    placed: dict[tuple[int, int], str]       # (op index, type index) -> value key
+    defs: dict[str, GlirOp]                  # value key -> defining op
+    func_of: dict[int, str]                  # op index -> function
+    accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
+
+
+def _read(text: str) -> _Reading:
+    m = read_glir(text)
+    cl = _Classes()
+    placed: dict[tuple[int, int], str] = {}
+    defs: dict[str, GlirOp] = {}
+    func_of: dict[int, str] = {}
+    params: dict[str, list[str]] = {}
+    returns: dict[str, list[list[str]]] = {}
+    accesses: list[tuple[str, str, GlirOp]] = []
+    func = ""
+    stack: list[tuple[int, GlirOp]] = []
+    calls: list[tuple[str, list[str], list[str], GlirOp]] = []
+
+    def place(i: int, t: int, key: str) -> None:
+        ty = m.ops[i].types[t]
+        placed[(i, t)] = key
+        cl.find(key)
+        old = cl.shapes.get(key)
+        cl.shapes[key] = ty.shape if old is None else tuple(max(a, b) for a, b in zip(old, ty.shape))
+        cl.elements.setdefault(key, ty.element)
+        if not ty.is_auto:
+            enc = parse_encoding(ty.encoding_text, m.aliases)
+            if isinstance(enc, Distributed):
+                prev = cl.fixed.get(key)
+                if prev is not None and prev[0] != enc:
+                    raise GlirResolveError(f"{m.ops[i].describe()}: value {key} typed {prev[0]} and {enc}")
+                cl.fixed[key] = (enc, m.ops[i].describe())
+
+    def same(i: int, keys: list[str]) -> None:
+        """One signature type for all of ``keys`` (an elementwise op)."""
+        op = m.ops[i]
+        for t in range(len(op.types)):
+            place(i, t, keys[0])
+        for k in keys[1:]:
+            cl.union(keys[0], k)
+
+    def ordered(i: int, keys: list[str]) -> None:
+        op = m.ops[i]
+        if len(op.types) != len(keys):
+            raise GlirResolveError(f"{op.describe()}: expected {len(keys)} tensor types for {keys}; found "
+                                   f"{len(op.types)} in {op.text.strip()!r}")
+        for t, k in enumerate(keys):
+            place(i, t, k)
+
+    tensor_names: set[str] = set()
+    for i, op in enumerate(m.ops):
+        if op.name == "tt.func":
+            fm = re.search(r"@([\w.$-]+)\(", op.text)
+            func = fm.group(1) if fm else f"f{i}"
+            ps = re.findall(r"(%[\w$.-]+):\s*tensor<", op.text)
+            params[func] = [_key(func, p) for p in ps]
+            before = [t for t in op.types[:op.split]]
+            for t, p in enumerate(ps[:len(before)]):
+                place(i, t, _key(func, p))
+            rets = op.types[op.split:]
+            for t in range(len(rets)):
+                place(i, op.split + t, f"{func}:return{t}")
+            func_of[i] = func
+            stack.append((i, op))
+            continue
+        func_of[i] = func
+        res = [_key(func, r) for r in _results(op)]
+        ops_ = [_key(func, o) for o in _operand_names(op)]
+        for r in res:
+            defs[r] = op
+        name = op.name
+        opens = op.text.rstrip().endswith("{")
+        if name in ("}", "})"):
+            owner_i, owner = stack.pop() if stack else (-1, None)
+            if name == "})" and owner is not None and op.types:
+                # the closing line of a generic region op carries its signature
+                o_ops = [_key(func, o) for o in _operand_names(owner) if _key(func, o) in tensor_names or _key(func, o) in cl.shapes]
+                o_res = [_key(func, r) for r in _results(owner)]
+                before, after = op.types[:op.split], op.types[op.split:]
+                for t in range(len(before)):
+                    place(i, t, o_ops[t] if t < len(o_ops) else o_ops[-1])
+                for t in range(len(after)):
+                    place(i, op.split + t, o_res[t])
+                _relate_region_op(owner, o_ops, o_res, cl)
+            if opens and owner is not None:          # "} else {"
+                stack.append((owner_i, owner))
+            continue
+        if not op.types:
+            if opens:
+                stack.append((i, op))
+            continue
+        tensor_ops = [k for k in ops_ if k in tensor_names or k in cl.shapes]
+        if name in ("scf.for", "scf.if", "scf.while"):
+            inits = re.findall(r"(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)", op.text.split("iter_args", 1)[1]) \
+                if "iter_args" in op.text else []
+            after = op.types[op.split:]
+            for t, r in enumerate(res[:len(after)]):
+                place(i, op.split + t, r)
+            for t, (a, init) in enumerate(inits):
+                if t < len(res):
+                    cl.union(res[t], _key(func, a))
+                    cl.union(res[t], _key(func, init.replace(":", "#")))
+            tensor_names.update(res)
+            tensor_names.update(_key(func, a) for a, _ in inits)
+            stack.append((i, op))
+            continue
+        if name == "scf.yield" or name == "scf.condition":
+            owner = stack[-1][1] if stack else None
+            owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
+            yielded = [k for k in ops_]
+            for t in range(len(op.types)):
+                place(i, t, yielded[t])
+            for k, r in zip(yielded, owner_res):
+                if k in tensor_names or any(placed.get((i, t)) == k for t in range(len(op.types))):
+                    cl.union(k, r)
+            continue
+        if name in ("tt.return",):
+            for t in range(len(op.types)):
+                place(i, t, ops_[t])
+            returns.setdefault(func, []).append(ops_)
+            continue
+        if name == "tt.call":
+            callee = re.search(r"@([\w.$-]+)\(", op.text).group(1)
+            ordered(i, tensor_ops + res)
+            calls.append((callee, tensor_ops, res, op))
+            tensor_names.update(res)
+            continue
+        tensor_names.update(res)
+        if name == "tt.expand_dims":
+            ordered(i, tensor_ops + res)
+            cl.slices.append((tensor_ops[0], op.int_attr("axis") or 0, res[0], op.describe()))
+        elif name in ("tt.reduce", "tt.scan"):
+            if opens:
+                stack.append((i, op))
+            else:
+                ordered(i, tensor_ops + res)
+                _relate_region_op(op, tensor_ops, res, cl)
+        elif name == "ttg.convert_layout":
+            ordered(i, tensor_ops + res)
+            cl.soft.append((tensor_ops[0], res[0]))
+        elif name in FREE_RESULT:
+            ordered(i, tensor_ops + res) if len(op.types) == len(tensor_ops + res) else same(i, res)
+        elif name == "tt.dot":
+            a, b, c = tensor_ops[:3]
+            place(i, 0, a)
+            place(i, 1, b)
+            place(i, 2, c)
+            cl.union(c, res[0])
+            bits = {"f16": 16, "bf16": 16, "f32": 32, "f8E4M3FN": 8, "f8E5M2": 8, "i8": 8}
+            kw = max(1, 32 // bits.get(op.types[0].element, 16))
+            cl.operands.append((a, 0, c, kw, op.describe()))
+            cl.operands.append((b, 1, c, kw, op.describe()))
+            cl.mma[c] = (2, op.describe())
+        elif name in ("ttng.warp_group_dot", "ttng.warp_group_dot_wait"):
+            keys = tensor_ops + res
+            if name == "ttng.warp_group_dot":
+                for t in range(len(op.types)):
+                    place(i, t, keys[-1] if t == len(op.types) - 1 else tensor_ops[min(t, len(tensor_ops) - 1)])
+                acc = tensor_ops[-1] if tensor_ops else res[0]
+                cl.union(acc, res[0])
+                cl.mma[acc] = (3, op.describe())
+            else:
+                same(i, keys)
+        elif name in ("ttg.local_alloc", "ttg.local_store", "tt.descriptor_store"):
+            for t in range(len(op.types)):
+                place(i, t, tensor_ops[t])
+            if len(tensor_ops) > 1:
+                same(i, tensor_ops)
+        elif name in SAME or _ELEMENTWISE.match(name) or name.startswith("math."):
+            same(i, tensor_ops + res)
+        else:
+            raise GlirResolveError(f"{op.describe()}: resolve does not read {name!r} "
+                                   f"({op.text.strip()[:120]!r}); the ops read are listed in docs/gluon.md")
+        if name in ("tt.load", "ttg.async_copy_global_to_local"):
+            accesses.append((tensor_ops[0], "load", op))
+        elif name == "tt.store":
+            accesses.append((tensor_ops[0], "store", op))
+        if opens:
+            stack.append((i, op))
+    for callee, args, res, op in calls:
+        for a, p in zip(args, params.get(callee, [])):
+            cl.union(a, p)
+        for t, r in enumerate(res):
+            cl.union(r, f"{callee}:return{t}")
+            for ret in returns.get(callee, []):
+                if t < len(ret):
+                    cl.union(r, ret[t])
+    for func_name, rets in returns.items():
+        for ret in rets:
+            for t, k in enumerate(ret):
+                key = f"{func_name}:return{t}"
+                if key in cl.parent:
+                    cl.union(key, k)
+    return _Reading(m, cl, placed, defs, func_of, accesses)
+
+
+def _relate_region_op(op: GlirOp, tensor_ops: list[str], res: list[str], cl: _Classes) -> None:
+    if op.name == "tt.reduce":
+        axis = op.int_attr("axis") or 0
+        for a in tensor_ops[1:]:
+            cl.union(tensor_ops[0], a)
+        for r in res:
+            if cl.shapes.get(r, ()) != ():
+                cl.slices.append((r, axis, tensor_ops[0], op.describe()))
+    elif op.name == "tt.scan":
+        for k in tensor_ops[1:] + res:
+            cl.union(tensor_ops[0], k)
+
+
+# ---- solving --------------------------------------------------------------------------------------------------
+
+@dataclass
+class _Solution:
+    encodings: dict[str, Encoding]
+    why: dict[str, str]
+
+
+def _settle_relations(cl: _Classes) -> tuple[dict[str, tuple[int, str, str]], dict[str, tuple[int, str, int, str]]]:
+    """Slice children per class (parents of one child with one dim are one class) and dot operands."""
+    while True:
+        child: dict[str, tuple[int, str, str]] = {}
+        merged = False
+        for c, d, p, why in cl.slices:
+            rc, rp = cl.find(c), cl.find(p)
+            if rc in child:
+                d0, p0, why0 = child[rc]
+                if d0 != d:
+                    raise GlirResolveError(f"{why}: value class {c} is a slice along dim {d} here and along dim "
+                                           f"{d0} at {why0}; a convert_layout is needed between them")
+                if cl.find(p0) != rp:
+                    cl.union(p0, rp)
+                    merged = True
+            else:
+                child[rc] = (d, rp, why)
+        if not merged:
+            break
+    child = {cl.find(c): (d, cl.find(p), w) for c, (d, p, w) in child.items()}
+    operand = {cl.find(v): (idx, cl.find(acc), kw, why) for v, idx, acc, kw, why in cl.operands}
+    return child, operand
+
+
+def _fixed_of(cl: _Classes) -> dict[str, tuple[Encoding, str]]:
+    out: dict[str, tuple[Encoding, str]] = {}
+    for k, (enc, why) in cl.fixed.items():
+        r = cl.find(k)
+        if r in out and out[r][0] != enc:
+            raise GlirResolveError(f"{why}: value {k} must have {enc} but its class has {out[r][0]} "
+                                   f"(from {out[r][1]})")
+        out[r] = (enc, why)
+    return out
+
+
+def _join_converts(cl: _Classes) -> None:
+    """Join the two sides of a convert_layout where that keeps every class to at most one determination."""
+    for a, b in cl.soft:
+        child, operand = _settle_relations(cl)
+        fixed = _fixed_of(cl)
+        mma_roots = {cl.find(k) for k in cl.mma}
+        ra, rb = cl.find(a), cl.find(b)
+        if ra == rb or cl.shapes.get(a) is None:
+            continue
+
+        def determined(r: str) -> bool:
+            return r in fixed or r in child or r in operand or r in mma_roots
+
+        if determined(ra) and determined(rb):
+            continue
+        parents = {p for _, p, _ in child.values()} | {acc for _, acc, _, _ in operand.values()}
+        if (ra in parents or rb in parents) and (determined(ra) or determined(rb)):
+            continue
+        cl.union(ra, rb) if determined(ra) else cl.union(rb, ra)
+
+
+def _class_shape(cl: _Classes, root: str, child: dict) -> tuple[int, ...]:
+    shape: tuple[int, ...] | None = None
+    for k in cl.parent:
+        if cl.find(k) == root and k in cl.shapes:
+            s = cl.shapes[k]
+            shape = s if shape is None or len(shape) != len(s) else tuple(max(a, b) for a, b in zip(shape, s))
+    for c, (d, p, _) in child.items():
+        if p == root:
+            cs = _class_shape(cl, c, child)
+            full = cs[:d] + (1,) + cs[d:]
+            if shape is not None and len(shape) == len(full):
+                shape = tuple(max(a, b) for a, b in zip(shape, full))
+    return shape or ()
+
+
+_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "i32": "int32", "i64": "int64", "i8": "int8",
+           "i16": "int16", "f64": "float64", "i1": "int8", "f8E4M3FN": "int8", "f8E5M2": "int8"}
+
+
+def _affine(key: str, rd: _Reading, memo: dict) -> dict[int, int] | None:
+    """Element strides per dim of an integer / pointer tensor value (None: not affine as far as read)."""
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    op = rd.defs.get(key)
+    out: dict[int, int] | None = None
+    if op is None:
+        return None
+    func = rd.func_of[rd.module.ops.index(op)]
+    args = [_key(func, o) for o in _operand_names(op)]
+    name = op.name
+    if name == "tt.make_range":
+        out = {0: 1}
+    elif name in ("tt.splat", "arith.constant"):
+        out = {}
+    elif name in ("arith.addi", "tt.addptr", "arith.subi"):
+        parts = [_affine(a, rd, memo) for a in args[:2]]
+        if all(p is not None for p in parts):
+            out = dict(parts[0])
+            for d, s in parts[1].items():
+                out[d] = out.get(d, 0) + (s if name != "arith.subi" else -s)
+    elif name in ("arith.extsi", "arith.extui", "arith.trunci", "tt.broadcast", "arith.index_cast"):
+        out = _affine(args[0], rd, memo)
+    elif name == "tt.expand_dims":
+        src = _affine(args[0], rd, memo)
+        axis = op.int_attr("axis") or 0
+        out = None if src is None else {(d + 1 if d >= axis else d): s for d, s in src.items()}
+    elif name == "arith.muli":
+        parts = [_affine(a, rd, memo) for a in args[:2]]
+        consts = [_constant(a, rd) for a in args[:2]]
+        for p, c in ((parts[0], consts[1]), (parts[1], consts[0])):
+            if p is not None and c is not None:
+                out = {d: s * c for d, s in p.items()}
+                break
+        else:
+            if parts[0] is not None and parts[1] is not None:
+                # times a runtime scalar: not contiguous along those dims
+                out = {d: 1 << 20 for d in set(parts[0]) | set(parts[1])}
+    memo[key] = out
+    return out
+
+
+def _constant(key: str, rd: _Reading) -> int | None:
+    op = rd.defs.get(key)
+    if op is None:
+        return None
+    if op.name == "arith.constant":
+        m = re.search(r"dense<(-?\d+)>|constant (-?\d+) :", op.text)
+        if m:
+            return int(m.group(1) or m.group(2))
+    if op.name == "tt.splat":
+        func = rd.func_of[rd.module.ops.index(op)]
+        return _constant(_key(func, _operand_names(op)[0]), rd)
+    if op.name in ("arith.extsi", "arith.extui"):
+        func = rd.func_of[rd.module.ops.index(op)]
+        return _constant(_key(func, _operand_names(op)[0]), rd)
+    return None
+
+
+def _sm(target: str) -> int:
+    m = re.search(r"(\d+)", target)
+    if not m:
+        raise GlirResolveError(f"resolve: expected a target such as 'sm_80' or 'cuda:90'; found {target!r}")
+    return int(m.group(1))
+
+
+def _solve(rd: _Reading, target: str) -> _Solution:
+    cl = rd.classes
+    _join_converts(cl)
+    child, operand = _settle_relations(cl)
+    fixed = _fixed_of(cl)
+    sm = _sm(target)
+    warps = rd.module.num_warps
+    roots = {cl.find(k) for k in cl.parent}
+    mma_roots = {cl.find(k): v for k, v in cl.mma.items()}
+    enc: dict[str, Encoding] = {}
+    why: dict[str, str] = {}
+    for r, (e, w) in fixed.items():
+        enc[r], why[r] = e, f"fixed by the kernel at {w}"
+    for r, (version, w) in mma_roots.items():
+        if r in enc:
+            continue
+        M, N = _class_shape(cl, r, child)[-2:]
+        if version == 3 or sm >= 90 and version == 3:
+            n = min(256, N)
+            enc[r] = NvidiaMma(3, 0, (warps, 1), (16, n, 16))
+        else:
+            wm, wn = compute_warp_partition(M, N, warps, "square", f"sm_{min(sm, 89)}")
+            enc[r] = NvidiaMma(2, 0, (wm, wn), (16, 8))
+        why[r] = f"the MMA accumulator of {w} (warp partition {enc[r].warps_per_cta})"
+    free = [r for r in roots if r not in enc and r not in child and r not in operand]
+    chosen, decided = _choose_blocked(rd, free, child, warps, sm)
+    for r in free:
+        enc[r], why[r] = chosen[r], decided[r]
+
+    def of(r: str) -> Encoding:
+        if r in enc:
+            return enc[r]
+        if r in operand:
+            idx, acc, kw, w = operand[r]
+            enc[r], why[r] = DotOperand(idx, of(acc), kw), f"operand {idx} of {w}"
+        elif r in child:
+            d, p, w = child[r]
+            enc[r], why[r] = Slice(d, of(p)), f"a slice (dim {d}) of its parent at {w}"
+        return enc[r]
+
+    for r in roots:
+        of(r)
+    return _Solution({k: enc[cl.find(k)] for k in cl.parent}, {k: why[cl.find(k)] for k in cl.parent})
+
+
+def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: int) -> tuple[dict, dict]:
+    """Lay the free classes out with layoutkit's inference (see the module doc)."""
+    cl = rd.classes
+    threads = warps * 32
+    p = Program(threads=threads, target=f"sm_{min(sm, 90)}")
+    bufs = {}
+    shape_of = {}
+    derived = set(child)
+    in_program = set(free) | derived
+    for r in sorted(in_program):
+        s = _class_shape(cl, r, child)
+        if not s:
+            continue
+        shape_of[r] = s
+        bufs[r] = p.alloc_fragment(f"c{len(bufs)}", s, "float32")
+    memo: dict = {}
+    decided: dict[str, str] = {}
+    for ptr, kind, op in rd.accesses:
+        r = cl.find(ptr)
+        if r not in bufs:
+            continue
+        s = shape_of[r]
+        strides = _affine(ptr, rd, memo)
+        elem = re.search(r"!tt\.ptr<(\w+)>", cl.elements.get(ptr, "")) if ptr in cl.elements else None
+        dtype = _DTYPES.get(elem.group(1) if elem else "f32", "float32")
+        frag = bufs[r]
+        ident = _identity(len(s))
+        if strides is None or any(v < 0 for v in strides.values()):
+            p.parallel(s, writes=[(frag, ident)]) if kind == "load" else p.parallel(s, reads=[(frag, ident)])
+            continue
+        st = [strides.get(d, 0) for d in range(len(s))]
+        size = sum((e - 1) * v for e, v in zip(s, st)) + 1
+        g = p.tensor(f"g{len(p.buffers)}", (max(size, 1),), dtype)
+        addr = _address(st)
+        if kind == "load":
+            p.parallel(s, writes=[(frag, ident)], reads=[(g, addr)])
+        else:
+            p.parallel(s, writes=[(g, addr)], reads=[(frag, ident)])
+        decided.setdefault(r, f"the global {kind} at {op.describe()}")
+    for c, (d, par, _) in child.items():
+        if c in bufs and par in bufs and shape_of[par][:d] + shape_of[par][d + 1:] == shape_of[c]:
+            p.reduce(bufs[par], bufs[c], dim=d, kind="sum", clear=True)
+    for r in free:
+        if r in bufs and not any(a for a in p.ops if bufs[r].name in str(a.args) or _touches(a, bufs[r].name)):
+            p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
+    result = infer_layouts(p) if p.ops else None
+    chosen: dict[str, Encoding] = {}
+    for r in free:
+        s = shape_of.get(r)
+        if s is None:
+            chosen[r] = _default_blocked((1,), warps)
+            decided[r] = "a scalar-like class: the default blocked layout"
+            continue
+        b = None
+        if result is not None and r in bufs:
+            try:
+                b = blocked_of(result.layout_map[bufs[r]].to_linear(), s)
+            except LayoutError:
+                b = None
+        if b is None:
+            chosen[r] = _default_blocked(s, warps)
+            decided.setdefault(r, "no access priced it: the default blocked layout")
+            decided[r] += " (layoutkit's fragment has no blocked form: default blocked layout)"
+        else:
+            chosen[r] = b
+            decided.setdefault(r, "layoutkit's inference over the class")
+    return chosen, decided
+
+
+def _touches(op, name: str) -> bool:
+    return any(getattr(a, "buffer", None) == name for a in getattr(op, "accesses", ()))
+
+
+def _identity(rank: int) -> Callable:
+    return lambda *i: tuple(i)
+
+
+def _address(strides: list[int]) -> Callable:
+    def addr(*i):
+        total = 0
+        for v, s in zip(i, strides):
+            if s:
+                total = total + v * s
+        return (total,)
+    return addr
+
+
+def _default_blocked(shape: tuple[int, ...], warps: int) -> Blocked:
+    """Triton's default: one element per thread, lanes then warps along the last dims first."""
+    rank = len(shape)
+    order = tuple(range(rank - 1, -1, -1))
+    tpw, wpc = [1] * rank, [1] * rank
+    lanes, left = 32, warps
+    for d in order:
+        take = min(lanes, max(shape[d], 1))
+        tpw[d] = take
+        lanes //= take
+    tpw[order[-1]] *= lanes
+    for d in order[::-1]:
+        room = max(shape[d] // tpw[d], 1)
+        take = min(left, room)
+        wpc[d] = take
+        left //= take
+    wpc[order[0]] *= left
+    return Blocked((1,) * rank, tuple(tpw), tuple(wpc), order)
+
+
+# ---- printing ------------------------------------------------------------------------------------------------
+
+def _print(rd: _Reading, sol: _Solution) -> str:
+    m = rd.module
+    lines = list(m.lines)
+    names: dict[str, str] = {}
+    for (i, t), key in sorted(rd.placed.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        op = m.ops[i]
+        ty = op.types[t]
+        if not ty.is_auto:
+            continue
+        e = sol.encodings.get(key)
+        if e is None:
+            raise GlirResolveError(f"{op.describe()}: no encoding for {key}")
+        text = str(e)
+        alias = names.setdefault(text, f"lk{len(names)}")
+        line = lines[op.line]
+        lines[op.line] = line[:ty.start] + f"#{alias}" + line[ty.end:]
+    missing = [(i, t) for i, op in enumerate(m.ops) for t, ty in enumerate(op.types)
+               if ty.is_auto and (i, t) not in rd.placed]
+    if missing:
+        i, t = missing[0]
+        raise GlirResolveError(f"{m.ops[i].describe()}: tensor type {t} of {m.ops[i].text.strip()[:120]!r} is not "
+                               "placed on a value")
+    header = [f"#{a} = {text}" for text, a in names.items()]
+    return "\n".join(header + lines)
+
+
+def resolve(glir_text: str, target: str) -> str:
+    """The module with every ``#gluon.auto_encoding`` replaced by layoutkit's choice (see the module doc);
+    ``target``: ``"sm_80"``, ``"sm_90"`` (or Triton's ``"cuda:90"``).
+
+    >>> text = '''module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:80"} {
+    ...   tt.func public @k(%p: !tt.ptr<f32>) {
+    ...     %0 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #gluon.auto_encoding>
+    ...     %1 = tt.splat %p : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
+    ...     %2 = tt.addptr %1, %0 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>, tensor<512xi32, #gluon.auto_encoding>
+    ...     %3 = tt.load %2 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
+    ...     tt.store %2, %3 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
+    ...     tt.return
+    ...   }
+    ... }'''
+    >>> print(resolve(text, "sm_80").split("\\n")[0])
+    #lk0 = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
+    """
+    rd = _read(glir_text)
+    return _print(rd, _solve(rd, target))
+
+
+def explain(glir_text: str, target: str) -> dict[str, str]:
+    """Per value (``function:%name``): its encoding and the op that decided it."""
+    rd = _read(glir_text)
+    sol = _solve(rd, target)
+    return {k: f"{sol.encodings[k]}: {sol.why[k]}" for k in sorted(sol.encodings)}
