@@ -22,9 +22,11 @@ layoutkit chooses (see ``docs/gluon.md``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ...algebra.linear import F2Linear
+from ...cost.warp_access import reduction_rounds, warp_sectors
 from ...errors import LayoutError, UnsupportedError
 from ...infer import Program, infer_layouts
 from ...targets.nv import compute_warp_partition
@@ -80,6 +82,14 @@ class _Classes:
 
 def _key(func: str, name: str) -> str:
     return f"{func}:{name.replace(':', '#') if ':' in name and not name.split(':')[1].isdigit() else name}"
+
+
+def _symbol(op: GlirOp) -> str:
+    """The function symbol a ``tt.func`` / ``tt.call`` line names (``@name`` or ``@"quoted name"``)."""
+    m = re.search(r'@(?:"([^"]+)"|([\w.$-]+))', op.text)
+    if m is None:
+        raise GlirResolveError(f"{op.describe()}: expected a function symbol in {op.text.strip()[:120]!r}")
+    return m.group(1) or m.group(2)
 
 
 def _results(op: GlirOp) -> list[str]:
@@ -155,8 +165,7 @@ def _read(text: str) -> _Reading:
     tensor_names: set[str] = set()
     for i, op in enumerate(m.ops):
         if op.name == "tt.func":
-            fm = re.search(r"@([\w.$-]+)\(", op.text)
-            func = fm.group(1) if fm else f"f{i}"
+            func = _symbol(op) or f"f{i}"
             ps = re.findall(r"(%[\w$.-]+):\s*tensor<", op.text)
             params[func] = [_key(func, p) for p in ps]
             before = [t for t in op.types[:op.split]]
@@ -198,9 +207,9 @@ def _read(text: str) -> _Reading:
         if name in ("scf.for", "scf.if", "scf.while"):
             inits = re.findall(r"(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)", op.text.split("iter_args", 1)[1]) \
                 if "iter_args" in op.text else []
-            after = op.types[op.split:]
-            for t, r in enumerate(res[:len(after)]):
-                place(i, op.split + t, r)
+            # the result types: "-> (T, ...)" (before the trailing ": i32 {" of scf.for)
+            for t, r in enumerate(res[:len(op.types)]):
+                place(i, t, r)
             for t, (a, init) in enumerate(inits):
                 if t < len(res):
                     cl.union(res[t], _key(func, a))
@@ -225,7 +234,7 @@ def _read(text: str) -> _Reading:
             returns.setdefault(func, []).append(ops_)
             continue
         if name == "tt.call":
-            callee = re.search(r"@([\w.$-]+)\(", op.text).group(1)
+            callee = _symbol(op)
             ordered(i, tensor_ops + res)
             calls.append((callee, tensor_ops, res, op))
             tensor_names.update(res)
@@ -355,9 +364,13 @@ def _fixed_of(cl: _Classes) -> dict[str, tuple[Encoding, str]]:
     return out
 
 
-def _join_converts(cl: _Classes) -> None:
-    """Join the two sides of a convert_layout where that keeps every class to at most one determination."""
+def _join_converts(cl: _Classes, accessed: list[str]) -> None:
+    """Join the two sides of a convert_layout where that keeps every class to at most one determination and
+    not both sides access global memory (each side then keeps its own coalesced layout, as the author asked)."""
     for a, b in cl.soft:
+        touched = {cl.find(k) for k in accessed}
+        if cl.find(a) in touched and cl.find(b) in touched:
+            continue
         child, operand = _settle_relations(cl)
         fixed = _fixed_of(cl)
         mma_roots = {cl.find(k) for k in cl.mma}
@@ -464,7 +477,7 @@ def _sm(target: str) -> int:
 
 def _solve(rd: _Reading, target: str) -> _Solution:
     cl = rd.classes
-    _join_converts(cl)
+    _join_converts(cl, [ptr for ptr, _, _ in rd.accesses])
     child, operand = _settle_relations(cl)
     fixed = _fixed_of(cl)
     sm = _sm(target)
@@ -553,6 +566,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         if r in bufs and not any(a for a in p.ops if bufs[r].name in str(a.args) or _touches(a, bufs[r].name)):
             p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
     result = infer_layouts(p) if p.ops else None
+    priced = _priced_accesses(rd, child, shape_of, memo)
     chosen: dict[str, Encoding] = {}
     for r in free:
         s = shape_of.get(r)
@@ -566,14 +580,117 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
                 b = blocked_of(result.layout_map[bufs[r]].to_linear(), s)
             except LayoutError:
                 b = None
-        if b is None:
-            chosen[r] = _default_blocked(s, warps)
-            decided.setdefault(r, "no access priced it: the default blocked layout")
-            decided[r] += " (layoutkit's fragment has no blocked form: default blocked layout)"
-        else:
-            chosen[r] = b
-            decided.setdefault(r, "layoutkit's inference over the class")
+        start = b if b is not None else _default_blocked(s, warps)
+        best, note = _cheapest(start, s, warps, priced.get(r, []), _reductions(cl, r, child, shape_of))
+        chosen[r] = best
+        decided.setdefault(r, "layoutkit's inference over the class")
+        if note:
+            decided[r] += f"; {note}"
     return chosen, decided
+
+
+def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list]:
+    """Per free root class: ``(path, strides, elem_bytes)`` of its global accesses and its slice children's
+    (``path``: the slice dims from the root down to the accessed class)."""
+    cl = rd.classes
+    out: dict[str, list] = {}
+    for ptr, _, _ in rd.accesses:
+        r = cl.find(ptr)
+        strides = _affine(ptr, rd, memo)
+        if strides is None or r not in shape_of:
+            continue
+        path: list[int] = []
+        while r in child:
+            d, par, _ = child[r]
+            path.insert(0, d)
+            r = par
+        elem = re.search(r"!tt\.ptr<(\w+)>", cl.elements.get(ptr, ""))
+        bits = {"f32": 32, "i32": 32, "f16": 16, "bf16": 16, "i64": 64, "f64": 64, "i8": 8, "i16": 16}
+        nbytes = bits.get(elem.group(1) if elem else "f32", 32) // 8
+        rank = len(shape_of[cl.find(ptr)])
+        out.setdefault(r, []).append((tuple(path), tuple(strides.get(d, 0) for d in range(rank)), nbytes,
+                                      shape_of[cl.find(ptr)]))
+    return out
+
+
+def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[int]:
+    """The dims along which reductions read the root class directly."""
+    return sorted({d for c, d, p, why in cl.slices if cl.find(p) == root and why.startswith("tt.reduce")})
+
+
+def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list, reductions: list[int]):
+    """The blocked layout (``start``'s registers and order, or a 16-byte vector along a dim an access is
+    contiguous in) whose lanes and warps cost least: global access instructions, then their sectors
+    (:func:`~layoutkit.cost.warp_access.warp_sectors`), then reduction rounds across warps, then
+    shuffles across lanes, then registers per thread; ``start`` wins ties."""
+    rank = len(shape)
+    cands = [start]
+    # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
+    heads = [(start.size_per_thread, start.order)]
+    for _, strides, nbytes, acc_shape in accesses:
+        if len(strides) == rank and 1 in strides:
+            d = strides.index(1)
+            spt = [1] * rank
+            spt[d] = max(1, min(16 // nbytes, shape[d]))
+            order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
+            if (tuple(spt), order) not in heads:
+                heads.append((tuple(spt), order))
+    for spt, order in heads:
+        for tpw in _splits(32, rank):
+            for wpc in _splits(warps, rank):
+                b = Blocked(spt, tpw, wpc, order)
+                if b != start:
+                    cands.append(b)
+
+    def cost(b: Blocked):
+        f = b.linear(shape)
+        sectors = instructions = 0
+        for path, strides, nbytes, acc_shape in accesses:
+            enc: Distributed = b
+            for d in path:
+                enc = Slice(d, enc)
+            view = f if not path else enc.linear(acc_shape)
+            vec = _vector(view, strides, nbytes)
+            # issued instructions (one per warp and register group: wider vectors, fewer), then memory sectors
+            instructions += view.in_dim_size("register") // vec * warps
+            sectors += warp_sectors(view, strides, nbytes, vec)
+        lanes = warps_ = 0
+        for d in reductions:
+            ln, wp = reduction_rounds(f, d)
+            lanes, warps_ = lanes + ln, warps_ + wp
+        regs = f.in_dim_size("register")
+        return (instructions, sectors, warps_, lanes * regs, regs)
+
+    scored = [(cost(b), k, b) for k, b in enumerate(cands)]
+    best = min(scored, key=lambda t: (t[0], t[1]))
+    note = "" if best[2] == start else (f"lanes / warps re-priced against {len(cands)} candidates "
+                                        f"(instructions, sectors, cross-warp and lane reduction rounds, registers: {best[0]})")
+    return best[2], note
+
+
+def _splits(total: int, rank: int) -> list[tuple[int, ...]]:
+    """Every way to write ``total`` (a power of two) as a product of ``rank`` powers of two."""
+    if rank == 1:
+        return [(total,)]
+    out = []
+    k = 1
+    while k <= total:
+        out += [(k,) + rest for rest in _splits(total // k, rank - 1)]
+        k *= 2
+    return out
+
+
+def _vector(view: F2Linear, strides: Sequence[int], nbytes: int) -> int:
+    """Registers a thread moves per instruction: leading register bases stepping the address by 1, 2, 4, ...
+    elements, up to 16 bytes."""
+    per = dict(zip(view.in_names, view.bases))
+    v = 1
+    for basis in per.get("register", ()):
+        step = sum(a * b for a, b in zip(basis, strides))
+        if step != v or (v * 2) * nbytes > 16:
+            break
+        v *= 2
+    return v
 
 
 def _touches(op, name: str) -> bool:
