@@ -27,12 +27,13 @@ from ..algebra.linear import F2Linear
 SECTOR = 32
 
 
-def _table(view: F2Linear) -> np.ndarray:
-    """Coordinates of every slot, shape ``[warp, lane, register, rank]`` (XOR of the set bits' bases)."""
+def _table(view: F2Linear, warps: bool = True) -> np.ndarray:
+    """Coordinates of every slot, shape ``[warp, lane, register, rank]`` (XOR of the set bits' bases); warp 0
+    only unless ``warps``."""
     per = dict(zip(view.in_names, view.bases))
     rank = len(view.out_dims)
-    parts = []
-    for name in ("warp", "lane", "register"):
+    parts = [np.zeros((1, rank), dtype=np.int64)] if not warps else []
+    for name in ("warp", "lane", "register")[0 if warps else 1:]:
         table = np.zeros((1, rank), dtype=np.int64)
         for v in per.get(name, ()):
             table = np.concatenate([table, table ^ np.asarray(v, dtype=np.int64)], axis=0)
@@ -42,8 +43,10 @@ def _table(view: F2Linear) -> np.ndarray:
 
 
 def warp_sectors(view: F2Linear, strides: Sequence[int], elem_bytes: int, vector: int = 1) -> int:
-    """Sectors touched by all warp-wide access instructions of ``view`` at address ``sum(strides * x)``."""
-    t = _table(view)
+    """Sectors touched by all warp-wide access instructions of ``view`` at address ``sum(strides * x)``: those
+    of warp 0, times the warps (a warp's accesses are another's shifted by its offset)."""
+    nwarps = view.in_dim_size("warp") if "warp" in view.in_names else 1
+    t = _table(view, warps=False)
     addr = (t * np.asarray(strides, dtype=np.int64)).sum(axis=-1) * int(elem_bytes)   # [warp, lane, register]
     warps, lanes, regs = addr.shape
     vector = max(1, min(int(vector), regs))
@@ -53,7 +56,7 @@ def warp_sectors(view: F2Linear, strides: Sequence[int], elem_bytes: int, vector
     sectors = sectors - sectors.min()
     instr = np.arange(warps)[:, None, None, None] * (regs // vector) + np.arange(regs // vector)[None, None, :, None]
     keys = np.broadcast_to(instr, sectors.shape) * (int(sectors.max()) + 1) + sectors
-    return int(np.unique(keys).size)
+    return int(np.unique(keys).size) * nwarps
 
 
 def reduction_rounds(view: F2Linear, dim: int) -> tuple[int, int]:

@@ -639,7 +639,10 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         for tpw in _splits(32, rank):
             for wpc in _splits(warps, rank):
                 b = Blocked(spt, tpw, wpc, order)
-                if b != start:
+                # lanes and warps past the shape only broadcast (start keeps its own)
+                fits = all(spt[d] * tpw[d] * wpc[d] <= max(shape[d], spt[d]) or tpw[d] * wpc[d] == 1
+                           for d in range(rank))
+                if b != start and fits:
                     cands.append(b)
 
     def cost(b: Blocked):
