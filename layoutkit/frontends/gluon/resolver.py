@@ -344,6 +344,8 @@ def _settle_relations(cl: _Classes) -> tuple[dict[str, tuple[int, str, str]], di
                 if cl.find(p0) != rp:
                     cl.union(p0, rp)
                     merged = True
+                if why.startswith("tt.reduce"):      # the explanation names the reduction over an expand_dims
+                    child[rc] = (d0, p0, why)
             else:
                 child[rc] = (d, rp, why)
         if not merged:
