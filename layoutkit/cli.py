@@ -190,6 +190,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
     from . import infer
 
+    if str(args.program).endswith(".glir"):
+        return _infer_glir(args)
     prog = load_program(args.program)
     if args.target:
         prog.target = args.target
@@ -226,6 +228,37 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         for name, layout in result.layout_map.items():
             for path in plot_layout(layout, args.plot, name, formats="png"):
+                print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _infer_glir(args: argparse.Namespace) -> int:
+    """``layoutkit infer KERNEL.glir``: resolve a Gluon module's auto layouts; print each value's encoding and
+    the op that decided it; ``--emit DIR`` writes the resolved module, ``--plot DIR`` draws each encoding."""
+    from pathlib import Path
+
+    from .frontends.gluon import explain, resolve
+    from .frontends.gluon.glir import read_glir
+
+    text = Path(args.program).read_text()
+    target = args.target or read_glir(text).target.replace("cuda:", "sm_") or "sm_80"
+    resolved = resolve(text, target)
+    why = explain(text, target)
+    print(f"resolved {len(why)} values of {args.program}, target {target}", file=sys.stderr)
+    for value, reason in why.items():
+        print(f"{value}: {reason}")
+    if args.emit:
+        out = Path(args.emit)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / Path(args.program).name.replace(".glir", ".resolved.glir")
+        path.write_text(resolved)
+        print(f"wrote {path}", file=sys.stderr)
+    if args.plot:
+        from .frontends.gluon.resolver import resolved_fragments
+        from .plot import plot_layout
+
+        for name, frag in resolved_fragments(text, target).items():
+            for path in plot_layout(frag, args.plot, name, formats="png"):
                 print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK
 
@@ -354,7 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Infer every buffer's layout of a program, print them with the "
                                        "reasons, and optionally draw them and emit the kernel.")
     infer.add_argument("program", metavar="PROGRAM",
-                       help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json")
+                       help="PROGRAM.py (defines program() or PROGRAM, run like a script), PROGRAM.json, or a "
+                            "Gluon module KERNEL.glir (its auto layouts resolved)")
     infer.add_argument("--target", type=parse_target, metavar="TARGET",
                        help=f"override the program's target: {' or '.join(served_targets())}")
     infer.add_argument("--cost-model", choices=models, metavar="MODEL",

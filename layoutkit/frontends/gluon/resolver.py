@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from ...algebra.linear import F2Linear
 from ...cost.warp_access import reduction_rounds, warp_sectors
 from ...errors import LayoutError, UnsupportedError
+from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...targets.nv import compute_warp_partition
 from .encodings import (
@@ -790,3 +791,23 @@ def explain(glir_text: str, target: str) -> dict[str, str]:
     rd = _read(glir_text)
     sol = _solve(rd, target)
     return {k: f"{sol.encodings[k]}: {sol.why[k]}" for k in sorted(sol.encodings)}
+
+
+def resolved_fragments(glir_text: str, target: str) -> dict[str, Fragment]:
+    """One :class:`~layoutkit.Fragment` per distinct resolved encoding and shape (named ``lk<k>_<shape>``), for
+    drawing; encodings that put an element twice in a thread's registers have no Fragment and are left out."""
+    rd = _read(glir_text)
+    sol = _solve(rd, target)
+    out: dict[str, Fragment] = {}
+    seen: dict[tuple[str, tuple[int, ...]], str] = {}
+    for key, enc in sorted(sol.encodings.items()):
+        shape = rd.classes.shapes.get(key)
+        if not shape or not isinstance(enc, Distributed) or (str(enc), shape) in seen:
+            continue
+        name = f"lk{len(seen)}_{'x'.join(map(str, shape))}"
+        seen[(str(enc), shape)] = name
+        try:
+            out[name] = Fragment.from_linear(enc.linear(shape))
+        except LayoutError:
+            continue
+    return out
