@@ -98,8 +98,10 @@ def run(names: list[str] | None = None) -> dict:
         "compile_after_resolve": len(ok),
         "sass_ratio_median": statistics.median(r["ours"]["sass"] / r["author"]["sass"] for r in ok) if ok else None,
         "sass_ratio_max": max((r["ours"]["sass"] / r["author"]["sass"] for r in ok), default=None),
-        "resolve_over_compile_median": statistics.median(r["resolve_s"] / r["compile_s"] for r in ok) if ok else None,
-        "more_converts": [r["kernel"] + "." + r["target"] for r in ok if r["ours"]["converts"] > r["author"]["converts"]],
+        "resolve_over_compile_median": (statistics.median(r["resolve_s"] / r["compile_s"] for r in ok)
+                                        if ok else None),
+        "more_converts": [r["kernel"] + "." + r["target"] for r in ok
+                          if r["ours"]["converts"] > r["author"]["converts"]],
         "narrower_vectors": [r["kernel"] + "." + r["target"] for r in ok
                              if r["ours"]["load_bits"] < r["author"]["load_bits"]
                              or r["ours"]["store_bits"] < r["author"]["store_bits"]],
@@ -120,7 +122,8 @@ def main() -> None:
             o, a = r["ours"], r["author"]
             print(f"{r['kernel']:18s} {r['target']}  triton-alone={'y' if r['triton_alone'] else 'n'}  "
                   f"converts {o['converts']}/{a['converts']}  ld {o['load_bits']}/{a['load_bits']}  "
-                  f"st {o['store_bits']}/{a['store_bits']}  sass {o['sass']}/{a['sass']}  regs {o['regs']}/{a['regs']}  "
+                  f"st {o['store_bits']}/{a['store_bits']}  sass {o['sass']}/{a['sass']}  "
+                  f"regs {o['regs']}/{a['regs']}  "
                   f"spill {o['spill_bytes']}/{a['spill_bytes']}  resolve/compile {r['resolve_s'] / r['compile_s']:.3f}")
         else:
             print(f"{r['kernel']:18s} {r['target']}  FAILED {r.get('error')}")

@@ -189,7 +189,8 @@ def _read(text: str) -> _Reading:
             owner_i, owner = stack.pop() if stack else (-1, None)
             if name == "})" and owner is not None and op.types:
                 # the closing line of a generic region op carries its signature
-                o_ops = [_key(func, o) for o in _operand_names(owner) if _key(func, o) in tensor_names or _key(func, o) in cl.shapes]
+                o_keys = (_key(func, o) for o in _operand_names(owner))
+                o_ops = [k for k in o_keys if k in tensor_names or k in cl.shapes]
                 o_res = [_key(func, r) for r in _results(owner)]
                 before, after = op.types[:op.split], op.types[op.split:]
                 for t in range(len(before)):
@@ -292,7 +293,7 @@ def _read(text: str) -> _Reading:
             accesses.append((tensor_ops[0], "store", op))
         if opens:
             stack.append((i, op))
-    for callee, args, res, op in calls:
+    for callee, args, res, _ in calls:
         for a, p in zip(args, params.get(callee, [])):
             cl.union(a, p)
         for t, r in enumerate(res):
@@ -381,15 +382,16 @@ def _join_converts(cl: _Classes, accessed: list[str]) -> None:
         if ra == rb or cl.shapes.get(a) is None:
             continue
 
-        def determined(r: str) -> bool:
-            return r in fixed or r in child or r in operand or r in mma_roots
-
-        if determined(ra) and determined(rb):
+        determined = set(fixed) | set(child) | set(operand) | mma_roots
+        if ra in determined and rb in determined:
             continue
         parents = {p for _, p, _ in child.values()} | {acc for _, acc, _, _ in operand.values()}
-        if (ra in parents or rb in parents) and (determined(ra) or determined(rb)):
+        if (ra in parents or rb in parents) and (ra in determined or rb in determined):
             continue
-        cl.union(ra, rb) if determined(ra) else cl.union(rb, ra)
+        if ra in determined:
+            cl.union(ra, rb)
+        else:
+            cl.union(rb, ra)
 
 
 def _class_shape(cl: _Classes, root: str, child: dict) -> tuple[int, ...]:
@@ -471,7 +473,8 @@ def _constant(key: str, rd: _Reading) -> int | None:
     return None
 
 
-def _sm(target: str) -> int:
+def sm_number(target: str) -> int:
+    """The SM number of a target name (``"sm_90"``, ``"sm_90a"``, Triton's ``"cuda:90"``)."""
     m = re.search(r"(\d+)", target)
     if not m:
         raise GlirResolveError(f"resolve: expected a target such as 'sm_80' or 'cuda:90'; found {target!r}")
@@ -483,7 +486,7 @@ def _solve(rd: _Reading, target: str) -> _Solution:
     _join_converts(cl, [ptr for ptr, _, _ in rd.accesses])
     child, operand = _settle_relations(cl)
     fixed = _fixed_of(cl)
-    sm = _sm(target)
+    sm = sm_number(target)
     warps = rd.module.num_warps
     roots = {cl.find(k) for k in cl.parent}
     mma_roots = {cl.find(k): v for k, v in cl.mma.items()}
@@ -565,8 +568,9 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     for c, (d, par, _) in child.items():
         if c in bufs and par in bufs and shape_of[par][:d] + shape_of[par][d + 1:] == shape_of[c]:
             p.reduce(bufs[par], bufs[c], dim=d, kind="sum", clear=True)
+    touched = {name for op in p.ops for name in op.buffers}
     for r in free:
-        if r in bufs and not any(a for a in p.ops if bufs[r].name in str(a.args) or _touches(a, bufs[r].name)):
+        if r in bufs and bufs[r].name not in touched:   # no access prices it: a loop that writes it
             p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
     result = infer_layouts(p) if p.ops else None
     priced = _priced_accesses(rd, child, shape_of, memo)
@@ -630,7 +634,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
     heads = [(start.size_per_thread, start.order)]
-    for _, strides, nbytes, acc_shape in accesses:
+    for _, strides, nbytes, _ in accesses:
         if len(strides) == rank and 1 in strides:
             d = strides.index(1)
             spt = [1] * rank
@@ -670,7 +674,8 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     scored = [(cost(b), k, b) for k, b in enumerate(cands)]
     best = min(scored, key=lambda t: (t[0], t[1]))
     note = "" if best[2] == start else (f"lanes / warps re-priced against {len(cands)} candidates "
-                                        f"(instructions, sectors, cross-warp and lane reduction rounds, registers: {best[0]})")
+                                        "(instructions, sectors, cross-warp and lane reduction rounds, registers: "
+                                        f"{best[0]})")
     return best[2], note
 
 
@@ -697,10 +702,6 @@ def _vector(view: F2Linear, strides: Sequence[int], nbytes: int) -> int:
             break
         v *= 2
     return v
-
-
-def _touches(op, name: str) -> bool:
-    return any(getattr(a, "buffer", None) == name for a in getattr(op, "accesses", ()))
 
 
 def _identity(rank: int) -> Callable:
@@ -771,14 +772,14 @@ def resolve(glir_text: str, target: str) -> str:
 
     >>> text = '''module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:80"} {
     ...   tt.func public @k(%p: !tt.ptr<f32>) {
-    ...     %0 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, #gluon.auto_encoding>
-    ...     %1 = tt.splat %p : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
-    ...     %2 = tt.addptr %1, %0 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>, tensor<512xi32, #gluon.auto_encoding>
-    ...     %3 = tt.load %2 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
-    ...     tt.store %2, %3 : tensor<512x!tt.ptr<f32>, #gluon.auto_encoding>
+    ...     %0 = tt.make_range {end = 512 : i32, start = 0 : i32} : tensor<512xi32, AUTO>
+    ...     %1 = tt.splat %p : !tt.ptr<f32> -> tensor<512x!tt.ptr<f32>, AUTO>
+    ...     %2 = tt.addptr %1, %0 : tensor<512x!tt.ptr<f32>, AUTO>, tensor<512xi32, AUTO>
+    ...     %3 = tt.load %2 : tensor<512x!tt.ptr<f32>, AUTO>
+    ...     tt.store %2, %3 : tensor<512x!tt.ptr<f32>, AUTO>
     ...     tt.return
     ...   }
-    ... }'''
+    ... }'''.replace("AUTO", "#gluon.auto_encoding")
     >>> print(resolve(text, "sm_80").split("\\n")[0])
     #lk0 = #ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>
     """

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UnsupportedError
-from .resolver import _sm
+from .resolver import sm_number
 
 
 def _triton() -> Any:
@@ -27,21 +27,20 @@ def compile_glir(glir_text: str, target: str, **options: Any) -> Any:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.glir"
         path.write_text(glir_text)
-        return triton.compile(str(path), target=GPUTarget("cuda", _sm(target), 32), options=options or None)
+        return triton.compile(str(path), target=GPUTarget("cuda", sm_number(target), 32), options=options or None)
 
 
 def kernel_glir(kernel: Any, signature: dict, target: str, constexprs: dict | None = None,
                 attrs: dict | None = None, num_warps: int = 4) -> str:
     """The GLIR of a ``@gluon.jit`` kernel as Gluon writes it (before layout resolution)."""
-    triton, GPUTarget = _triton()
-    from triton.experimental.gluon._runtime import GluonASTSource
-
-    src = GluonASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
-    context_target = GPUTarget("cuda", _sm(target), 32)
-    from triton.backends.compiler import Language  # noqa: F401  (the GLIR stage is Gluon's own)
+    _, GPUTarget = _triton()
     from triton._C.libtriton import ir
     from triton.compiler.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
 
+    # Gluon's own front half only (make_ir): the GLIR exists even where Gluon cannot resolve its layouts
+    src = GluonASTSource(kernel, signature, constexprs=constexprs, attrs=attrs)
+    context_target = GPUTarget("cuda", sm_number(target), 32)
     backend = make_backend(context_target)
     options = backend.parse_options({"num_warps": num_warps})
     context = ir.context()
