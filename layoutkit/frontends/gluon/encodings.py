@@ -114,7 +114,9 @@ def _bases_text(bs: Sequence[Sequence[int]]) -> str:
 class Distributed:
     """A distributed (register) encoding: :meth:`linear` on a shape, :attr:`rank`, text with ``str``."""
 
-    rank: int
+    @property
+    def rank(self) -> int:
+        raise NotImplementedError
 
     def linear(self, shape: Sequence[int]) -> F2Linear:
         raise NotImplementedError

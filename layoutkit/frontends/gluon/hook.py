@@ -10,7 +10,6 @@ kernels compile untouched.  The hook adds ``layoutkit-resolve`` to the cache key
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -100,7 +99,7 @@ class _AutoLayoutKernel:
 
     def __init__(self, kernel: Any):
         self.kernel = kernel
-        functools.update_wrapper(self, kernel, updated=())
+        self.__doc__ = getattr(kernel, "__doc__", None)
 
     def __getitem__(self, grid: Any) -> Any:
         launcher = self.kernel[grid]

@@ -30,6 +30,7 @@ from ...cost.warp_access import reduction_rounds, warp_sectors
 from ...errors import LayoutError, UnsupportedError
 from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
+from ...infer.ops import Buffer
 from ...targets.nv import compute_warp_partition
 from .encodings import (
     Blocked,
@@ -301,9 +302,9 @@ def _read(text: str) -> _Reading:
             for ret in returns.get(callee, []):
                 if t < len(ret):
                     cl.union(r, ret[t])
-    for func_name, rets in returns.items():
-        for ret in rets:
-            for t, k in enumerate(ret):
+    for func_name, returned in returns.items():
+        for values in returned:
+            for t, k in enumerate(values):
                 key = f"{func_name}:return{t}"
                 if key in cl.parent:
                     cl.union(key, k)
@@ -430,10 +431,10 @@ def _affine(key: str, rd: _Reading, memo: dict) -> dict[int, int] | None:
     elif name in ("tt.splat", "arith.constant"):
         out = {}
     elif name in ("arith.addi", "tt.addptr", "arith.subi"):
-        parts = [_affine(a, rd, memo) for a in args[:2]]
-        if all(p is not None for p in parts):
-            out = dict(parts[0])
-            for d, s in parts[1].items():
+        lhs, rhs = (_affine(a, rd, memo) for a in args[:2])
+        if lhs is not None and rhs is not None:
+            out = dict(lhs)
+            for d, s in rhs.items():
                 out[d] = out.get(d, 0) + (s if name != "arith.subi" else -s)
     elif name in ("arith.extsi", "arith.extui", "arith.trunci", "tt.broadcast", "arith.index_cast"):
         out = _affine(args[0], rd, memo)
@@ -500,11 +501,11 @@ def _solve(rd: _Reading, target: str) -> _Solution:
         M, N = _class_shape(cl, r, child)[-2:]
         if version == 3 or sm >= 90 and version == 3:
             n = min(256, N)
-            enc[r] = NvidiaMma(3, 0, (warps, 1), (16, n, 16))
+            mma = NvidiaMma(3, 0, (warps, 1), (16, n, 16))
         else:
             wm, wn = compute_warp_partition(M, N, warps, "square", f"sm_{min(sm, 89)}")
-            enc[r] = NvidiaMma(2, 0, (wm, wn), (16, 8))
-        why[r] = f"the MMA accumulator of {w} (warp partition {enc[r].warps_per_cta})"
+            mma = NvidiaMma(2, 0, (wm, wn), (16, 8))
+        enc[r], why[r] = mma, f"the MMA accumulator of {w} (warp partition {mma.warps_per_cta})"
     free = [r for r in roots if r not in enc and r not in child and r not in operand]
     chosen, decided = _choose_blocked(rd, free, child, warps, sm)
     for r in free:
@@ -515,11 +516,17 @@ def _solve(rd: _Reading, target: str) -> _Solution:
             return enc[r]
         if r in operand:
             idx, acc, kw, w = operand[r]
-            enc[r], why[r] = DotOperand(idx, of(acc), kw), f"operand {idx} of {w}"
+            enc[r], why[r] = DotOperand(idx, distributed(acc, w), kw), f"operand {idx} of {w}"
         elif r in child:
             d, p, w = child[r]
-            enc[r], why[r] = Slice(d, of(p)), f"a slice (dim {d}) of its parent at {w}"
+            enc[r], why[r] = Slice(d, distributed(p, w)), f"a slice (dim {d}) of its parent at {w}"
         return enc[r]
+
+    def distributed(r: str, where: str) -> Distributed:
+        e = of(r)
+        if not isinstance(e, Distributed):
+            raise GlirResolveError(f"{where}: expected a register layout for {r}; found {e}")
+        return e
 
     for r in roots:
         of(r)
@@ -531,8 +538,8 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     cl = rd.classes
     threads = warps * 32
     p = Program(threads=threads, target=f"sm_{min(sm, 90)}")
-    bufs = {}
-    shape_of = {}
+    bufs: dict[str, Buffer] = {}
+    shape_of: dict[str, tuple[int, ...]] = {}
     derived = set(child)
     in_program = set(free) | derived
     for r in sorted(in_program):
@@ -576,19 +583,18 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     priced = _priced_accesses(rd, child, shape_of, memo)
     chosen: dict[str, Encoding] = {}
     for r in free:
-        s = shape_of.get(r)
-        if s is None:
+        if r not in shape_of:
             chosen[r] = _default_blocked((1,), warps)
             decided[r] = "a scalar-like class: the default blocked layout"
             continue
         b = None
         if result is not None and r in bufs:
             try:
-                b = blocked_of(result.layout_map[bufs[r]].to_linear(), s)
+                b = blocked_of(result.layout_map[bufs[r]].to_linear(), shape_of[r])
             except LayoutError:
                 b = None
-        start = b if b is not None else _default_blocked(s, warps)
-        best, note = _cheapest(start, s, warps, priced.get(r, []), _reductions(cl, r, child, shape_of))
+        start = b if b is not None else _default_blocked(shape_of[r], warps)
+        best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of))
         chosen[r] = best
         decided.setdefault(r, "layoutkit's inference over the class")
         if note:
@@ -637,11 +643,10 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     for _, strides, nbytes, _ in accesses:
         if len(strides) == rank and 1 in strides:
             d = strides.index(1)
-            spt = [1] * rank
-            spt[d] = max(1, min(16 // nbytes, shape[d]))
+            vec = tuple(max(1, min(16 // nbytes, shape[d])) if k == d else 1 for k in range(rank))
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            if (tuple(spt), order) not in heads:
-                heads.append((tuple(spt), order))
+            if (vec, order) not in heads:
+                heads.append((vec, order))
     for spt, order in heads:
         for tpw in _splits(32, rank):
             for wpc in _splits(warps, rank):
