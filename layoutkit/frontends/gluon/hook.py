@@ -59,6 +59,7 @@ class _Session:
                 with open(path, "w") as f:
                     f.write(text)
                 module = ir.parse_mlir_module(path, context)
+            module.context = context          # Triton's stages find their context there, as compile() sets it
             return to_ttgir(module, metadata)
 
         stages["ttgir"] = resolved_then_ttgir
