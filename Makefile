@@ -107,7 +107,7 @@ test-gluon:
 	$(GLUON_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GLUON_VENV)/bin/python -m pip install -q -e '.[test,gluon]'
 	LAYOUTKIT_GLUON_COMPILE=1 $(GLUON_VENV)/bin/python -m pytest -p no:cacheprovider -n auto \
-		tests/test_gluon_layouts.py tests/test_gluon_resolve.py
+		tests/test_gluon_layouts.py tests/test_gluon_resolve.py tests/test_gluon_entry.py
 	$(GLUON_VENV)/bin/python benchmarks/gluon_resolve.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
