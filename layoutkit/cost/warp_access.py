@@ -65,3 +65,35 @@ def reduction_rounds(view: F2Linear, dim: int) -> tuple[int, int]:
     lane = sum(1 for v in per.get("lane", ()) if v[dim])
     warp = sum(1 for v in per.get("warp", ()) if v[dim])
     return lane, warp
+
+
+def conversion_moves(src: F2Linear, dst: F2Linear) -> tuple[int, int]:
+    """``(across_warps, across_lanes)``: elements a conversion from ``src`` to ``dst`` (same shape) must move to
+    another warp (through shared memory) and, of the rest, to another lane (shuffles); replicas count once
+    (each element's first slot in ``src`` and ``dst``).
+
+    >>> from layoutkit.algebra.linear import F2Linear
+    >>> a = F2Linear.from_bases({"register": [[1]], "lane": [[2]], "warp": [[4]]}, [("dim0", 8)])
+    >>> b = F2Linear.from_bases({"register": [[2]], "lane": [[1]], "warp": [[4]]}, [("dim0", 8)])
+    >>> conversion_moves(a, a), conversion_moves(a, b)
+    ((0, 0), (0, 4))
+    """
+    shape = tuple(s for _, s in src.out_dims)
+
+    def owners(view: F2Linear) -> tuple[np.ndarray, np.ndarray]:
+        t = _table(view)                                          # [warp, lane, register, rank]
+        w, ln, r, _ = t.shape
+        flat = np.ravel_multi_index(tuple(np.moveaxis(t.reshape(-1, len(shape)), -1, 0)), shape)
+        warp = np.broadcast_to(np.arange(w)[:, None, None], (w, ln, r)).reshape(-1)
+        lane = np.broadcast_to(np.arange(ln)[None, :, None], (w, ln, r)).reshape(-1)
+        # the first slot of every element (slots run warp-major: reversed so the lowest slot is written last)
+        out_w = np.full(int(np.prod(shape)), -1, dtype=np.int64)
+        out_l = np.full(int(np.prod(shape)), -1, dtype=np.int64)
+        out_w[flat[::-1]] = warp[::-1]
+        out_l[flat[::-1]] = lane[::-1]
+        return out_w, out_l
+
+    sw, sl = owners(src)
+    dw, dl = owners(dst)
+    across_warps = sw != dw
+    return int(across_warps.sum()), int(((sl != dl) & ~across_warps).sum())

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ...algebra.linear import F2Linear
-from ...cost.warp_access import reduction_rounds, warp_sectors
+from ...cost.warp_access import conversion_moves, reduction_rounds, warp_sectors
 from ...errors import LayoutError, UnsupportedError
 from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
@@ -49,6 +49,10 @@ tt.clampf tt.precise_sqrt tt.precise_divf tt.mulhiui tt.extern_elementwise tt.at
 tt.broadcast ttg.async_copy_global_to_local ub.poison tt.assert gluon.set_auto_layout""".split())
 FREE_RESULT = frozenset("tt.splat tt.make_range arith.constant ttg.local_load tt.descriptor_load".split())
 _ELEMENTWISE = re.compile(r"^(arith|math)\.")
+LOOP_WEIGHT = 8
+"""The price multiplier of an access inside a loop (its trip count is a runtime value)."""
+RUNTIME_STRIDE = 1 << 20
+"""The stride of a dim scaled by a runtime scalar: far apart, and of unknown alignment."""
 
 
 class GlirResolveError(UnsupportedError):
@@ -452,7 +456,7 @@ def _affine(key: str, rd: _Reading, memo: dict) -> dict[int, int] | None:
         else:
             if parts[0] is not None and parts[1] is not None:
                 # times a runtime scalar: not contiguous along those dims
-                out = {d: 1 << 20 for d in set(parts[0]) | set(parts[1])}
+                out = {d: RUNTIME_STRIDE for d in set(parts[0]) | set(parts[1])}
     memo[key] = out
     return out
 
@@ -507,7 +511,19 @@ def _solve(rd: _Reading, target: str) -> _Solution:
             mma = NvidiaMma(2, 0, (wm, wn), (16, 8))
         enc[r], why[r] = mma, f"the MMA accumulator of {w} (warp partition {mma.warps_per_cta})"
     free = [r for r in roots if r not in enc and r not in child and r not in operand]
-    chosen, decided = _choose_blocked(rd, free, child, warps, sm)
+    # the conversions each free class takes part in, to an encoding already known (an MMA operand or
+    # accumulator, an author's layout): their price joins the choice
+    known = dict(enc)
+    for r, (idx, acc, kw, _) in operand.items():
+        if acc in enc:
+            known[r] = DotOperand(idx, enc[acc], kw)  # type: ignore[arg-type]
+    partners: dict[str, list[Encoding]] = {}
+    for a, b in cl.soft:
+        ra, rb = cl.find(a), cl.find(b)
+        for x, y in ((ra, rb), (rb, ra)):
+            if y in known and x != y:
+                partners.setdefault(x, []).append(known[y])
+    chosen, decided = _choose_blocked(rd, free, child, warps, sm, partners)
     for r in free:
         enc[r], why[r] = chosen[r], decided[r]
 
@@ -533,7 +549,8 @@ def _solve(rd: _Reading, target: str) -> _Solution:
     return _Solution({k: enc[cl.find(k)] for k in cl.parent}, {k: why[cl.find(k)] for k in cl.parent})
 
 
-def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: int) -> tuple[dict, dict]:
+def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: int,
+                    partners: dict[str, list[Encoding]]) -> tuple[dict, dict]:
     """Lay the free classes out with layoutkit's inference (see the module doc)."""
     cl = rd.classes
     threads = warps * 32
@@ -594,7 +611,9 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
             except LayoutError:
                 b = None
         start = b if b is not None else _default_blocked(shape_of[r], warps)
-        best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of))
+        kids = [(d, shape_of[c]) for c, (d, par, _) in child.items() if par == r and c in shape_of]
+        best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of),
+                               partners.get(r, []), kids)
         chosen[r] = best
         decided.setdefault(r, "layoutkit's inference over the class")
         if note:
@@ -602,12 +621,27 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     return chosen, decided
 
 
-def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list]:
-    """Per free root class: ``(path, strides, elem_bytes)`` of its global accesses and its slice children's
-    (``path``: the slice dims from the root down to the accessed class)."""
+@dataclass(frozen=True)
+class _PricedAccess:
+    """A global access as the pricing sees it: ``path`` (the slice dims from the root class down to the
+    accessed class), element ``strides`` of the address per dim, ``elem_bytes``, the accessed ``shape``, and
+    whether Triton may vectorise it (no runtime stride, no mask)."""
+
+    path: tuple[int, ...]
+    strides: tuple[int, ...]
+    elem_bytes: int
+    shape: tuple[int, ...]
+    vectorisable: bool
+    weight: int = 1
+    """How often it runs relative to the kernel body (inside a loop: :data:`LOOP_WEIGHT`)."""
+    masked: bool = False
+
+
+def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list[_PricedAccess]]:
+    """Per free root class: its global accesses and its slice children's."""
     cl = rd.classes
     out: dict[str, list] = {}
-    for ptr, _, _ in rd.accesses:
+    for ptr, kind, op in rd.accesses:
         r = cl.find(ptr)
         strides = _affine(ptr, rd, memo)
         if strides is None or r not in shape_of:
@@ -621,8 +655,13 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         bits = {"f32": 32, "i32": 32, "f16": 16, "bf16": 16, "i64": 64, "f64": 64, "i8": 8, "i16": 16}
         nbytes = bits.get(elem.group(1) if elem else "f32", 32) // 8
         rank = len(shape_of[cl.find(ptr)])
-        out.setdefault(r, []).append((tuple(path), tuple(strides.get(d, 0) for d in range(rank)), nbytes,
-                                      shape_of[cl.find(ptr)]))
+        # Triton vectorises no wider than it proves aligned: a runtime stride or a mask (its bound is a
+        # runtime value in general) leaves one element per access
+        masked = len(op.operands) > (1 if kind == "load" else 2) and op.name != "ttg.async_copy_global_to_local"
+        out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
+                                                   nbytes, shape_of[cl.find(ptr)],
+                                                   not masked and RUNTIME_STRIDE not in strides.values(),
+                                                   LOOP_WEIGHT if op.depth > 2 else 1, masked))
     return out
 
 
@@ -631,19 +670,24 @@ def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[in
     return sorted({d for c, d, p, why in cl.slices if cl.find(p) == root and why.startswith("tt.reduce")})
 
 
-def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list, reductions: list[int]):
+def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list[_PricedAccess],
+              reductions: list[int], converts: Sequence[Encoding] = (),
+              children: Sequence[tuple[int, tuple[int, ...]]] = ()):
     """The blocked layout (``start``'s registers and order, or a 16-byte vector along a dim an access is
     contiguous in) whose lanes and warps cost least: global access instructions, then their sectors
-    (:func:`~layoutkit.cost.warp_access.warp_sectors`), then reduction rounds across warps, then
+    (:func:`~layoutkit.cost.warp_access.warp_sectors`), then the elements its conversions to known layouts move
+    across warps and lanes (:func:`~layoutkit.cost.warp_access.conversion_moves`), then the per-thread
+    arithmetic (register bits off each access's contiguous dim; with a mask, the registers of the sliced index
+    classes it is computed from), then reduction rounds across warps, then
     shuffles across lanes, then registers per thread; ``start`` wins ties."""
     rank = len(shape)
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
     heads = [(start.size_per_thread, start.order)]
-    for _, strides, nbytes, _ in accesses:
-        if len(strides) == rank and 1 in strides:
-            d = strides.index(1)
-            vec = tuple(max(1, min(16 // nbytes, shape[d])) if k == d else 1 for k in range(rank))
+    for a in accesses:
+        if len(a.strides) == rank and 1 in a.strides and a.vectorisable:
+            d = a.strides.index(1)
+            vec = tuple(max(1, min(16 // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
             if (vec, order) not in heads:
                 heads.append((vec, order))
@@ -659,27 +703,41 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
 
     def cost(b: Blocked):
         f = b.linear(shape)
-        sectors = instructions = 0
-        for path, strides, nbytes, acc_shape in accesses:
+        sectors = instructions = rows = 0
+        for a in accesses:
             enc: Distributed = b
-            for d in path:
+            for d in a.path:
                 enc = Slice(d, enc)
-            view = f if not path else enc.linear(acc_shape)
-            vec = _vector(view, strides, nbytes)
+            view = f if not a.path and a.shape == shape else enc.linear(a.shape)
+            strides, nbytes = a.strides, a.elem_bytes
+            vec = _vector(view, strides, nbytes) if a.vectorisable else 1
             # issued instructions (one per warp and register group: wider vectors, fewer), then memory sectors
-            instructions += view.in_dim_size("register") // vec * warps
-            sectors += warp_sectors(view, strides, nbytes, vec)
+            instructions += view.in_dim_size("register") // vec * warps * a.weight
+            sectors += warp_sectors(view, strides, nbytes, vec) * a.weight
+            # then the address arithmetic: registers off the contiguous dim each need their own offset
+            per = dict(zip(view.in_names, view.bases))
+            rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if strides[d] != 1))
+        # a masked access computes its mask per element from the sliced index classes: their registers
+        if any(a.masked for a in accesses):
+            for d, child_shape in children:
+                rows += Slice(d, b).linear(child_shape).in_dim_size("register")
         lanes = warps_ = 0
         for d in reductions:
             ln, wp = reduction_rounds(f, d)
             lanes, warps_ = lanes + ln, warps_ + wp
         regs = f.in_dim_size("register")
-        return (instructions, sectors, warps_, lanes * regs, regs)
+        moved_warps = moved_lanes = 0
+        for other in converts:
+            if isinstance(other, Distributed):
+                mw, ml = conversion_moves(f, other.linear(shape))
+                moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
+        return (instructions, sectors, moved_warps, moved_lanes, rows, warps_, lanes * regs, regs)
 
     scored = [(cost(b), k, b) for k, b in enumerate(cands)]
     best = min(scored, key=lambda t: (t[0], t[1]))
     note = "" if best[2] == start else (f"lanes / warps re-priced against {len(cands)} candidates "
-                                        "(instructions, sectors, cross-warp and lane reduction rounds, registers: "
+                                        "(instructions, sectors, conversion moves across warps and lanes, "
+                                        "index arithmetic, cross-warp and lane reduction rounds, registers: "
                                         f"{best[0]})")
     return best[2], note
 
