@@ -658,8 +658,9 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         # Triton vectorises no wider than it proves aligned: a runtime stride or a mask (its bound is a
         # runtime value in general) leaves one element per access
         masked = len(op.operands) > (1 if kind == "load" else 2) and op.name != "ttg.async_copy_global_to_local"
+        own = cl.shapes.get(ptr, shape_of[cl.find(ptr)])     # the access's own shape, not its class's
         out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
-                                                   nbytes, shape_of[cl.find(ptr)],
+                                                   nbytes, own,
                                                    not masked and RUNTIME_STRIDE not in strides.values(),
                                                    LOOP_WEIGHT if op.depth > 2 else 1, masked))
     return out
