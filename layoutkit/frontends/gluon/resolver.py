@@ -25,24 +25,28 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
 from ...cost.warp_access import conversion_moves, reduction_rounds, warp_sectors
+from ...dtypes import element_bits
 from ...errors import LayoutError, UnsupportedError
 from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...infer.ops import Buffer
-from ...targets.nv import compute_warp_partition
+from ...targets.nv import bank_conflicts, compute_warp_partition
 from .encodings import (
     Blocked,
     Distributed,
     DotOperand,
     Encoding,
     NvidiaMma,
+    Shared,
     Slice,
     blocked_of,
     parse_encoding,
 )
 from .glir import GlirModule, GlirOp, read_glir
+from .objects import shared_layout
 
 SAME = frozenset("""tt.addptr tt.load tt.store arith.select tt.bitcast tt.fp_to_fp tt.int_to_ptr tt.ptr_to_int
 tt.clampf tt.precise_sqrt tt.precise_divf tt.mulhiui tt.extern_elementwise tt.atomic_rmw tt.atomic_cas
@@ -122,6 +126,7 @@ class _Reading:
     defs: dict[str, GlirOp]                  # value key -> defining op
     func_of: dict[int, str]                  # op index -> function
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
+    shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
 
 
 def _read(text: str) -> _Reading:
@@ -133,6 +138,7 @@ def _read(text: str) -> _Reading:
     params: dict[str, list[str]] = {}
     returns: dict[str, list[list[str]]] = {}
     accesses: list[tuple[str, str, GlirOp]] = []
+    shared: list[tuple[str, str, GlirOp]] = []
     func = ""
     stack: list[tuple[int, GlirOp]] = []
     calls: list[tuple[str, list[str], list[str], GlirOp]] = []
@@ -292,6 +298,10 @@ def _read(text: str) -> _Reading:
         else:
             raise GlirResolveError(f"{op.describe()}: resolve does not read {name!r} "
                                    f"({op.text.strip()[:120]!r}); the ops read are listed in docs/gluon.md")
+        if name in ("ttg.local_alloc", "ttg.local_store") and tensor_ops:
+            shared.append((tensor_ops[0], "store", op))
+        elif name == "ttg.local_load":
+            shared.append((res[0], "load", op))
         if name in ("tt.load", "ttg.async_copy_global_to_local"):
             accesses.append((tensor_ops[0], "load", op))
         elif name == "tt.store":
@@ -312,7 +322,7 @@ def _read(text: str) -> _Reading:
                 key = f"{func_name}:return{t}"
                 if key in cl.parent:
                     cl.union(key, k)
-    return _Reading(m, cl, placed, defs, func_of, accesses)
+    return _Reading(m, cl, placed, defs, func_of, accesses, shared)
 
 
 def _relate_region_op(op: GlirOp, tensor_ops: list[str], res: list[str], cl: _Classes) -> None:
@@ -598,6 +608,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
             p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
     result = infer_layouts(p) if p.ops else None
     priced = _priced_accesses(rd, child, shape_of, memo)
+    smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
     for r in free:
         if r not in shape_of:
@@ -613,7 +624,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         start = b if b is not None else _default_blocked(shape_of[r], warps)
         kids = [(d, shape_of[c]) for c, (d, par, _) in child.items() if par == r and c in shape_of]
         best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of),
-                               partners.get(r, []), kids)
+                               partners.get(r, []), kids, smem.get(r, []))
         chosen[r] = best
         decided.setdefault(r, "layoutkit's inference over the class")
         if note:
@@ -666,6 +677,26 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
     return out
 
 
+def _shared_accesses(rd: _Reading) -> dict[str, list[tuple[Layout, str, str]]]:
+    """Per class: ``(shared layout, dtype, 'load' | 'store')`` of its register <-> shared-memory moves."""
+    cl = rd.classes
+    out: dict[str, list[tuple[Layout, str, str]]] = {}
+    for key, kind, op in rd.shared:
+        m = re.search(r"!ttg\.memdesc<((?:\d+x)+)(\w+),\s*(#[^,>]+(?:<[^>]*>)?)", op.text)
+        if m is None:
+            continue
+        shape = tuple(int(x) for x in m.group(1).rstrip("x").split("x"))
+        try:
+            enc = parse_encoding(m.group(3), rd.module.aliases)
+            if not isinstance(enc, Shared):
+                continue
+            layout = shared_layout(enc, shape)
+        except LayoutError:
+            continue
+        out.setdefault(cl.find(key), []).append((layout, _DTYPES.get(m.group(2), "float32"), kind))
+    return out
+
+
 def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[int]:
     """The dims along which reductions read the root class directly."""
     return sorted({d for c, d, p, why in cl.slices if cl.find(p) == root and why.startswith("tt.reduce")})
@@ -673,10 +704,12 @@ def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[in
 
 def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list[_PricedAccess],
               reductions: list[int], converts: Sequence[Encoding] = (),
-              children: Sequence[tuple[int, tuple[int, ...]]] = ()):
+              children: Sequence[tuple[int, tuple[int, ...]]] = (),
+              shared: Sequence[tuple[Layout, str, str]] = ()):
     """The blocked layout (``start``'s registers and order, or a 16-byte vector along a dim an access is
     contiguous in) whose lanes and warps cost least: global access instructions, then their sectors
-    (:func:`~layoutkit.cost.warp_access.warp_sectors`), then the elements its conversions to known layouts move
+    (:func:`~layoutkit.cost.warp_access.warp_sectors`), then the shared-memory wavefronts of its moves to and from
+    shared memory (``targets.nv.bank_conflicts``), then the elements its conversions to known layouts move
     across warps and lanes (:func:`~layoutkit.cost.warp_access.conversion_moves`), then the per-thread
     arithmetic (register bits off each access's contiguous dim; with a mask, the registers of the sliced index
     classes it is computed from), then reduction rounds across warps, then
@@ -732,15 +765,37 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             if isinstance(other, Distributed):
                 mw, ml = conversion_moves(f, other.linear(shape))
                 moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
-        return (instructions, sectors, moved_warps, moved_lanes, rows, warps_, lanes * regs, regs)
+        wavefronts = 0
+        if shared:
+            try:
+                frag = Fragment.from_linear(f)
+                for layout, dtype, kind in shared:
+                    if layout.input_shape == shape:
+                        op_name = "st.shared" if kind == "store" else "ld.shared"
+                        width = min(16, _vector(f, _row_major(shape), element_bits(dtype) // 8)
+                                    * element_bits(dtype) // 8)
+                        wavefronts += bank_conflicts(layout, frag, dtype, f"{op_name}.b{max(32, 8 * width)}").wavefronts
+            except LayoutError:
+                pass
+        return (instructions, sectors, wavefronts, moved_warps, moved_lanes, rows, warps_, lanes * regs, regs)
 
     scored = [(cost(b), k, b) for k, b in enumerate(cands)]
     best = min(scored, key=lambda t: (t[0], t[1]))
     note = "" if best[2] == start else (f"lanes / warps re-priced against {len(cands)} candidates "
-                                        "(instructions, sectors, conversion moves across warps and lanes, "
+                                        "(instructions, sectors, shared wavefronts, conversion moves across warps and "
+                                        "lanes, "
                                         "index arithmetic, cross-warp and lane reduction rounds, registers: "
                                         f"{best[0]})")
     return best[2], note
+
+
+def _row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major element strides of ``shape``."""
+    out, step = [], 1
+    for e in reversed(shape):
+        out.append(step)
+        step *= e
+    return tuple(reversed(out))
 
 
 def _splits(total: int, rank: int) -> list[tuple[int, ...]]:
