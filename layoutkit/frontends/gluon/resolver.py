@@ -735,23 +735,65 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 if b != start and fits:
                     cands.append(b)
 
-    def cost(b: Blocked):
-        f = b.linear(shape)
-        sectors = instructions = rows = 0
+    maps: dict[Blocked, F2Linear] = {}
+
+    def view_of(b: Blocked) -> F2Linear:
+        if b not in maps:
+            maps[b] = b.linear(shape)
+        return maps[b]
+
+    def memory(b: Blocked) -> tuple[int, int]:
+        """Global access instructions (one per warp and register group), then their sectors."""
+        f = view_of(b)
+        sectors = instructions = 0
         for a in accesses:
             enc: Distributed = b
             for d in a.path:
                 enc = Slice(d, enc)
             view = f if not a.path and a.shape == shape else enc.linear(a.shape)
-            strides, nbytes = a.strides, a.elem_bytes
-            vec = _vector(view, strides, nbytes) if a.vectorisable else 1
-            # issued instructions (one per warp and register group: wider vectors, fewer), then memory sectors
+            vec = _vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1
             instructions += view.in_dim_size("register") // vec * warps * a.weight
-            sectors += warp_sectors(view, strides, nbytes, vec) * a.weight
-            # then the address arithmetic: registers off the contiguous dim each need their own offset
+            sectors += warp_sectors(view, a.strides, a.elem_bytes, vec) * a.weight
+        return instructions, sectors
+
+    def wavefronts(b: Blocked) -> tuple[int]:
+        """Shared-memory wavefronts of the class's register <-> shared moves."""
+        total = 0
+        if shared:
+            f = view_of(b)
+            try:
+                frag = Fragment.from_linear(f)
+                for layout, dtype, kind in shared:
+                    if layout.input_shape == shape:
+                        op_name = "st.shared" if kind == "store" else "ld.shared"
+                        nbytes = element_bits(dtype) // 8
+                        width = min(16, _vector(f, _row_major(shape), nbytes) * nbytes)
+                        total += bank_conflicts(layout, frag, dtype, f"{op_name}.b{max(32, 8 * width)}").wavefronts
+            except LayoutError:
+                pass
+        return (total,)
+
+    def conversions(b: Blocked) -> tuple[int, int]:
+        """Elements the conversions to known layouts move across warps, then across lanes."""
+        moved_warps = moved_lanes = 0
+        for other in converts:
+            if isinstance(other, Distributed):
+                mw, ml = conversion_moves(view_of(b), other.linear(shape))
+                moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
+        return moved_warps, moved_lanes
+
+    def arithmetic(b: Blocked) -> tuple[int, int, int, int]:
+        """Index arithmetic (register bits off each access's contiguous dim; with a mask, the registers of
+        the sliced index classes it is computed from), reduction rounds across warps and lanes, registers."""
+        f = view_of(b)
+        rows = 0
+        for a in accesses:
+            enc: Distributed = b
+            for d in a.path:
+                enc = Slice(d, enc)
+            view = f if not a.path and a.shape == shape else enc.linear(a.shape)
             per = dict(zip(view.in_names, view.bases))
-            rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if strides[d] != 1))
-        # a masked access computes its mask per element from the sliced index classes: their registers
+            rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
             for d, child_shape in children:
                 rows += Slice(d, b).linear(child_shape).in_dim_size("register")
@@ -760,31 +802,21 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             ln, wp = reduction_rounds(f, d)
             lanes, warps_ = lanes + ln, warps_ + wp
         regs = f.in_dim_size("register")
-        moved_warps = moved_lanes = 0
-        for other in converts:
-            if isinstance(other, Distributed):
-                mw, ml = conversion_moves(f, other.linear(shape))
-                moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
-        wavefronts = 0
-        if shared:
-            try:
-                frag = Fragment.from_linear(f)
-                for layout, dtype, kind in shared:
-                    if layout.input_shape == shape:
-                        op_name = "st.shared" if kind == "store" else "ld.shared"
-                        width = min(16, _vector(f, _row_major(shape), element_bits(dtype) // 8)
-                                    * element_bits(dtype) // 8)
-                        wavefronts += bank_conflicts(layout, frag, dtype, f"{op_name}.b{max(32, 8 * width)}").wavefronts
-            except LayoutError:
-                pass
-        return (instructions, sectors, wavefronts, moved_warps, moved_lanes, rows, warps_, lanes * regs, regs)
+        return rows, warps_, lanes * regs, regs
 
-    scored = [(cost(b), k, b) for k, b in enumerate(cands)]
-    best = min(scored, key=lambda t: (t[0], t[1]))
+    # lexicographic: each stage prices only the candidates the earlier stages left tied (the costly bank and
+    # conversion models run on few)
+    alive = list(cands)
+    best_cost: tuple[int, ...] = ()
+    for stage in (memory, wavefronts, conversions, arithmetic):
+        priced_stage = [(stage(b), b) for b in alive]
+        low = min(c for c, _ in priced_stage)
+        alive = [b for c, b in priced_stage if c == low]
+        best_cost += low
+    best = (best_cost, 0, alive[0])     # candidates keep their order: start first, so it wins ties
     note = "" if best[2] == start else (f"lanes / warps re-priced against {len(cands)} candidates "
                                         "(instructions, sectors, shared wavefronts, conversion moves across warps and "
-                                        "lanes, "
-                                        "index arithmetic, cross-warp and lane reduction rounds, registers: "
+                                        "lanes, index arithmetic, cross-warp and lane reduction rounds, registers: "
                                         f"{best[0]})")
     return best[2], note
 
