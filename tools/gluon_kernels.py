@@ -209,3 +209,18 @@ KERNELS = [
     ("smem_roundtrip", smem_roundtrip, {"x_ptr": F32, "out_ptr": F32, "M": "constexpr", "N": "constexpr"},
      {"M": 32, "N": 64}, ALL),
 ]
+
+
+@gluon.jit
+def permute_store(x_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr):
+    r = gl.arange(0, M, layout=gl.SliceLayout(1, B2))
+    c = gl.arange(0, N, layout=gl.SliceLayout(0, B2))
+    x = gl.load(x_ptr + r[:, None] * N + c[None, :])
+    xt = gl.permute(x, [1, 0])
+    r2 = gl.arange(0, N, layout=gl.SliceLayout(1, B2T))
+    c2 = gl.arange(0, M, layout=gl.SliceLayout(0, B2T))
+    gl.store(out_ptr + r2[:, None] * M + c2[None, :], xt * 2.0)
+
+
+KERNELS.append(("permute_store", permute_store, {"x_ptr": F32, "out_ptr": F32, "M": "constexpr", "N": "constexpr"},
+                {"M": 64, "N": 32}, ALL))

@@ -39,6 +39,7 @@ from .encodings import (
     Distributed,
     DotOperand,
     Encoding,
+    Linear,
     NvidiaMma,
     Shared,
     Slice,
@@ -73,6 +74,7 @@ class _Classes:
     elements: dict[str, str] = field(default_factory=dict)
     slices: list[tuple[str, int, str, str]] = field(default_factory=list)   # child, dim, parent, op
     operands: list[tuple[str, int, str, int, str]] = field(default_factory=list)  # value, idx, acc, kWidth, op
+    permutes: list[tuple[str, tuple[int, ...], str, str]] = field(default_factory=list)  # result, order, src, op
     mma: dict[str, tuple[int, str]] = field(default_factory=dict)            # acc value -> (version, op)
     soft: list[tuple[str, str]] = field(default_factory=list)                # convert_layout sides
     why: dict[str, str] = field(default_factory=dict)
@@ -253,7 +255,14 @@ def _read(text: str) -> _Reading:
             tensor_names.update(res)
             continue
         tensor_names.update(res)
-        if name == "tt.expand_dims":
+        if name == "tt.trans":
+            ordered(i, tensor_ops + res)
+            m_order = re.search(r"order\s*=\s*array<i32:\s*([\d,\s]+)>", op.text)
+            if m_order is None:
+                raise GlirResolveError(f"{op.describe()}: expected an order = array<i32: ...> attribute")
+            perm = tuple(int(x) for x in m_order.group(1).split(","))
+            cl.permutes.append((res[0], perm, tensor_ops[0], op.describe()))
+        elif name == "tt.expand_dims":
             ordered(i, tensor_ops + res)
             cl.slices.append((tensor_ops[0], op.int_attr("axis") or 0, res[0], op.describe()))
         elif name in ("tt.reduce", "tt.scan"):
@@ -397,7 +406,7 @@ def _join_converts(cl: _Classes, accessed: list[str]) -> None:
         if ra == rb or cl.shapes.get(a) is None:
             continue
 
-        determined = set(fixed) | set(child) | set(operand) | mma_roots
+        determined = set(fixed) | set(child) | set(operand) | mma_roots | {cl.find(r) for r, _, _, _ in cl.permutes}
         if ra in determined and rb in determined:
             continue
         parents = {p for _, p, _ in child.values()} | {acc for _, acc, _, _ in operand.values()}
@@ -407,6 +416,24 @@ def _join_converts(cl: _Classes, accessed: list[str]) -> None:
             cl.union(ra, rb)
         else:
             cl.union(rb, ra)
+
+
+def permuted_encoding(enc: Distributed, order: tuple[int, ...], shape: tuple[int, ...]) -> Distributed:
+    """The encoding of ``tt.trans(x, order)`` for ``x`` in ``enc`` (result dim ``i`` is source dim
+    ``order[i]``; ``shape`` is the result's): a blocked layout with its parameters permuted, else the linear
+    encoding of the permuted map.
+
+    >>> permuted_encoding(Blocked((1, 4), (4, 8), (4, 1), (1, 0)), (1, 0), (32, 64))
+    Blocked(size_per_thread=(4, 1), threads_per_warp=(8, 4), warps_per_cta=(1, 4), order=(0, 1))
+    """
+    if isinstance(enc, Blocked):
+        return Blocked(tuple(enc.size_per_thread[k] for k in order), tuple(enc.threads_per_warp[k] for k in order),
+                       tuple(enc.warps_per_cta[k] for k in order), tuple(order.index(k) for k in enc.order))
+    src_shape = tuple(shape[order.index(k)] for k in range(len(shape)))
+    f = enc.linear(src_shape)
+    bases = {n: [[v[k] for k in order] for v in per] for (n, _), per in zip(f.in_dims, f.bases)}
+    return Linear.of(F2Linear.from_bases(bases, [(f"dim{i}", e) for i, e in enumerate(shape)],
+                                         require_surjective=False))
 
 
 def _class_shape(cl: _Classes, root: str, child: dict) -> tuple[int, ...]:
@@ -520,7 +547,8 @@ def _solve(rd: _Reading, target: str) -> _Solution:
             wm, wn = compute_warp_partition(M, N, warps, "square", f"sm_{min(sm, 89)}")
             mma = NvidiaMma(2, 0, (wm, wn), (16, 8))
         enc[r], why[r] = mma, f"the MMA accumulator of {w} (warp partition {mma.warps_per_cta})"
-    free = [r for r in roots if r not in enc and r not in child and r not in operand]
+    permuted = {cl.find(r): (order, cl.find(src), w) for r, order, src, w in cl.permutes}
+    free = [r for r in roots if r not in enc and r not in child and r not in operand and r not in permuted]
     # the conversions each free class takes part in, to an encoding already known (an MMA operand or
     # accumulator, an author's layout): their price joins the choice
     known = dict(enc)
@@ -546,6 +574,10 @@ def _solve(rd: _Reading, target: str) -> _Solution:
         elif r in child:
             d, p, w = child[r]
             enc[r], why[r] = Slice(d, distributed(p, w)), f"a slice (dim {d}) of its parent at {w}"
+        elif r in permuted:
+            order, src, w = permuted[r]
+            shape = _class_shape(cl, r, child)
+            enc[r], why[r] = permuted_encoding(distributed(src, w), order, shape), f"the permutation at {w}"
         return enc[r]
 
     def distributed(r: str, where: str) -> Distributed:
