@@ -774,33 +774,52 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             maps[b] = b.linear(shape)
         return maps[b]
 
-    def memory(b: Blocked) -> tuple[int, int]:
-        """Global access instructions (one per warp and register group), then their sectors."""
-        f = view_of(b)
-        sectors = instructions = 0
-        for a in accesses:
+    views: dict[tuple[Blocked, int], tuple[F2Linear, int]] = {}
+
+    def access_view(b: Blocked, k: int) -> tuple[F2Linear, int]:
+        """The map access ``k`` sees under ``b`` and its vector width."""
+        if (b, k) not in views:
+            a = accesses[k]
             enc: Distributed = b
             for d in a.path:
                 enc = Slice(d, enc)
-            view = f if not a.path and a.shape == shape else enc.linear(a.shape)
-            vec = _vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1
-            instructions += view.in_dim_size("register") // vec * warps * a.weight
-            sectors += warp_sectors(view, a.strides, a.elem_bytes, vec) * a.weight
-        return instructions, sectors
+            view = view_of(b) if not a.path and a.shape == shape else enc.linear(a.shape)
+            views[(b, k)] = view, (_vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1)
+        return views[(b, k)]
+
+    def instructions(b: Blocked) -> tuple[int]:
+        """Global access instructions: one per warp and register group (wider vectors, fewer)."""
+        total = 0
+        for k, a in enumerate(accesses):
+            view, vec = access_view(b, k)
+            total += view.in_dim_size("register") // vec * warps * a.weight
+        return (total,)
+
+    def sectors(b: Blocked) -> tuple[int]:
+        """The 32-byte sectors those instructions touch."""
+        total = 0
+        for k, a in enumerate(accesses):
+            view, vec = access_view(b, k)
+            total += warp_sectors(view, a.strides, a.elem_bytes, vec) * a.weight
+        return (total,)
 
     def wavefronts(b: Blocked) -> tuple[int]:
-        """Shared-memory wavefronts of the class's register <-> shared moves."""
+        """Shared-memory wavefronts of the class's register <-> shared moves (a load and a store of one width
+        through one layout cost the same wavefronts: priced once)."""
         total = 0
         if shared:
             f = view_of(b)
+            seen: dict[tuple[int, str, int], int] = {}
             try:
                 frag = Fragment.from_linear(f)
-                for layout, dtype, kind in shared:
+                for layout, dtype, _ in shared:
                     if layout.input_shape == shape:
-                        op_name = "st.shared" if kind == "store" else "ld.shared"
                         nbytes = element_bits(dtype) // 8
-                        width = min(16, _vector(f, _row_major(shape), nbytes) * nbytes)
-                        total += bank_conflicts(layout, frag, dtype, f"{op_name}.b{max(32, 8 * width)}").wavefronts
+                        width = max(4, min(16, _vector(f, _row_major(shape), nbytes) * nbytes))
+                        key = (id(layout), dtype, width)
+                        if key not in seen:
+                            seen[key] = bank_conflicts(layout, frag, dtype, f"ld.shared.b{8 * width}").wavefronts
+                        total += seen[key]
             except LayoutError:
                 pass
         return (total,)
@@ -819,11 +838,8 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         the sliced index classes it is computed from), reduction rounds across warps and lanes, registers."""
         f = view_of(b)
         rows = 0
-        for a in accesses:
-            enc: Distributed = b
-            for d in a.path:
-                enc = Slice(d, enc)
-            view = f if not a.path and a.shape == shape else enc.linear(a.shape)
+        for k, a in enumerate(accesses):
+            view, _ = access_view(b, k)
             per = dict(zip(view.in_names, view.bases))
             rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
@@ -840,7 +856,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     # conversion models run on few)
     alive = list(cands)
     best_cost: tuple[int, ...] = ()
-    for stage in (memory, wavefronts, conversions, arithmetic):
+    for stage in (instructions, sectors, wavefronts, conversions, arithmetic):
         priced_stage = [(stage(b), b) for b in alive]
         low = min(c for c, _ in priced_stage)
         alive = [b for c, b in priced_stage if c == low]
