@@ -34,7 +34,7 @@ def encodings_of(text: str) -> list:
 
 
 def test_the_recorded_list_is_there():
-    assert len(FIXTURES) == 31
+    assert len(FIXTURES) == 35
     assert all(AUTO_TEXT in p.read_text() for p in FIXTURES)
 
 

@@ -224,3 +224,24 @@ def permute_store(x_ptr, out_ptr, M: gl.constexpr, N: gl.constexpr):
 
 KERNELS.append(("permute_store", permute_store, {"x_ptr": F32, "out_ptr": F32, "M": "constexpr", "N": "constexpr"},
                 {"M": 64, "N": 32}, ALL))
+
+
+@gluon.jit
+def interleave(x_ptr, y_ptr, out_ptr, N: gl.constexpr):
+    offs = gl.arange(0, N, layout=B1)
+    z = gl.reshape(gl.join(gl.load(x_ptr + offs), gl.load(y_ptr + offs)), [2 * N])
+    o = gl.arange(0, 2 * N, layout=B1)
+    gl.store(out_ptr + o, gl.convert_layout(z, B1))
+
+
+@gluon.jit
+def deinterleave(x_ptr, out_ptr, N: gl.constexpr):
+    o = gl.arange(0, 2 * N, layout=B1)
+    a, b = gl.split(gl.reshape(gl.load(x_ptr + o), [N, 2]))
+    offs = gl.arange(0, N, layout=B1)
+    gl.store(out_ptr + offs, gl.convert_layout(a - b, B1))
+
+
+KERNELS.append(("interleave", interleave, {"x_ptr": F32, "y_ptr": F32, "out_ptr": F32, "N": "constexpr"},
+                {"N": 512}, ALL))
+KERNELS.append(("deinterleave", deinterleave, {"x_ptr": F32, "out_ptr": F32, "N": "constexpr"}, {"N": 512}, ALL))

@@ -74,7 +74,7 @@ class _Classes:
     elements: dict[str, str] = field(default_factory=dict)
     slices: list[tuple[str, int, str, str]] = field(default_factory=list)   # child, dim, parent, op
     operands: list[tuple[str, int, str, int, str]] = field(default_factory=list)  # value, idx, acc, kWidth, op
-    permutes: list[tuple[str, tuple[int, ...], str, str]] = field(default_factory=list)  # result, order, src, op
+    derived: list[tuple[str, tuple, str, str]] = field(default_factory=list)  # result, (kind, ...), src, op
     mma: dict[str, tuple[int, str]] = field(default_factory=dict)            # acc value -> (version, op)
     soft: list[tuple[str, str]] = field(default_factory=list)                # convert_layout sides
     why: dict[str, str] = field(default_factory=dict)
@@ -261,7 +261,19 @@ def _read(text: str) -> _Reading:
             if m_order is None:
                 raise GlirResolveError(f"{op.describe()}: expected an order = array<i32: ...> attribute")
             perm = tuple(int(x) for x in m_order.group(1).split(","))
-            cl.permutes.append((res[0], perm, tensor_ops[0], op.describe()))
+            cl.derived.append((res[0], ("trans", perm), tensor_ops[0], op.describe()))
+        elif name in ("tt.join", "tt.split", "tt.reshape"):
+            kind = name.split(".")[1]
+            # one printed type per side: join's two operands share theirs, split's two results theirs
+            if len(op.types) != 2:
+                raise GlirResolveError(f"{op.describe()}: expected 'T -> T' types; found {op.text.strip()[:120]!r}")
+            place(i, 0, tensor_ops[0])
+            place(i, 1, res[0])
+            if kind == "join":
+                cl.union(tensor_ops[0], tensor_ops[1])
+            elif kind == "split":
+                cl.union(res[0], res[1])
+            cl.derived.append((res[0], (kind,), tensor_ops[0], op.describe()))
         elif name == "tt.expand_dims":
             ordered(i, tensor_ops + res)
             cl.slices.append((tensor_ops[0], op.int_attr("axis") or 0, res[0], op.describe()))
@@ -393,8 +405,9 @@ def _fixed_of(cl: _Classes) -> dict[str, tuple[Encoding, str]]:
 
 
 def _join_converts(cl: _Classes, accessed: list[str]) -> None:
-    """Join the two sides of a convert_layout where that keeps every class to at most one determination and
-    not both sides access global memory (each side then keeps its own coalesced layout, as the author asked)."""
+    """Join the two sides of a convert_layout where that keeps every class to at most one determination, unless
+    a side that touches global memory would take the other's layout (it then keeps its own coalesced layout, as
+    the author's conversion asked)."""
     for a, b in cl.soft:
         touched = {cl.find(k) for k in accessed}
         if cl.find(a) in touched and cl.find(b) in touched:
@@ -406,8 +419,12 @@ def _join_converts(cl: _Classes, accessed: list[str]) -> None:
         if ra == rb or cl.shapes.get(a) is None:
             continue
 
-        determined = set(fixed) | set(child) | set(operand) | mma_roots | {cl.find(r) for r, _, _, _ in cl.permutes}
+        determined = set(fixed) | set(child) | set(operand) | mma_roots | {cl.find(r) for r, _, _, _ in cl.derived}
         if ra in determined and rb in determined:
+            continue
+        # a determined side converted into a class that touches global memory: that class keeps its own
+        # (coalesced, vectorised) layout, as the author's conversion asked
+        if (ra in determined and rb in touched) or (rb in determined and ra in touched):
             continue
         parents = {p for _, p, _ in child.values()} | {acc for _, acc, _, _ in operand.values()}
         if (ra in parents or rb in parents) and (ra in determined or rb in determined):
@@ -416,6 +433,53 @@ def _join_converts(cl: _Classes, accessed: list[str]) -> None:
             cl.union(ra, rb)
         else:
             cl.union(rb, ra)
+
+
+def derived_encoding(enc: Distributed, how: tuple, src_shape: tuple[int, ...],
+                     shape: tuple[int, ...]) -> Distributed:
+    """The encoding Triton infers for the result of a shape op on a value in ``enc``: ``("trans", order)``,
+    ``("join",)`` (a new last dim of 2, fastest in registers), ``("split",)`` (that dim removed) or
+    ``("reshape",)`` (the row-major reinterpretation of the map): a blocked layout where it has one, else the
+    linear encoding of the map.
+
+    >>> derived_encoding(Blocked((1, 4), (4, 8), (4, 1), (1, 0)), ("join",), (32, 64), (32, 64, 2))
+    Blocked(size_per_thread=(1, 4, 2), threads_per_warp=(4, 8, 1), warps_per_cta=(4, 1, 1), order=(2, 1, 0))
+    """
+    kind = how[0]
+    if kind == "trans":
+        return permuted_encoding(enc, how[1], shape)
+    if kind == "join" and isinstance(enc, Blocked):
+        return Blocked(enc.size_per_thread + (2,), enc.threads_per_warp + (1,), enc.warps_per_cta + (1,),
+                       (enc.rank,) + enc.order)
+    if kind == "split" and isinstance(enc, Blocked) and enc.order[0] == enc.rank - 1 \
+            and enc.size_per_thread[-1] == 2 and enc.threads_per_warp[-1] == enc.warps_per_cta[-1] == 1:
+        return Blocked(enc.size_per_thread[:-1], enc.threads_per_warp[:-1], enc.warps_per_cta[:-1], enc.order[1:])
+    f = enc.linear(src_shape)
+    per = {n: [list(v) for v in bs] for (n, _), bs in zip(f.in_dims, f.bases)}
+    if kind == "join":
+        per = {n: [v + [0] for v in bs] for n, bs in per.items()}
+        per["register"] = [[0] * len(src_shape) + [1]] + per["register"]
+    elif kind == "split":
+        unit = [0] * (len(src_shape) - 1) + [1]
+        if unit not in per["register"]:
+            raise GlirResolveError(f"tt.split: the last dim of {enc} is not held in one thread's registers")
+        per = {n: [v[:-1] for v in bs if v != unit] for n, bs in per.items()}
+    elif kind == "reshape":
+        strides = _row_major(src_shape)
+        per = {n: [_unflatten(sum(a * b for a, b in zip(v, strides)), shape) for v in bs] for n, bs in per.items()}
+    else:
+        raise GlirResolveError(f"derived_encoding: unknown shape op {kind!r}")
+    view = F2Linear.from_bases(per, [(f"dim{i}", e) for i, e in enumerate(shape)], require_surjective=False)
+    found = blocked_of(view, shape)
+    return found if found is not None else Linear.of(view)
+
+
+def _unflatten(flat: int, shape: tuple[int, ...]) -> list[int]:
+    out = []
+    for e in reversed(shape):
+        out.append(flat % e)
+        flat //= e
+    return out[::-1]
 
 
 def permuted_encoding(enc: Distributed, order: tuple[int, ...], shape: tuple[int, ...]) -> Distributed:
@@ -547,7 +611,7 @@ def _solve(rd: _Reading, target: str) -> _Solution:
             wm, wn = compute_warp_partition(M, N, warps, "square", f"sm_{min(sm, 89)}")
             mma = NvidiaMma(2, 0, (wm, wn), (16, 8))
         enc[r], why[r] = mma, f"the MMA accumulator of {w} (warp partition {mma.warps_per_cta})"
-    permuted = {cl.find(r): (order, cl.find(src), w) for r, order, src, w in cl.permutes}
+    permuted = {cl.find(r): (how, cl.find(src), w) for r, how, src, w in cl.derived}
     free = [r for r in roots if r not in enc and r not in child and r not in operand and r not in permuted]
     # the conversions each free class takes part in, to an encoding already known (an MMA operand or
     # accumulator, an author's layout): their price joins the choice
@@ -575,9 +639,9 @@ def _solve(rd: _Reading, target: str) -> _Solution:
             d, p, w = child[r]
             enc[r], why[r] = Slice(d, distributed(p, w)), f"a slice (dim {d}) of its parent at {w}"
         elif r in permuted:
-            order, src, w = permuted[r]
-            shape = _class_shape(cl, r, child)
-            enc[r], why[r] = permuted_encoding(distributed(src, w), order, shape), f"the permutation at {w}"
+            how, src, w = permuted[r]
+            shape, src_shape = _class_shape(cl, r, child), _class_shape(cl, src, child)
+            enc[r], why[r] = derived_encoding(distributed(src, w), how, src_shape, shape), f"derived at {w}"
         return enc[r]
 
     def distributed(r: str, where: str) -> Distributed:
