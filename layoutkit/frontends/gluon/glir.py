@@ -110,17 +110,11 @@ def tensor_types(line: str) -> list[TensorType]:
         start = m.end() - 1
         end = _matching(line, start)
         body = line[start + 1:end]
-        # split off the encoding: the last top-level ", #..."
-        depth, cut = 0, -1
-        for i, c in enumerate(body):
-            if c == "<":
-                depth += 1
-            elif c == ">" and body[i - 1] != "-":
-                depth -= 1
-            elif c == "," and depth == 0:
-                cut = i
+        # split off the encoding: the first ", #" (element types hold no "#", and an encoding's own fields
+        # name their nested encodings after "=")
+        cut = body.find(", #")
         if cut < 0:
-            continue  # an unencoded tensor (a region's scalar-free type): nothing to resolve
+            continue  # an unencoded tensor: nothing to resolve
         head, enc = body[:cut], body[cut + 1:].strip()
         dims = []
         rest = head
