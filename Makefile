@@ -134,6 +134,19 @@ test-mosaic:
 	@test -z "$(MOSAIC_TESTS)" || $(MOSAIC_VENV)/bin/python tools/mosaic_layout_tests.py --jax-src "$(MOSAIC_TESTS)" \
 		--json mosaic_layout_tests.json
 
+# The Gluon front end against Triton 3.9 in its own environment: layouts against gl.to_linear_layout, the
+# recorded kernels (tests/data/gluon, written by tools/gluon_fixtures.py) resolved and compiled to cubin for
+# sm_80 / sm_90 on the CPU, and the report against the authors' kernels (benchmarks/gluon_resolve.py).
+GLUON_VENV := .venv-gluon
+.PHONY: test-gluon
+test-gluon:
+	@test -x $(GLUON_VENV)/bin/python || $(PYTHON) -m venv $(GLUON_VENV)
+	$(GLUON_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GLUON_VENV)/bin/python -m pip install -q -e '.[test,gluon]'
+	LAYOUTKIT_GLUON_COMPILE=1 $(GLUON_VENV)/bin/python -m pytest -p no:cacheprovider -n auto \
+		tests/test_gluon_layouts.py tests/test_gluon_resolve.py tests/test_gluon_entry.py
+	$(GLUON_VENV)/bin/python benchmarks/gluon_resolve.py
+
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump
 # wheel, installed into the bench environment only; TileLang from the bench environment when it installed)
 .PHONY: sass-report

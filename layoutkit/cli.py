@@ -217,6 +217,9 @@ def _infer_one(path: str, args: argparse.Namespace, many: bool) -> dict:
     one of several files, so messages and figure names say which)."""
     from . import infer
 
+    if path.endswith(".glir"):
+        _infer_glir(path, args)
+        return {}
     prog = load_program(path)
     if args.target:
         _retarget(prog, args.target, path)
@@ -290,6 +293,36 @@ def _retarget(prog, target: str, path: str) -> None:
             example = " (examples/ascend_gemm.py is a GEMM written for Ascend)" if target == "ascend" else ""
             raise CliError(f"{path} is built for {old}; on --target {target}: {_one_line(err)}. Give its buffers "
                            f"the scopes {target} needs{example}, or drop --target") from err
+
+
+def _infer_glir(program: str, args: argparse.Namespace) -> None:
+    """``layoutkit infer KERNEL.glir``: resolve a Gluon module's auto layouts; print each value's encoding and
+    the op that decided it; ``--emit DIR`` writes the resolved module, ``--plot DIR`` draws each encoding."""
+    from pathlib import Path
+
+    from .frontends.gluon import explain, resolve
+    from .frontends.gluon.glir import read_glir
+
+    text = Path(program).read_text()
+    target = args.target or read_glir(text).target.replace("cuda:", "sm_") or "sm_80"
+    resolved = resolve(text, target)
+    why = explain(text, target)
+    print(f"resolved {len(why)} values of {program}, target {target}", file=sys.stderr)
+    for value, reason in why.items():
+        print(f"{value}: {reason}")
+    if args.emit:
+        out = Path(args.emit)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / Path(program).name.replace(".glir", ".resolved.glir")
+        path.write_text(resolved)
+        print(f"wrote {path}", file=sys.stderr)
+    if args.plot:
+        from .frontends.gluon.resolver import resolved_fragments
+        from .plot import plot_layout
+
+        for name, frag in resolved_fragments(text, target).items():
+            for path in plot_layout(frag, args.plot, name, formats="png"):
+                print(f"wrote {path}", file=sys.stderr)
 
 
 def _threads_text(prog, result) -> str:
@@ -416,8 +449,9 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Infer every buffer's layout of a program, print them with the "
                                        "reasons, and optionally draw them and emit the kernel.")
     infer.add_argument("program", metavar="PROGRAM", nargs="+",
-                       help="PROGRAM.py (defines program() or PROGRAM, run like a script) or PROGRAM.json; "
-                            "several are inferred one after the other")
+                       help="PROGRAM.py (defines program() or PROGRAM, run like a script), PROGRAM.json, or a "
+                            "Gluon module KERNEL.glir (its auto layouts resolved); several are inferred one after "
+                            "the other")
     infer.add_argument("--target", type=parse_target, metavar="TARGET",
                        help=f"override the program's target: {' or '.join(served_targets())}")
     infer.add_argument("--cost-model", choices=models, metavar="MODEL",
