@@ -27,6 +27,8 @@ product of the smaller extents.
 from __future__ import annotations
 
 import itertools
+import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +36,15 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import ProofBudgetError, ShapeError, UnsupportedError
 from .proof import Proof
 
 SEARCH_VALUES = 12
 """Admissible values tried per symbol when looking for a counterexample outside islpy's linear class."""
+SEARCH_BUDGET_S = 2.0
+"""Seconds the search for a counterexample runs (each assignment binds and enumerates the map, and there
+are ``SEARCH_VALUES ** symbols`` of them) before it stops with a
+:class:`~layoutkit.errors.ProofBudgetError`."""
 
 
 @dataclass(frozen=True)
@@ -238,12 +244,21 @@ def _isl_nonneg(e: sympy.Expr, syms: Sequence[Symbol], symbols: Sequence[Symbol]
 def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any]
                       ) -> dict[str, int] | None:
     """The first assignment (over the first ``SEARCH_VALUES`` admissible values per symbol) for which
-    ``bad(substitution)`` holds, or None."""
+    ``bad(substitution)`` holds, or None; a :class:`~layoutkit.errors.ProofBudgetError` once the search has
+    run :data:`SEARCH_BUDGET_S` seconds undecided."""
     grids = [s.values(SEARCH_VALUES) for s in symbols]
-    for combo in itertools.product(*grids):
+    start = time.perf_counter()
+    for tried, combo in enumerate(itertools.product(*grids)):
         sub = {s.sym: v for s, v in zip(symbols, combo)}
         if bad(sub):
             return {s.name: v for s, v in zip(symbols, combo)}
+        spent = time.perf_counter() - start
+        if spent > SEARCH_BUDGET_S:
+            names = ", ".join(s.name for s in symbols)
+            raise ProofBudgetError(
+                f"search for a counterexample over {names}: stopped undecided after {spent:.3g} s ({tried + 1} of "
+                f"{math.prod(len(g) for g in grids)} assignments tried, budget {SEARCH_BUDGET_S:g} s); bind the "
+                "symbols to the values you need and prove the bound layout instead", SEARCH_BUDGET_S, spent)
     return None
 
 
@@ -283,7 +298,7 @@ def _nonzero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
 def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
     try:
         return forall_nonneg(e, symbols)[0] and forall_nonneg(-e, symbols)[0]
-    except UnsupportedError:
+    except (UnsupportedError, ProofBudgetError):  # undecided: not proved zero
         return False
 
 
@@ -308,6 +323,7 @@ def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
 
 
 __all__ = [
+    "SEARCH_BUDGET_S",
     "SEARCH_VALUES", "Symbol", "Extent", "extent_expr", "symbols_of", "check_known", "bind_symbols", "bound_int",
     "generic_assignment", "always_one", "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment",
     "prove_for_all", "first_collision",

@@ -77,6 +77,7 @@ from .nodes import (
     text_prefix,
     tuple_text,
 )
+from .piecewise import piecewise_inverse
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method, describe_witness
 from .shapes import (
     TABLE_LIMIT,
@@ -655,10 +656,18 @@ class Layout(Tagged):
         return self.prove_bijective(budget_s=budget_s).verdict
 
     def inverse(self) -> Layout:
-        """The inverse layout in closed form (xor swizzles included).
+        """The inverse layout: in closed form where digit matching or F2 elimination finds one (xor swizzles
+        included), else the exact piecewise inverse read off the table (:mod:`.piecewise`).  Law: for a
+        bijection, ``inverse()(self(x)) == x`` for every ``x``.
 
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
-        when the layout is not a bijection onto its output box.
+        when the layout is not a bijection onto its output box, and a
+        :class:`~layoutkit.errors.LimitError` when the piecewise form would be too large.
+
+        >>> import layoutkit as lk
+        >>> L = lk.Layout([4, 35], lambda i, j: (i // 2, (i % 2 * 35 + j) // 2 * 2 + (i * 35 + j) % 2))
+        >>> L.inverse().map_forward_index(L.map_forward_index([3, 34]))
+        (3, 34)
         """
         hit: Layout | None = self._cache.get("inverse")
         if hit is not None:
@@ -684,7 +693,12 @@ class Layout(Tagged):
             if inv is not None and not self._round_trips(inv):
                 inv = None
         if inv is None:
-            raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
+            # no closed form: the table read backwards, written as a step function (exact by construction;
+            # checked like the others all the same)
+            inv = Layout.from_exprs(self.output_shape, piecewise_inverse(
+                self.table(), self.output_shape, outs, f"inverse of {self.describe()}"))
+            if not self._round_trips(inv):
+                raise LayoutError(f"inverse of {self.describe()}: the piecewise inverse does not undo the layout")
         self._cache["inverse"] = inv
         return inv
 

@@ -1,0 +1,90 @@
+"""Bounded work and exact inverses: a layout proved bijective always has an inverse (closed form, else the
+piecewise inverse read off its table), and every search that can run long stops with a typed error naming
+what gave up and what to try instead."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import layoutkit as lk
+from layoutkit.algebra import forall
+from layoutkit.algebra.forall import Symbol, search_assignment
+from layoutkit.algebra.nodes import Var
+from layoutkit.algebra.piecewise import PIECEWISE_LIMIT, piecewise_inverse
+from layoutkit.errors import LimitError, ProofBudgetError
+from layoutkit.testing import assert_inverse_round_trip
+from layoutkit.testing.strategies import bijective_layouts
+
+
+def _issue_layout(rows: int, cols: int) -> lk.Layout:
+    return lk.Layout([rows, cols], lambda i, j: (i // 2, (i % 2 * cols + j) // 2 * 2 + (i * cols + j) % 2))
+
+
+def test_the_bijection_with_no_closed_form_has_an_exact_inverse():
+    layout = _issue_layout(4, 35)
+    assert layout.prove_bijective().verdict is True
+    inv = layout.inverse()
+    assert inv.input_shape == (2, 70)
+    assert inv.output_shape == (4, 35)
+    coords = np.moveaxis(np.indices((4, 35)), 0, -1)
+    assert np.array_equal(inv.apply(layout.table()), coords)
+    assert inv.map_forward_index(layout.map_forward_index([1, 20])) == (1, 20)
+    # the inverse is a layout like any other: its expressions substitute and prove
+    assert inv.prove_bijective().verdict is True
+    assert np.array_equal(inv.inverse().table(), layout.table())
+
+
+def test_the_fragment_inverse_of_a_bijection_with_no_closed_form():
+    frag = lk.Fragment([4, 35], forward_thread_fn=lambda i, j: i // 2,
+                       forward_index_fn=lambda i, j: (i % 2 * 35 + j) // 2 * 2 + (i * 35 + j) % 2)
+    inv = frag.inverse()
+    thread, slot = frag.map_forward_thread([3, 7]), frag.map_forward_index([3, 7])
+    assert inv.map_forward_index([*slot, thread]) == (3, 7, 0)
+
+
+def test_a_modular_multiplication_inverts_exactly():
+    layout = lk.Layout([1001], lambda i: (i * 8) % 1001)
+    assert_inverse_round_trip(layout)
+
+
+def test_a_piecewise_inverse_past_its_limit_is_refused_typed():
+    table = np.random.default_rng(0).permutation(PIECEWISE_LIMIT * 4)[:, None]
+    with pytest.raises(LimitError, match=r"no closed-form inverse, and its piecewise inverse needs \d+ breaks .* "
+                                         r"invert through the layout's table\(\) instead"):
+        piecewise_inverse(table, (PIECEWISE_LIMIT * 4,), (Var("_i", PIECEWISE_LIMIT * 4),))
+
+
+def _modular(n: int, k: int) -> lk.Layout:
+    return lk.Layout([n], lambda i: (i * k) % n)
+
+
+_BIJECTIONS = st.one_of(
+    bijective_layouts(max_size=256),
+    st.builds(_issue_layout, st.sampled_from([2, 4, 6]), st.sampled_from([3, 5, 7, 35])),
+    st.builds(_modular, st.integers(1, 300), st.integers(1, 40)),
+    st.builds(lambda a, b, k: lk.Layout([a, b], lambda i, j: ((i + (j ^ k)) % a, j)), st.integers(1, 12),
+              st.integers(1, 12), st.integers(0, 15)),
+)
+
+
+@given(_BIJECTIONS)
+def test_law_every_bijection_has_an_inverse_that_undoes_it(layout):
+    proof = layout.prove_bijective("enumerate")
+    assume(proof.verdict)
+    assert_inverse_round_trip(layout)
+    inv = layout.inverse()
+    assert math.prod(inv.input_shape) == layout.size
+
+
+def test_an_undecided_counterexample_search_stops_at_its_budget(monkeypatch):
+    monkeypatch.setattr(forall, "SEARCH_BUDGET_S", -1.0)
+    with pytest.raises(ProofBudgetError, match=r"search for a counterexample over M, N: stopped undecided after .* "
+                                               r"\(1 of 144 assignments tried.*bind the symbols"):
+        search_assignment([Symbol("M"), Symbol("N")], lambda sub: False)
+    monkeypatch.setattr(forall, "SEARCH_BUDGET_S", 60.0)
+    assert search_assignment([Symbol("M")], lambda sub: sub[Symbol("M").sym] == 3) == {"M": 3}
