@@ -82,9 +82,11 @@ def test_law_every_bijection_has_an_inverse_that_undoes_it(layout):
 
 
 def test_an_undecided_counterexample_search_stops_at_its_budget(monkeypatch):
-    monkeypatch.setattr(forall, "SEARCH_BUDGET_S", -1.0)
-    with pytest.raises(ProofBudgetError, match=r"search for a counterexample over M, N: stopped undecided after .* "
-                                               r"\(1 of 144 assignments tried.*bind the symbols"):
+    monkeypatch.setattr(forall, "SEARCH_LIMIT", 10)
+    with pytest.raises(ProofBudgetError, match=r"search for a counterexample over M, N: stopped undecided after 10 "
+                                               r"of 144 assignments \(SEARCH_LIMIT\); bind the symbols") as err:
         search_assignment([Symbol("M"), Symbol("N")], lambda sub: False)
-    monkeypatch.setattr(forall, "SEARCH_BUDGET_S", 60.0)
+    assert (err.value.limit, err.value.found) == (10, 10)
     assert search_assignment([Symbol("M")], lambda sub: sub[Symbol("M").sym] == 3) == {"M": 3}
+    monkeypatch.setattr(forall, "SEARCH_LIMIT", 144)  # a search within the limit decides as before
+    assert search_assignment([Symbol("M"), Symbol("N")], lambda sub: False) is None

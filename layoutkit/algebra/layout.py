@@ -92,6 +92,7 @@ from .shapes import (
     positive_int,
     region_ranges,
     row_major_flat,
+    sequence_arg,
     unflatten_mapping,
 )
 from .tagging import Tagged
@@ -166,7 +167,8 @@ class Layout(Tagged):
         """Build from expressions over the placeholders of ``input_shape`` (no function call)."""
         shape = check_shape(input_shape)
         obj = cls.__new__(cls)
-        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
+        items = sequence_arg(exprs, "Layout.from_exprs expressions")
+        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in items))
         return obj
 
     def __setattr__(self, name: str, value: object) -> None:

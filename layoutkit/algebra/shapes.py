@@ -158,6 +158,22 @@ def call_user(fn: Callable[..., object], args: Sequence[object], what: str) -> o
         raise UserFunctionError(f"{what} raised {type(err).__name__}: {text[:200]}") from err
 
 
+def sequence_arg(value: object, what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple when it is a list or tuple, else a :class:`~layoutkit.errors.ShapeError` naming
+    ``what`` and what was found (a constructor argument that must be a sequence).
+
+    >>> sequence_arg([1, 2], "repeats")
+    (1, 2)
+    >>> sequence_arg(None, "repeats")
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: repeats: expected a list or tuple; found NoneType None
+    """
+    if not isinstance(value, (tuple, list)):
+        raise ShapeError(f"{what}: expected a list or tuple; found {type(value).__name__} {value!r:.60}")
+    return tuple(value)
+
+
 def normalize_outputs(result: object, what: str) -> tuple[Expr, ...]:
     items = result if isinstance(result, (tuple, list)) else (result,)
     if not items:

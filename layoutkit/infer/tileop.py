@@ -99,6 +99,10 @@ def best_family(patterns: Iterable[str], target: str) -> str | None:
 _NO_TYPES: Mapping[str, Callable[[Any, str], Any]] = MappingProxyType({})
 
 
+RESOLVED_LIMIT = 4096
+"""Most (kind, target string) rule choices an :class:`OpRegistry` remembers; past it they are chosen again."""
+
+
 class OpRegistry:
     """Op kind -> :class:`TileOp`, plus the rules targets add per family (see the module doc).  Filled only by
     explicit calls: the constructor's definitions, :meth:`register`, :meth:`register_rule`."""
@@ -178,6 +182,8 @@ class OpRegistry:
     def _choose(self, kind: str, target: str) -> FamilyRule | None:
         key = (kind, target)
         if key not in self._chosen:
+            if len(self._chosen) >= RESOLVED_LIMIT:  # a process that sees ever new target strings stays bounded
+                self._chosen.clear()
             self._chosen[key] = self._pick(kind, target)
         return self._chosen[key]
 
