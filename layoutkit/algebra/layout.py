@@ -98,7 +98,9 @@ from .shapes import (
 from .tagging import Tagged
 
 ENUMERATION_LIMIT = 1 << 22
-"""Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
+"""Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear); a
+larger one that no structure decides is refused with a :class:`~layoutkit.errors.ProofBudgetError` (an explicit
+``method="enumerate"`` goes up to :data:`~layoutkit.algebra.shapes.TABLE_LIMIT`)."""
 AUTO_BUDGET_S = 2.0
 """Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
 stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
@@ -601,6 +603,13 @@ class Layout(Tagged):
             method = choose_method(self.forward_index, self.size, self.affine_f2() is not None, ENUMERATION_LIMIT)
             if method == "isl" and budget is None:
                 budget = AUTO_BUDGET_S
+            if method == "enumerate" and self.size > ENUMERATION_LIMIT and ("proof", method) not in self._cache:
+                # the size budget of enumeration under "auto": evaluating more points takes seconds per million
+                raise ProofBudgetError(
+                    f"prove_bijective('auto') of {self.describe()}: no structure decides it (not affine over F2, not "
+                    f"quasi-affine), and enumerating its {self.size} coordinates is past the {ENUMERATION_LIMIT} "
+                    f"'auto' enumerates; ask for method='enumerate' (up to {TABLE_LIMIT} coordinates) or "
+                    "method='isl' with a budget_s", ENUMERATION_LIMIT, self.size)
         if method == "isl" and self.affine_f2() is not None:
             f2 = self.prove_bijective("f2")
             return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
