@@ -6,11 +6,15 @@ table, read backwards.  This module writes that table as an index expression, so
 emit it).  Over the row-major offset ``o`` of the output box (``N`` points), input ``d`` is the step
 function
 
-    ``x_d(o) = x_d(0) + a * o + sum_c (delta_c - a) * [o >= c]``, with ``[o >= c] = (o + N - c) // N``
+    ``x_d(o) = s * (o // P) + x_d(0) + a * u + sum_c (delta_c - a) * [u >= c]``, with ``u = o % P`` and
+    ``[u >= c] = (u + P - c) // P``
 
-where ``a`` is the most common step ``x_d(o) - x_d(o - 1)`` and ``c`` runs over the offsets whose step
-differs from it (a run of ``a``-steps costs nothing, so a map that is affine with a few breaks stays
-short).  Law: ``piecewise_inverse(table, box)`` evaluated at ``table[x]`` is ``x`` for every input
+(or ``(a * o + b) % m`` when the values are that: the inverse of a modular multiplication), where ``P`` is
+the least divisor of ``N`` for which ``x_d`` repeats every ``P`` offsets up to the constant
+step ``s`` (``P = N`` always does; a map that only scrambles low digits, an xor on the low bits, has a
+short period), ``a`` is the most common step ``x_d(u) - x_d(u - 1)`` within a period and ``c`` runs over the
+offsets whose step differs from it (a run of ``a``-steps costs nothing, so a map that is affine with a few
+breaks stays short).  Law: ``piecewise_inverse(table, box)`` evaluated at ``table[x]`` is ``x`` for every input
 ``x``.  The expression has one term per break; past :data:`PIECEWISE_LIMIT` breaks (or
 :data:`PIECEWISE_WORK_LIMIT` breaks times points, what evaluating it costs) it is refused with a
 :class:`~layoutkit.errors.LimitError` that says to invert through the table instead.
@@ -35,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import LimitError
-from .nodes import Const, Expr, Var, add, floordiv, make_sum, scale
+from .nodes import Const, Expr, Var, add, floordiv, floormod, make_sum, scale
 
 PIECEWISE_LIMIT = 1 << 12
 """Most breaks (offsets where a step differs from the common one), over all inputs, a piecewise inverse
@@ -66,15 +70,58 @@ def piecewise_inverse(table: NDArray[np.integer[Any]], output_shape: Sequence[in
     offset: Expr = Const(0)
     for k, o in enumerate(outputs):
         offset = add(offset, scale(o, math.prod(output_shape[k + 1:])))
-    plans = [_steps(inv[:, d]) for d in range(inv.shape[1])]
-    breaks = sum(len(b) for _, _, b, _ in plans)
-    if breaks > PIECEWISE_LIMIT or breaks * size > PIECEWISE_WORK_LIMIT:
+    columns = [inv[:, d] for d in range(inv.shape[1])]
+    modular = [_modular(v) for v in columns]
+    plans = [_plan(v) if m is None else None for v, m in zip(columns, modular)]
+    breaks = sum(len(plan[4]) for plan in plans if plan is not None)
+    work = sum(len(plan[4]) * plan[0] for plan in plans if plan is not None)
+    if breaks > PIECEWISE_LIMIT or work > PIECEWISE_WORK_LIMIT:
         raise LimitError(f"{what}: the bijection has no closed-form inverse, and its piecewise inverse needs "
                          f"{breaks} breaks over {size} points, past the {PIECEWISE_LIMIT} breaks (and "
                          f"{PIECEWISE_WORK_LIMIT} breaks times points) it is written with; invert through the "
                          "layout's table() instead",
                          PIECEWISE_LIMIT, breaks)
-    return tuple(_expression(start, slope, where, jumps, offset, size) for start, slope, where, jumps in plans)
+    out = []
+    for plan, mod in zip(plans, modular):
+        if mod is not None:
+            a, b, m = mod
+            out.append(floormod(add(scale(offset, a), Const(b)), Const(m)))
+        elif plan is not None:
+            out.append(_expression(plan, offset))
+    return tuple(out)
+
+
+def _modular(values: NDArray[np.int64]) -> tuple[int, int, int] | None:
+    """``(a, b, m)`` with ``values[o] == (a * o + b) % m`` for every offset (the inverse of a modular
+    multiplication is one), or None."""
+    m = int(values.max()) + 1
+    if values.shape[0] < 2 or m < 2:
+        return None
+    a, b = int(values[1] - values[0]) % m, int(values[0])
+    o = np.arange(values.shape[0], dtype=np.int64)
+    return (a, b, m) if np.array_equal((o * a + b) % m, values) else None
+
+
+_Plan = tuple[int, int, int, int, "NDArray[np.intp]", "NDArray[np.int64]"]
+
+
+def _plan(values: NDArray[np.int64]) -> _Plan:
+    """``(period, per_period, start, slope, breaks, jumps)``: with ``o = q * period + u``,
+    ``values[o] = per_period * q + start + slope * u + sum(jumps[breaks <= u])``.  The period is the least
+    divisor of the size for which the values repeat up to a constant step (a map that only scrambles low
+    digits -- an xor on the low bits -- needs breaks for one period only)."""
+    size = values.shape[0]
+    for period in _divisors(size):
+        rows = values.reshape(size // period, period)
+        per = int(rows[1, 0] - rows[0, 0]) if rows.shape[0] > 1 else 0
+        if np.all(rows - rows[:1] == np.arange(rows.shape[0], dtype=np.int64)[:, None] * per):
+            return (period, per) + _steps(values[:period])
+    raise AssertionError("unreachable: the whole size is a period")  # pragma: no cover
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
 
 
 def _steps(values: NDArray[np.int64]) -> tuple[int, int, NDArray[np.intp], NDArray[np.int64]]:
@@ -88,15 +135,14 @@ def _steps(values: NDArray[np.int64]) -> tuple[int, int, NDArray[np.intp], NDArr
     return int(values[0]), slope, where, deltas[where - 1] - slope
 
 
-def _expression(start: int, slope: int, where: NDArray[np.intp], jumps: NDArray[np.int64], offset: Expr,
-                size: int) -> Expr:
+def _expression(plan: _Plan, offset: Expr) -> Expr:
+    period, per_period, start, slope, where, jumps = plan
+    low = floormod(offset, Const(period))
     terms: dict[Expr, int] = {}
-    const = start
-    lin = scale(offset, slope)
     for c, jump in zip(where.tolist(), jumps.tolist()):
-        step = floordiv(add(offset, Const(size - c)), Const(size))  # 1 from offset c on, else 0
+        step = floordiv(add(low, Const(period - c)), Const(period))  # 1 from c on within a period, else 0
         terms[step] = terms.get(step, 0) + jump
-    return add(make_sum(terms, const), lin)
+    return add(add(make_sum(terms, start), scale(low, slope)), scale(floordiv(offset, Const(period)), per_period))
 
 
 __all__ = ["PIECEWISE_LIMIT", "PIECEWISE_WORK_LIMIT", "inverse_table", "piecewise_inverse"]
