@@ -90,3 +90,23 @@ def test_an_undecided_counterexample_search_stops_at_its_budget(monkeypatch):
     assert search_assignment([Symbol("M")], lambda sub: sub[Symbol("M").sym] == 3) == {"M": 3}
     monkeypatch.setattr(forall, "SEARCH_LIMIT", 144)  # a search within the limit decides as before
     assert search_assignment([Symbol("M"), Symbol("N")], lambda sub: False) is None
+
+
+def test_auto_refuses_to_enumerate_past_its_size_budget():
+    big = lk.Layout([3000, 5000], lambda i, j: (i, j ^ (i % 7)))  # neither F2-affine nor quasi-affine
+    refusal = (r"prove_bijective\('auto'\) .*enumerating its 15000000 coordinates is past the 4194304 'auto' "
+               r"enumerates; ask for method='enumerate'")
+    with pytest.raises(ProofBudgetError, match=refusal) as err:
+        big.prove_bijective()
+    assert (err.value.limit, err.value.found) == (1 << 22, 15_000_000)
+    with pytest.raises(ProofBudgetError):
+        big.inverse()  # unproved, so not inverted
+
+
+def test_the_piecewise_inverse_finds_the_period_and_the_modular_form():
+    xor = lk.Layout([4736], lambda i: i ^ ((i // 2) & 53))
+    inv = xor.inverse()
+    assert str(inv.forward_index[0]).startswith("_i // 128 * 128 + ")  # one period of 128 offsets holds the breaks
+    assert np.array_equal(inv.apply(xor.table())[:, 0], np.arange(4736))
+    assert [str(e) for e in _modular(4737, 2).inverse().forward_index] == ["_i * 2369 % 4737"]
+    assert [str(e) for e in _issue_layout(4, 35).inverse().forward_index] == ["_i * 2 + _j // 35", "_j % 35"]
