@@ -138,11 +138,15 @@ def _steps(values: NDArray[np.int64]) -> tuple[int, int, NDArray[np.intp], NDArr
 def _expression(plan: _Plan, offset: Expr) -> Expr:
     period, per_period, start, slope, where, jumps = plan
     low = floormod(offset, Const(period))
-    terms: dict[Expr, int] = {}
-    for c, jump in zip(where.tolist(), jumps.tolist()):
-        step = floordiv(add(low, Const(period - c)), Const(period))  # 1 from c on within a period, else 0
-        terms[step] = terms.get(step, 0) + jump
-    return add(add(make_sum(terms, start), scale(low, slope)), scale(floordiv(offset, Const(period)), per_period))
+    steps = [(floordiv(add(low, Const(period - c)), Const(period)), jump)  # 1 from c on within a period, else 0
+             for c, jump in zip(where.tolist(), jumps.tolist())]
+    # in the sum's canonical order already (larger coefficients first, then by text; every step has one divisor),
+    # so building it sorts a sorted list: linear, not n log n comparisons of expression texts
+    steps.sort(key=lambda item: (-item[1], str(item[0])))
+    terms = dict(steps)
+    for atom, coeff in ((low, slope), (floordiv(offset, Const(period)), per_period)):  # one sum built once
+        terms[atom] = terms.get(atom, 0) + coeff
+    return make_sum(terms, start)
 
 
 __all__ = ["PIECEWISE_LIMIT", "PIECEWISE_WORK_LIMIT", "inverse_table", "piecewise_inverse"]
