@@ -110,3 +110,17 @@ def test_the_piecewise_inverse_finds_the_period_and_the_modular_form():
     assert np.array_equal(inv.apply(xor.table())[:, 0], np.arange(4736))
     assert [str(e) for e in _modular(4737, 2).inverse().forward_index] == ["_i * 2369 % 4737"]
     assert [str(e) for e in _issue_layout(4, 35).inverse().forward_index] == ["_i * 2 + _j // 35", "_j % 35"]
+
+
+@pytest.mark.parametrize("shape", [b"(JQ\x9d", "ab", {4: 4}, {4}])
+def test_bytes_strings_sets_and_dicts_are_no_shapes(shape):
+    # found by `make fuzz`: bytes iterate as integers, so b"(JQ\x9d" was the shape (40, 74, 81, 157)
+    with pytest.raises(lk.ShapeError, match="must be a sequence of positive integers; found"):
+        lk.Layout(shape, lambda *xs: xs[0])
+
+
+def test_why_a_huge_layout_is_not_linear_is_read_off_its_shape():
+    # found by `make fuzz`: the shape-only view of 2**60 points overflowed numpy's byte count (a ValueError)
+    huge = lk.Layout([200, 234, 246, 175, 86, 225, 151, 231], lambda *xs: xs[0])
+    with pytest.raises(lk.NotLinearError, match=r"input dim 0 \(_i\) has extent 200, not a power of two"):
+        huge.to_linear()

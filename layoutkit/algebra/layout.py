@@ -740,7 +740,8 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
         names = [v.name for v in self.forward_vars]
         if any(e & (e - 1) for e in self.input_shape):  # before building a table that cannot be linear
             # a broadcast view: the reason reads only the shape, so no table of the whole domain is built
-            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int64), self.input_shape + (1,))
+            # (one byte an item: a broadcast view's byte size must fit an intp, and shapes go up to 2**62 points)
+            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int8), self.input_shape + (1,))
             return None, not_linear_reason(shape_only, names)
         table = self.table()
         try:

@@ -87,6 +87,9 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
     """
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
+    if isinstance(shape, (str, bytes, bytearray, memoryview, set, frozenset, dict)):
+        # bytes iterate as integers, a set or a dict in no order the caller chose: none is a shape
+        raise ShapeError(f"{what} must be a sequence of positive integers; found {type(shape).__name__} {shape!r:.60}")
     try:
         dims: tuple[object, ...] = tuple(shape)  # type: ignore[arg-type]
     except TypeError:
