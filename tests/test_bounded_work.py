@@ -124,3 +124,9 @@ def test_why_a_huge_layout_is_not_linear_is_read_off_its_shape():
     huge = lk.Layout([200, 234, 246, 175, 86, 225, 151, 231], lambda *xs: xs[0])
     with pytest.raises(lk.NotLinearError, match=r"input dim 0 \(_i\) has extent 200, not a power of two"):
         huge.to_linear()
+
+
+def test_a_layout_without_outputs_is_refused():
+    # found by `make fuzz`: Layout.from_exprs(1, ()) built a layout whose table() failed inside numpy
+    with pytest.raises(lk.ShapeError, match=r"Layout.from_exprs needs at least one output expression; found \(\)"):
+        lk.Layout.from_exprs([1], ())

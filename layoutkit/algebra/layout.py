@@ -170,6 +170,8 @@ class Layout(Tagged):
         shape = check_shape(input_shape)
         obj = cls.__new__(cls)
         items = sequence_arg(exprs, "Layout.from_exprs expressions")
+        if not items:
+            raise ShapeError("Layout.from_exprs needs at least one output expression; found ()")
         obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in items))
         return obj
 
