@@ -65,6 +65,7 @@ from harness import (  # noqa: E402
 )
 from infer import bench_infer  # noqa: E402
 from infer_scale import bench_infer_scale  # noqa: E402
+from memory import bench_memory  # noqa: E402
 from nv import bench_nv  # noqa: E402
 from plot import bench_plot  # noqa: E402
 from scale import bench_scale  # noqa: E402
@@ -81,7 +82,7 @@ COMPARE_SUMMARY: list[tuple] = []
 SECTION_SECONDS: dict[str, float] = {}
 SECTIONS = (
     "eval", "inverse", "proof", "compare", "domain", "allocator", "fragment", "nv", "tla", "ascend", "plot", "infer",
-    "infer-scale", "tilelang-infer", "codegen", "cost", "scale",
+    "infer-scale", "tilelang-infer", "codegen", "cost", "scale", "memory",
 )
 
 
@@ -712,6 +713,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         "codegen": lambda: bench_codegen(budget, slow, args.quick),
         "cost": lambda: bench_cost(budget),
         "scale": lambda: bench_scale(budget, args.quick, tilelang),
+        "memory": lambda: bench_memory(budget, args.quick),
     }
     for name, run in runs.items():
         if name in sections:

@@ -8,6 +8,8 @@ them, e.g. between benchmark runs.
 ...     return x * x
 >>> square(3), square.cache_info().currsize
 (9, 1)
+>>> sizes()[f"{__name__}.square"]
+1
 >>> clear_all(); square.cache_info().currsize
 0
 """
@@ -29,6 +31,21 @@ def memoized(maxsize: int | None = 1024) -> Callable[[Callable], Callable]:
         return cached
 
     return wrap
+
+
+def sizes() -> dict[str, int]:
+    """Entries each registered cache holds now, by the memoised function's qualified name (every cache has a
+    ``maxsize``, so none grows with the number of programs a process solves)."""
+    out: dict[str, int] = {}
+    for fn in _CACHES:
+        name = f"{fn.__module__}.{fn.__qualname__}"
+        out[name] = out.get(name, 0) + fn.cache_info().currsize
+    return out
+
+
+def limits() -> dict[str, int | None]:
+    """The ``maxsize`` of each registered cache, by the same names as :func:`sizes` (None: unbounded)."""
+    return {f"{fn.__module__}.{fn.__qualname__}": fn.cache_info().maxsize for fn in _CACHES}
 
 
 def clear_all() -> None:

@@ -153,8 +153,10 @@ class ProofError(LayoutError):
 
 
 class ProofBudgetError(LimitError, ProofError):
-    """A proof ran past its time budget (``budget_s``) and was stopped undecided; ``limit`` is the budget
-    and ``found`` the seconds it had run."""
+    """A proof or a search ran past its budget and was stopped undecided: a time budget (``budget_s``;
+    ``limit`` is the budget and ``found`` the seconds it had run) or a size budget (``limit`` and ``found``
+    count the steps, e.g. the assignments a counterexample search tried).  The message names the method that
+    gave up and what to try instead."""
 
 
 __all__ = [

@@ -27,6 +27,7 @@ product of the smaller extents.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +35,16 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ..errors import ShapeError, UnsupportedError
+from ..errors import ProofBudgetError, ShapeError, UnsupportedError
 from .proof import Proof
 
 SEARCH_VALUES = 12
 """Admissible values tried per symbol when looking for a counterexample outside islpy's linear class."""
+SEARCH_LIMIT = 2048
+"""Assignments the search for a counterexample tries (each binds and enumerates the map, and there are
+``SEARCH_VALUES ** symbols`` of them: all of them for up to three symbols) before it stops with a
+:class:`~layoutkit.errors.ProofBudgetError`.  A count, not a time, so the verdict never depends on the load
+of the machine."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +62,12 @@ class Symbol:
     multiple: int = 1
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier():
+        if not isinstance(self.name, str) or not self.name.isidentifier():
             raise ShapeError(f"Symbol name must be an identifier; found {self.name!r}")
+        bounds = (self.lo, self.multiple) + (() if self.hi is None else (self.hi,))
+        if any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in bounds):
+            raise ShapeError(f"Symbol {self.name}: lo, hi and multiple must be integers (hi may be None); found "
+                             f"lo={self.lo!r}, hi={self.hi!r}, multiple={self.multiple!r}")
         if self.multiple < 1 or (self.hi is not None and self.hi < self.lo):
             raise ShapeError(f"Symbol {self.name}: expected multiple >= 1 and lo <= hi; found {self}")
 
@@ -238,9 +248,16 @@ def _isl_nonneg(e: sympy.Expr, syms: Sequence[Symbol], symbols: Sequence[Symbol]
 def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any]
                       ) -> dict[str, int] | None:
     """The first assignment (over the first ``SEARCH_VALUES`` admissible values per symbol) for which
-    ``bad(substitution)`` holds, or None."""
+    ``bad(substitution)`` holds, or None; a :class:`~layoutkit.errors.ProofBudgetError` once
+    :data:`SEARCH_LIMIT` assignments have been tried undecided."""
     grids = [s.values(SEARCH_VALUES) for s in symbols]
-    for combo in itertools.product(*grids):
+    for tried, combo in enumerate(itertools.product(*grids)):
+        if tried == SEARCH_LIMIT:
+            names = ", ".join(s.name for s in symbols)
+            raise ProofBudgetError(
+                f"search for a counterexample over {names}: stopped undecided after {tried} of "
+                f"{math.prod(len(g) for g in grids)} assignments (SEARCH_LIMIT); bind the symbols to the values you "
+                "need and prove the bound layout instead", SEARCH_LIMIT, tried)
         sub = {s.sym: v for s, v in zip(symbols, combo)}
         if bad(sub):
             return {s.name: v for s, v in zip(symbols, combo)}
@@ -283,7 +300,7 @@ def _nonzero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
 def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
     try:
         return forall_nonneg(e, symbols)[0] and forall_nonneg(-e, symbols)[0]
-    except UnsupportedError:
+    except (UnsupportedError, ProofBudgetError):  # undecided: not proved zero
         return False
 
 
@@ -308,6 +325,7 @@ def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
 
 
 __all__ = [
+    "SEARCH_LIMIT",
     "SEARCH_VALUES", "Symbol", "Extent", "extent_expr", "symbols_of", "check_known", "bind_symbols", "bound_int",
     "generic_assignment", "always_one", "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment",
     "prove_for_all", "first_collision",

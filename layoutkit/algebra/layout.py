@@ -77,6 +77,7 @@ from .nodes import (
     text_prefix,
     tuple_text,
 )
+from .piecewise import piecewise_inverse
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method, describe_witness
 from .shapes import (
     TABLE_LIMIT,
@@ -91,12 +92,15 @@ from .shapes import (
     positive_int,
     region_ranges,
     row_major_flat,
+    sequence_arg,
     unflatten_mapping,
 )
 from .tagging import Tagged
 
 ENUMERATION_LIMIT = 1 << 22
-"""Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear)."""
+"""Domains up to this many coordinates are proved by enumeration under ``method="auto"`` (unless F2-linear); a
+larger one that no structure decides is refused with a :class:`~layoutkit.errors.ProofBudgetError` (an explicit
+``method="enumerate"`` goes up to :data:`~layoutkit.algebra.shapes.TABLE_LIMIT`)."""
 AUTO_BUDGET_S = 2.0
 """Seconds ``method="auto"`` gives islpy (the one method whose cost the layout does not bound) before it
 stops with a :class:`~layoutkit.errors.ProofBudgetError`."""
@@ -165,7 +169,10 @@ class Layout(Tagged):
         """Build from expressions over the placeholders of ``input_shape`` (no function call)."""
         shape = check_shape(input_shape)
         obj = cls.__new__(cls)
-        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in exprs))
+        items = sequence_arg(exprs, "Layout.from_exprs expressions")
+        if not items:
+            raise ShapeError("Layout.from_exprs needs at least one output expression; found ()")
+        obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in items))
         return obj
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -620,6 +627,13 @@ class Layout(Tagged):
             method = choose_method(self.forward_index, self.size, self.affine_f2() is not None, ENUMERATION_LIMIT)
             if method == "isl" and budget is None:
                 budget = AUTO_BUDGET_S
+            if method == "enumerate" and self.size > ENUMERATION_LIMIT and ("proof", method) not in self._cache:
+                # the size budget of enumeration under "auto": evaluating more points takes seconds per million
+                raise ProofBudgetError(
+                    f"prove_bijective('auto') of {self.describe()}: no structure decides it (not affine over F2, not "
+                    f"quasi-affine), and enumerating its {self.size} coordinates is past the {ENUMERATION_LIMIT} "
+                    f"'auto' enumerates; ask for method='enumerate' (up to {TABLE_LIMIT} coordinates) or "
+                    "method='isl' with a budget_s", ENUMERATION_LIMIT, self.size)
         if method == "isl" and self.affine_f2() is not None:
             f2 = self.prove_bijective("f2")
             return dataclasses.replace(f2, detail=f"isl asked for; affine over F2, so the rank decided: {f2.detail}")
@@ -677,10 +691,18 @@ class Layout(Tagged):
         return self.prove_bijective(budget_s=budget_s).verdict
 
     def inverse(self) -> Layout:
-        """The inverse layout in closed form (xor swizzles included).
+        """The inverse layout: in closed form where digit matching or F2 elimination finds one (xor swizzles
+        included), else the exact piecewise inverse read off the table (:mod:`.piecewise`).  Law: for a
+        bijection, ``inverse()(self(x)) == x`` for every ``x``.
 
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
-        when the layout is not a bijection onto its output box.
+        when the layout is not a bijection onto its output box, and a
+        :class:`~layoutkit.errors.LimitError` when the piecewise form would be too large.
+
+        >>> import layoutkit as lk
+        >>> L = lk.Layout([4, 35], lambda i, j: (i // 2, (i % 2 * 35 + j) // 2 * 2 + (i * 35 + j) % 2))
+        >>> L.inverse().map_forward_index(L.map_forward_index([3, 34]))
+        (3, 34)
         """
         hit: Layout | None = self._cache.get("inverse")
         if hit is not None:
@@ -706,7 +728,12 @@ class Layout(Tagged):
             if inv is not None and not self._round_trips(inv):
                 inv = None
         if inv is None:
-            raise UnsupportedError(f"{self} is bijective but layoutkit found no closed-form inverse for it")
+            # no closed form: the table read backwards, written as a step function (exact by construction;
+            # checked like the others all the same)
+            inv = Layout.from_exprs(self.output_shape, piecewise_inverse(
+                self.table(), self.output_shape, outs, f"inverse of {self.describe()}"))
+            if not self._round_trips(inv):
+                raise LayoutError(f"inverse of {self.describe()}: the piecewise inverse does not undo the layout")
         self._cache["inverse"] = inv
         return inv
 
@@ -738,7 +765,8 @@ maps to (4,), but the XOR of the images of its bits (_j = 1 -> (1,), _i = 1 -> (
         names = [v.name for v in self.forward_vars]
         if any(e & (e - 1) for e in self.input_shape):  # before building a table that cannot be linear
             # a broadcast view: the reason reads only the shape, so no table of the whole domain is built
-            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int64), self.input_shape + (1,))
+            # (one byte an item: a broadcast view's byte size must fit an intp, and shapes go up to 2**62 points)
+            shape_only = np.broadcast_to(np.zeros(1, dtype=np.int8), self.input_shape + (1,))
             return None, not_linear_reason(shape_only, names)
         table = self.table()
         try:

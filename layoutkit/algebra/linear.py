@@ -110,6 +110,15 @@ class F2Linear:
 
     def __post_init__(self) -> None:
         for side, dims in (("in", self.in_dims), ("out", self.out_dims)):
+            if not isinstance(dims, (tuple, list)) or not all(
+                    isinstance(d, (tuple, list)) and len(d) == 2 and isinstance(d[0], str)
+                    and isinstance(d[1], (int, np.integer)) and not isinstance(d[1], bool) for d in dims):
+                raise ShapeError(f"F2Linear {side}_dims: expected ((name, size), ...) with string names and integer "
+                                 f"sizes; found {dims!r:.80}")
+            object.__setattr__(self, f"{side}_dims", tuple((str(n), int(e)) for n, e in dims))
+        object.__setattr__(self, "bases", bases_from_mapping(self.bases) if not isinstance(self.bases, F2Linear)
+                           else self.bases.bases)
+        for side, dims in (("in", self.in_dims), ("out", self.out_dims)):
             names = [n for n, _ in dims]
             if len(set(names)) != len(names):
                 raise ShapeError(f"F2Linear {side} dim names must be unique; found {names}")
@@ -779,7 +788,18 @@ def _from_table(
     """``cls`` (an :class:`~layoutkit.algebra.linear.F2Linear` type) with the full table ``table``
     (shape ``in_shape + (m,)``, row-major), or None when an extent is not a power of two or the table is
     not F2-linear; see :meth:`F2Linear.from_table <layoutkit.algebra.linear.F2Linear.from_table>`."""
-    arr = np.asarray(table)
+    try:
+        arr = np.asarray(table)
+    except (TypeError, ValueError) as err:  # ragged nesting
+        raise ShapeError(f"F2Linear.from_table: expected an integer array of shape in_shape + (m,); found "
+                         f"{type(table).__name__} ({err})") from None
+    if arr.ndim < 1 or arr.dtype.kind not in "iu" or arr.size == 0:
+        raise ShapeError(f"F2Linear.from_table: expected a non-empty integer array of shape in_shape + (m,); found "
+                         f"{type(table).__name__} of dtype {arr.dtype} and shape {arr.shape}")
+    for what, names, count in (("in_names", in_names, arr.ndim - 1), ("out_names", out_names, arr.shape[-1])):
+        if names is not None and (isinstance(names, (str, bytes)) or not isinstance(names, Sequence)
+                                  or len(names) != count or not all(isinstance(n, str) for n in names)):
+            raise ShapeError(f"F2Linear.from_table: {what} must be {count} strings; found {names!r:.80}")
     shape, m = arr.shape[:-1], arr.shape[-1]
     bits = [log2_exact(int(e)) for e in shape]
     if any(b is None for b in bits):

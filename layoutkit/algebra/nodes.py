@@ -892,14 +892,30 @@ _BY_TEXT = functools.cmp_to_key(_text_order)
 
 
 def _merge_digits(terms: dict[Expr, int]) -> dict[Expr, int]:
-    """Merge digits of one base: ``x%u//l*s + x%l//m*s' -> x%u//m*s'`` when ``s == s'*(l/m)``."""
+    """Merge digits of one base: ``x%u//l*s + x%l//m*s' -> x%u//m*s'`` when ``s == s'*(l/m)``.
+
+    Only digits of one base merge, so atoms are grouped by base first: a sum of many atoms over distinct
+    bases (a piecewise inverse's steps) costs linear time, not a comparison of every pair."""
+    if len(terms) < 2:
+        return terms
+    groups: dict[Expr, list[Expr]] = {}
+    for atom in terms:
+        groups.setdefault(split_view(atom)[0], []).append(atom)
+    for atoms in groups.values():
+        if len(atoms) > 1:
+            _merge_group(terms, atoms)
+    return terms
+
+
+def _merge_group(terms: dict[Expr, int], atoms: list[Expr]) -> None:
+    """:func:`_merge_digits` on the atoms of ``terms`` that share one base (``atoms``, in term order)."""
     changed = True
-    while changed and len(terms) > 1:
+    while changed and len(atoms) > 1:
         changed = False
-        views = [(atom, coeff, split_view(atom)) for atom, coeff in terms.items()]
+        views = [(atom, terms[atom], split_view(atom)) for atom in atoms]
         for a1, s1, (x1, l1, u1) in views:
-            for a2, s2, (x2, l2, u2) in views:
-                if a1 is a2 or x1 != x2 or l1 % l2 or l1 == l2:
+            for a2, s2, (_, l2, u2) in views:  # one base: only the factors differ
+                if a1 is a2 or l1 % l2 or l1 == l2:
                     continue
                 merged = None
                 if u2 == l1 and s1 == s2 * (l1 // l2):
@@ -909,14 +925,19 @@ def _merge_digits(terms: dict[Expr, int]) -> dict[Expr, int]:
                     merged = make_split(x1, l2, l1)
                 if merged is not None:
                     del terms[a1], terms[a2]
+                    atoms.remove(a1)
+                    atoms.remove(a2)
                     terms[merged] = terms.get(merged, 0) + s2
                     if terms[merged] == 0:
                         del terms[merged]
+                        if merged in atoms:
+                            atoms.remove(merged)
+                    elif merged not in atoms:
+                        atoms.append(merged)
                     changed = True
                     break
             if changed:
                 break
-    return terms
 
 
 def _flatten(terms: dict[Expr, int], const: int) -> tuple[dict[Expr, int], int]:

@@ -69,7 +69,9 @@ from .forall import (
     sort_digits,
     symbols_of,
 )
+from .layout import Layout
 from .proof import Proof
+from .shapes import sequence_arg
 
 Digits = tuple[tuple[sympy.Expr, sympy.Expr], ...]
 
@@ -97,7 +99,13 @@ class ParametricLayout:
     symbols for derived extents (``ParametricLayout((M, N, P), None, (M, N), (N.sym + P.sym, 1))``)."""
 
     def __init__(self, symbols: Sequence[Symbol], atom: Any, repeats: Sequence[Any], strides: Sequence[Any]):
-        self.symbols = tuple(symbols)
+        self.symbols = sequence_arg(symbols, "ParametricLayout symbols")
+        if any(not isinstance(s, Symbol) for s in self.symbols):
+            raise ShapeError(f"ParametricLayout symbols must be Symbols; found {self.symbols!r:.80}")
+        if atom is not None and not isinstance(atom, Layout):
+            raise ShapeError(f"ParametricLayout atom must be a Layout or None; found {type(atom).__name__}")
+        repeats = sequence_arg(repeats, "ParametricLayout repeats")
+        strides = sequence_arg(strides, "ParametricLayout strides")
         self.atom = atom if atom is None or len(atom.output_shape) == 1 else atom.linearized()
         self.atom_shape = tuple(int(e) for e in atom.input_shape) if atom is not None else (1,) * len(repeats)
         if len(self.atom_shape) != len(repeats) or len(repeats) != len(strides):

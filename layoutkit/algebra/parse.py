@@ -42,6 +42,10 @@ def parse_expr(text: str, variables: Mapping[str, Expr]) -> Expr:
     """Parse ``text`` into an expression over ``variables`` (name -> Var)."""
     if not isinstance(text, str):
         raise ExprError(f"expected expression text, found {type(text).__name__}")
+    if not isinstance(variables, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, Expr) for k, v in variables.items()):
+        raise ExprError(f"parse_expr: expected the variables as a mapping of names to expressions; found "
+                        f"{type(variables).__name__} {variables!r:.60}")
     tree = _parse(text, "index expression")
     return _build(tree.body, variables, text)
 

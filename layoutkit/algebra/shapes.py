@@ -87,6 +87,9 @@ def check_shape(shape: object, what: str = "Layout input shape") -> tuple[int, .
     """
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
+    if isinstance(shape, (str, bytes, bytearray, memoryview, set, frozenset, dict)):
+        # bytes iterate as integers, a set or a dict in no order the caller chose: none is a shape
+        raise ShapeError(f"{what} must be a sequence of positive integers; found {type(shape).__name__} {shape!r:.60}")
     try:
         dims: tuple[object, ...] = tuple(shape)  # type: ignore[arg-type]
     except TypeError:
@@ -156,6 +159,22 @@ def call_user(fn: Callable[..., object], args: Sequence[object], what: str) -> o
     except Exception as err:  # noqa: BLE001 - user code may raise anything
         text = " ".join(str(err).split())
         raise UserFunctionError(f"{what} raised {type(err).__name__}: {text[:200]}") from err
+
+
+def sequence_arg(value: object, what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple when it is a list or tuple, else a :class:`~layoutkit.errors.ShapeError` naming
+    ``what`` and what was found (a constructor argument that must be a sequence).
+
+    >>> sequence_arg([1, 2], "repeats")
+    (1, 2)
+    >>> sequence_arg(None, "repeats")
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: repeats: expected a list or tuple; found NoneType None
+    """
+    if not isinstance(value, (tuple, list)):
+        raise ShapeError(f"{what}: expected a list or tuple; found {type(value).__name__} {value!r:.60}")
+    return tuple(value)
 
 
 def normalize_outputs(result: object, what: str) -> tuple[Expr, ...]:

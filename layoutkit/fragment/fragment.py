@@ -93,6 +93,7 @@ from ..algebra.shapes import (
     placeholder,
     positive_int,
     reshape_mapping,
+    sequence_arg,
 )
 from ..errors import (
     CoordinateError,
@@ -201,7 +202,8 @@ class Fragment(Layout):
             raise ExprError("Fragment.from_exprs needs a thread expression")
         obj = cls.__new__(cls)
         obj.initialize_fragment(check_shape(input_shape), as_expr(thread), positive_int(replicate, "replicate"),
-                           None if index is None else tuple(as_expr(e) for e in index), thread_range)
+                           None if index is None else tuple(as_expr(e) for e in sequence_arg(
+                               index, "Fragment.from_exprs index")), thread_range)
         return obj
 
     def rebuild(self, **changes: Any) -> Fragment:

@@ -61,7 +61,7 @@ from ..algebra.forall import (
 from ..algebra.nodes import substitute
 from ..algebra.parametric import digit_values
 from ..algebra.proof import Proof
-from ..algebra.shapes import placeholder
+from ..algebra.shapes import placeholder, sequence_arg
 from ..errors import ShapeError, UnsupportedError
 from .fragment import Fragment
 
@@ -90,10 +90,15 @@ class ParametricFragment:
             raise ShapeError(f"the atom is bound to the thread range {atom.thread_range}; repeat an unbound atom "
                              "and bind the range on the concrete fragment (bind(values).bind_thread_range(...))")
         n = len(atom.input_shape)
+        repeats = sequence_arg(repeats, "ParametricFragment repeats")
+        thread_strides = sequence_arg(thread_strides, "ParametricFragment thread strides")
+        index_strides = sequence_arg(index_strides, "ParametricFragment index strides")
         if not len(repeats) == len(thread_strides) == len(index_strides) == n:
             raise ShapeError(f"expected {n} repeats, thread strides and index strides (one per atom dim); found "
                              f"{len(repeats)}, {len(thread_strides)}, {len(index_strides)}")
-        self.symbols = tuple(symbols)
+        self.symbols = sequence_arg(symbols, "ParametricFragment symbols")
+        if any(not isinstance(s, Symbol) for s in self.symbols):
+            raise ShapeError(f"ParametricFragment symbols must be Symbols; found {self.symbols!r:.80}")
         self.atom = atom
         self.digits = tuple(_dim(*args, d) for d, args in enumerate(zip(repeats, thread_strides, index_strides)))
         check_known([x for dd in self.digits for dig in dd for x in dig], self.symbols)

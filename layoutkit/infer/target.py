@@ -96,6 +96,8 @@ class Target:
 
 _TARGETS: dict[str, Target] = {}
 _RESOLVED: dict[str, Target] = {}  # target string -> its Target (Program asks on every op it builds)
+RESOLVED_LIMIT = 1024
+"""Most target strings :func:`get_target` remembers the resolution of; past it they are resolved again."""
 _DEFAULT = Target()
 
 
@@ -118,6 +120,8 @@ def get_target(target: str) -> Target:
     defaults."""
     hit = _RESOLVED.get(target)
     if hit is None:
+        if len(_RESOLVED) >= RESOLVED_LIMIT:  # a process that sees ever new target strings stays bounded
+            _RESOLVED.clear()
         deferred.load(target)
         pat = best_family(_TARGETS, target)
         hit = _RESOLVED[target] = _DEFAULT if pat is None else _TARGETS[pat]

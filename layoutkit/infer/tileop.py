@@ -100,6 +100,10 @@ def best_family(patterns: Iterable[str], target: str) -> str | None:
 _NO_TYPES: Mapping[str, Callable[[Any, str], Any]] = MappingProxyType({})
 
 
+RESOLVED_LIMIT = 4096
+"""Most (kind, target string) rule choices an :class:`OpRegistry` remembers; past it they are chosen again."""
+
+
 class OpRegistry:
     """Op kind -> :class:`TileOp`, plus the rules targets add per family (see the module doc).  Filled only by
     explicit calls: the constructor's definitions, :meth:`register`, :meth:`register_rule`."""
@@ -188,6 +192,8 @@ class OpRegistry:
         except KeyError:
             pass
         with self._lock:  # pick and remember under the lock a registration clears under, so no stale entry
+            if len(self._chosen) >= RESOLVED_LIMIT:  # a process that sees ever new target strings stays bounded
+                self._chosen.clear()
             chosen = self._pick(kind, target)
             self._chosen[key] = chosen
         return chosen

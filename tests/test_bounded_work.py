@@ -1,0 +1,132 @@
+"""Bounded work and exact inverses: a layout proved bijective always has an inverse (closed form, else the
+piecewise inverse read off its table), and every search that can run long stops with a typed error naming
+what gave up and what to try instead."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import layoutkit as lk
+from layoutkit.algebra import forall
+from layoutkit.algebra.forall import Symbol, search_assignment
+from layoutkit.algebra.nodes import Var
+from layoutkit.algebra.piecewise import PIECEWISE_LIMIT, piecewise_inverse
+from layoutkit.errors import LimitError, ProofBudgetError
+from layoutkit.testing import assert_inverse_round_trip
+from layoutkit.testing.strategies import bijective_layouts
+
+
+def _issue_layout(rows: int, cols: int) -> lk.Layout:
+    return lk.Layout([rows, cols], lambda i, j: (i // 2, (i % 2 * cols + j) // 2 * 2 + (i * cols + j) % 2))
+
+
+def test_the_bijection_with_no_closed_form_has_an_exact_inverse():
+    layout = _issue_layout(4, 35)
+    assert layout.prove_bijective().verdict is True
+    inv = layout.inverse()
+    assert inv.input_shape == (2, 70)
+    assert inv.output_shape == (4, 35)
+    coords = np.moveaxis(np.indices((4, 35)), 0, -1)
+    assert np.array_equal(inv.apply(layout.table()), coords)
+    assert inv.map_forward_index(layout.map_forward_index([1, 20])) == (1, 20)
+    # the inverse is a layout like any other: its expressions substitute and prove
+    assert inv.prove_bijective().verdict is True
+    assert np.array_equal(inv.inverse().table(), layout.table())
+
+
+def test_the_fragment_inverse_of_a_bijection_with_no_closed_form():
+    frag = lk.Fragment([4, 35], forward_thread_fn=lambda i, j: i // 2,
+                       forward_index_fn=lambda i, j: (i % 2 * 35 + j) // 2 * 2 + (i * 35 + j) % 2)
+    inv = frag.inverse()
+    thread, slot = frag.map_forward_thread([3, 7]), frag.map_forward_index([3, 7])
+    assert inv.map_forward_index([*slot, thread]) == (3, 7, 0)
+
+
+def test_a_modular_multiplication_inverts_exactly():
+    layout = lk.Layout([1001], lambda i: (i * 8) % 1001)
+    assert_inverse_round_trip(layout)
+
+
+def test_a_piecewise_inverse_past_its_limit_is_refused_typed():
+    table = np.random.default_rng(0).permutation(PIECEWISE_LIMIT * 4)[:, None]
+    with pytest.raises(LimitError, match=r"no closed-form inverse, and its piecewise inverse needs \d+ breaks .* "
+                                         r"invert through the layout's table\(\) instead"):
+        piecewise_inverse(table, (PIECEWISE_LIMIT * 4,), (Var("_i", PIECEWISE_LIMIT * 4),))
+
+
+def _modular(n: int, k: int) -> lk.Layout:
+    return lk.Layout([n], lambda i: (i * k) % n)
+
+
+_BIJECTIONS = st.one_of(
+    bijective_layouts(max_size=256),
+    st.builds(_issue_layout, st.sampled_from([2, 4, 6]), st.sampled_from([3, 5, 7, 35])),
+    st.builds(_modular, st.integers(1, 300), st.integers(1, 40)),
+    st.builds(lambda a, b, k: lk.Layout([a, b], lambda i, j: ((i + (j ^ k)) % a, j)), st.integers(1, 12),
+              st.integers(1, 12), st.integers(0, 15)),
+)
+
+
+@given(_BIJECTIONS)
+def test_law_every_bijection_has_an_inverse_that_undoes_it(layout):
+    proof = layout.prove_bijective("enumerate")
+    assume(proof.verdict)
+    assert_inverse_round_trip(layout)
+    inv = layout.inverse()
+    assert math.prod(inv.input_shape) == layout.size
+
+
+def test_an_undecided_counterexample_search_stops_at_its_budget(monkeypatch):
+    monkeypatch.setattr(forall, "SEARCH_LIMIT", 10)
+    with pytest.raises(ProofBudgetError, match=r"search for a counterexample over M, N: stopped undecided after 10 "
+                                               r"of 144 assignments \(SEARCH_LIMIT\); bind the symbols") as err:
+        search_assignment([Symbol("M"), Symbol("N")], lambda sub: False)
+    assert (err.value.limit, err.value.found) == (10, 10)
+    assert search_assignment([Symbol("M")], lambda sub: sub[Symbol("M").sym] == 3) == {"M": 3}
+    monkeypatch.setattr(forall, "SEARCH_LIMIT", 144)  # a search within the limit decides as before
+    assert search_assignment([Symbol("M"), Symbol("N")], lambda sub: False) is None
+
+
+def test_auto_refuses_to_enumerate_past_its_size_budget():
+    big = lk.Layout([3000, 5000], lambda i, j: (i, j ^ (i % 7)))  # neither F2-affine nor quasi-affine
+    refusal = (r"prove_bijective\('auto'\) .*enumerating its 15000000 coordinates is past the 4194304 'auto' "
+               r"enumerates; ask for method='enumerate'")
+    with pytest.raises(ProofBudgetError, match=refusal) as err:
+        big.prove_bijective()
+    assert (err.value.limit, err.value.found) == (1 << 22, 15_000_000)
+    with pytest.raises(ProofBudgetError):
+        big.inverse()  # unproved, so not inverted
+
+
+def test_the_piecewise_inverse_finds_the_period_and_the_modular_form():
+    xor = lk.Layout([4736], lambda i: i ^ ((i // 2) & 53))
+    inv = xor.inverse()
+    assert str(inv.forward_index[0]).startswith("_i // 128 * 128 + ")  # one period of 128 offsets holds the breaks
+    assert np.array_equal(inv.apply(xor.table())[:, 0], np.arange(4736))
+    assert [str(e) for e in _modular(4737, 2).inverse().forward_index] == ["_i * 2369 % 4737"]
+    assert [str(e) for e in _issue_layout(4, 35).inverse().forward_index] == ["_i * 2 + _j // 35", "_j % 35"]
+
+
+@pytest.mark.parametrize("shape", [b"(JQ\x9d", "ab", {4: 4}, {4}])
+def test_bytes_strings_sets_and_dicts_are_no_shapes(shape):
+    # found by `make fuzz`: bytes iterate as integers, so b"(JQ\x9d" was the shape (40, 74, 81, 157)
+    with pytest.raises(lk.ShapeError, match="must be a sequence of positive integers; found"):
+        lk.Layout(shape, lambda *xs: xs[0])
+
+
+def test_why_a_huge_layout_is_not_linear_is_read_off_its_shape():
+    # found by `make fuzz`: the shape-only view of 2**60 points overflowed numpy's byte count (a ValueError)
+    huge = lk.Layout([200, 234, 246, 175, 86, 225, 151, 231], lambda *xs: xs[0])
+    with pytest.raises(lk.NotLinearError, match=r"input dim 0 \(_i\) has extent 200, not a power of two"):
+        huge.to_linear()
+
+
+def test_a_layout_without_outputs_is_refused():
+    # found by `make fuzz`: Layout.from_exprs(1, ()) built a layout whose table() failed inside numpy
+    with pytest.raises(lk.ShapeError, match=r"Layout.from_exprs needs at least one output expression; found \(\)"):
+        lk.Layout.from_exprs([1], ())
