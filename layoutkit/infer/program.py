@@ -31,7 +31,7 @@ from dataclasses import replace
 from ..algebra.layout import Layout
 from ..algebra.shapes import check_shape
 from ..dtypes import canonical_dtype
-from ..errors import ShapeError
+from ..errors import ScopeError, ShapeError
 from ..fragment.fragment import Fragment
 from ..scopes import FRAGMENT, LOCAL, REDUCER, SHARED_DYN
 from . import validate
@@ -102,7 +102,8 @@ class Program:
             raise ShapeError(f"buffer {name!r} is already declared")
         scopes = self.hooks.scopes
         if scope not in scopes:
-            raise ShapeError(f"buffer {name!r}: unknown scope {scope!r}; expected one of {scopes}")
+            raise ScopeError(f"buffer {name!r}: unknown scope {scope!r} on target {self.target!r}; expected one of "
+                             f"{scopes}", str(name), str(scope), self.target, scopes)
         buf = Buffer(str(name), check_shape(shape, f"buffer {name} shape"), canonical_dtype(dtype), scope, alias_of)
         self.buffers[buf.name] = buf
         return buf
