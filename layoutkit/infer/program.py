@@ -100,9 +100,9 @@ class Program:
             raise ShapeError(f"buffer name must be a non-empty string; found {type(name).__name__} {name!r}")
         if name in self.buffers:
             raise ShapeError(f"buffer {name!r} is already declared")
-        scopes = self.hooks.scopes
+        scopes = self.hooks.scopes_of(self.target)
         if scope not in scopes:
-            raise ScopeError(f"buffer {name!r}: unknown scope {scope!r} on target {self.target!r}; expected one of "
+            raise ScopeError(f"buffer {name!r}: target {self.target!r} has no scope {scope!r}; expected one of "
                              f"{scopes}", str(name), str(scope), self.target, scopes)
         buf = Buffer(str(name), check_shape(shape, f"buffer {name} shape"), canonical_dtype(dtype), scope, alias_of)
         self.buffers[buf.name] = buf

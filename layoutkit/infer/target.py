@@ -41,6 +41,11 @@ class Target:
     scopes: tuple[str, ...] = SCOPES
     global_scope: str = GLOBAL
 
+    def scopes_of(self, target: str) -> tuple[str, ...]:
+        """The scopes a program of ``target`` (a string this family matches) may allocate: :attr:`scopes`,
+        unless one generation of the family lacks some (NVIDIA tensor memory before sm_100)."""
+        return self.scopes
+
     def rules(self) -> Mapping[str, Rule]:
         """Op kind -> layout rule on this target (they win over the ``"*"`` rules)."""
         return {}
@@ -130,7 +135,8 @@ def check_scopes(program: Program, what: str) -> None:
     target has (:attr:`Target.scopes`).  A program's buffers are checked when they are declared, against the
     target of that moment; this catches a program re-targeted since (``program.target = "sm_70"`` on an
     Ascend program), which the target's rules would otherwise read in scopes they know nothing of.  The
-    error names the first such buffer (and how many more there are), its scope and the target's scopes.
+    error names the first such buffer (and how many more there are), its scope and the target's scopes
+    (:meth:`Target.scopes_of`).
 
     >>> from layoutkit.infer import Program
     >>> p = Program(target="ascend")
@@ -142,7 +148,7 @@ def check_scopes(program: Program, what: str) -> None:
     ...     print(e.buffer, e.scope, e.target)
     A_l1 l1 sm_80
     """
-    scopes = get_target(program.target).scopes
+    scopes = get_target(program.target).scopes_of(program.target)
     foreign = [b for b in program.buffers.values() if b.scope not in scopes]
     if not foreign:
         return
