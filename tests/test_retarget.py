@@ -55,7 +55,7 @@ def test_the_targets_cover_every_backend():
 
 
 def _foreign(program: Program, target: str) -> list[str]:
-    scopes = infer.get_target(target).scopes
+    scopes = infer.get_target(target).scopes_of(target)
     return [name for name, buf in program.buffers.items() if buf.scope not in scopes]
 
 
