@@ -161,12 +161,13 @@ def register_layout_error(ctx: ProgramView, name: str, new: Layout, op: str, rul
     ...                             "gemm"))  # doctest: +ELLIPSIS
     gemm#3: the gemm rule of target 'ascend' gave register buffer C (local.fragment, shape (16, 16)) a plain Layout...
     """
-    buf = ctx.buffer(name)
-    memory = [s for s in get_target(ctx.program.target).scopes if s not in (FRAGMENT, REDUCER, LOCAL)]
+    buf, target = ctx.buffer(name), ctx.program.target
+    memory = [s for s in get_target(target).scopes_of(target) if s not in (FRAGMENT, REDUCER, LOCAL)]
+    found = new.describe() if isinstance(new, Layout) else f"{type(new).__name__} {new!r:.80}"
     return OpValidationError(
-        f"{op}: the {rule} rule of target {ctx.program.target!r} gave register buffer {name} ({buf.scope}, shape "
-        f"{ctx.shape(name)}) a plain {new.describe()}; expected a Fragment (threads x registers), as every "
-        f"{buf.scope} buffer needs: on {ctx.program.target} that rule lays {name} out in memory, so allocate it in "
+        f"{op}: the {rule} rule of target {target!r} gave register buffer {name} ({buf.scope}, shape "
+        f"{ctx.shape(name)}) a plain {found}; expected a Fragment (threads x registers), as every "
+        f"{buf.scope} buffer needs: on {target} that rule lays {name} out in memory, so allocate it in "
         f"the memory scope the op needs there (one of {', '.join(memory)}) or build the program for the target "
         "it was written for", op, name)
 
