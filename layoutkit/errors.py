@@ -42,6 +42,20 @@ class CodegenInputError(ShapeError):
         self.buffer = buffer
 
 
+class ScopeError(ShapeError):
+    """A buffer lives in a memory scope its program's target does not have (a program built for one target
+    and re-targeted to another: Ascend's ``l0a`` on an NVIDIA GPU, NVIDIA's ``shared.dyn`` on Ascend);
+    ``buffer`` names it, ``scope`` is its scope, ``target`` the program's target and ``expected`` that
+    target's scopes."""
+
+    def __init__(self, message: str, buffer: str, scope: str, target: str, expected: tuple[str, ...]):
+        super().__init__(message)
+        self.buffer = buffer
+        self.scope = scope
+        self.target = target
+        self.expected = tuple(expected)
+
+
 class ProgramFormatError(ShapeError):
     """A serialized program (``Program.from_json``) does not follow the document schema.
 
@@ -169,6 +183,7 @@ __all__ = [
     "ShapeStrideError",
     "NotLinearError",
     "ProgramFormatError",
+    "ScopeError",
     "LimitError",
     "UserFunctionError",
     "NotBijectiveError",

@@ -137,3 +137,14 @@ def test_a_gemm_on_a_shared_sub_region_is_refused_before_the_layouts():
     p.copy(C_l, C[0, 0])
     with pytest.raises(UnsupportedError, match=r"gemm#3 reads the sub-region \(\(0, 0\), \(128, 32\)\) of A_shared"):
         codegen.emit_cuda(p, infer_layouts(p))
+
+
+@pytest.mark.parametrize("threads", [512, 1024])
+def test_more_than_two_consumer_warp_groups_is_refused_naming_the_mma_option(threads):
+    """The kernel has setmaxnreg budgets for one or two consumer groups; more was a KeyError in the printer."""
+    p = programs.gemm(threads=threads, target="sm_90")
+    r = infer_layouts(p)
+    with pytest.raises(UnsupportedError, match=f"{threads} consumer threads are {threads // 128} warp groups; the "
+                                               r"warp-specialised kernel has 1 or 2 .* gemm_instruction='mma'"):
+        codegen.emit_cuda(p, r)
+    assert "mma.sync.aligned.m16n8k16" in codegen.emit_cuda(p, r, gemm_instruction="mma")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from layoutkit.algebra.layout import Layout
-from layoutkit.errors import ShapeError, UnsupportedError
+from layoutkit.errors import ScopeError, ShapeError, UnsupportedError
 from layoutkit.infer import Program, infer_layouts
 from layoutkit.targets import nv
 from layoutkit.targets.nv.tcgen05 import (
@@ -181,9 +181,15 @@ def test_sm100_gemm_lays_out_tensor_memory_and_the_copy_the_fragment():
                                       arch="sm_100a") == "tcgen05"
 
 
-def test_tensor_memory_accumulator_before_sm100_is_refused():
-    with pytest.raises(UnsupportedError, match="accumulates into tensor memory only as a TCGEN05 GEMM"):
-        infer_layouts(_tcgen05_program(target="sm_90"))
+def test_tensor_memory_before_sm100_is_refused():
+    """Tensor memory is no scope of an sm_90 program: refused when allocated, and when an sm_100 program is
+    re-targeted to sm_90 (the GEMM rule's own refusal is :func:`nv.gemm_layouts`', test_nv_gemm)."""
+    with pytest.raises(ScopeError, match="buffer 'C_t': target 'sm_90' has no scope 'shared.tmem'"):
+        _tcgen05_program(target="sm_90")
+    p = _tcgen05_program()
+    p.target = "sm_90"
+    with pytest.raises(ScopeError, match="buffer C_t lives in scope 'shared.tmem', which target 'sm_90' does not have"):
+        infer_layouts(p)
 
 
 def test_ts_gemm_needs_k_major_a():

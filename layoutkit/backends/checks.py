@@ -35,20 +35,24 @@ import numpy as np
 
 from ..errors import CodegenInputError, DtypeError, UnsupportedError
 from ..fragment.fragment import Fragment
-from ..infer.target import get_target
+from ..infer.target import check_scopes, get_target
 from ..scopes import REDUCER
 
 
 def check_program(program, what: str) -> None:
-    """Raise :class:`~layoutkit.errors.UnsupportedError` unless ``program`` is a layoutkit Program.
+    """Raise :class:`~layoutkit.errors.UnsupportedError` unless ``program`` is a layoutkit Program, and
+    :class:`~layoutkit.errors.ScopeError` when one of its buffers lives in a scope its target does not have
+    (:func:`~layoutkit.infer.target.check_scopes`).
 
     >>> check_program("gemm", "emit_cuda")
     Traceback (most recent call last):
     ...
     layoutkit.errors.UnsupportedError: emit_cuda: expected a layoutkit.infer.Program; found str
     """
-    if not all(hasattr(program, a) for a in ("ops", "buffers", "target", "threads")):
+    if not all(hasattr(program, a) for a in ("ops", "buffers", "target", "threads")) or \
+            not isinstance(program.buffers, Mapping):
         raise UnsupportedError(f"{what}: expected a layoutkit.infer.Program; found {type(program).__name__}")
+    check_scopes(program, what)  # a program re-targeted since it was built: its target's lowering knows no scope
 
 
 def _touched(program) -> set[str]:

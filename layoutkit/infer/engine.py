@@ -56,7 +56,7 @@ from .rules import COMMON, STRICT, Conflict
 from .serialize import op_dict
 from .soundness import check_solved
 from .state import Context, alias_layout, bfs, run
-from .target import get_target
+from .target import check_scopes, get_target
 
 
 def thread_range(program) -> tuple[int, int]:
@@ -199,10 +199,13 @@ def clear_caches() -> None:
 
 def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bool = True) -> InferenceResult:
     """Infer a layout for every buffer and loop of ``program`` (see the module doc).  A conflict raises
-    :class:`~layoutkit.errors.LayoutConflictError` with a minimal set of constraints."""
+    :class:`~layoutkit.errors.LayoutConflictError` with a minimal set of constraints; a buffer in a scope the
+    program's target does not have (a program re-targeted after it was built),
+    :class:`~layoutkit.errors.ScopeError` naming it (:func:`~.target.check_scopes`)."""
     if not isinstance(program, Program):
         raise ShapeError(f"infer_layouts: expected a layoutkit.infer.Program; found {type(program).__name__} "
                          f"{program!r:.80}")
+    check_scopes(program, "infer_layouts")
     try:
         ctx = solve(program, cost_model=cost_model)
     except Conflict as err:

@@ -31,7 +31,7 @@ from dataclasses import replace
 from ..algebra.layout import Layout
 from ..algebra.shapes import check_shape
 from ..dtypes import canonical_dtype
-from ..errors import ShapeError
+from ..errors import ScopeError, ShapeError
 from ..fragment.fragment import Fragment
 from ..scopes import FRAGMENT, LOCAL, REDUCER, SHARED_DYN
 from . import validate
@@ -100,9 +100,10 @@ class Program:
             raise ShapeError(f"buffer name must be a non-empty string; found {type(name).__name__} {name!r}")
         if name in self.buffers:
             raise ShapeError(f"buffer {name!r} is already declared")
-        scopes = self.hooks.scopes
+        scopes = self.hooks.scopes_of(self.target)
         if scope not in scopes:
-            raise ShapeError(f"buffer {name!r}: unknown scope {scope!r}; expected one of {scopes}")
+            raise ScopeError(f"buffer {name!r}: target {self.target!r} has no scope {scope!r}; expected one of "
+                             f"{scopes}", str(name), str(scope), self.target, scopes)
         buf = Buffer(str(name), check_shape(shape, f"buffer {name} shape"), canonical_dtype(dtype), scope, alias_of)
         self.buffers[buf.name] = buf
         return buf

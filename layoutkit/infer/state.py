@@ -21,13 +21,15 @@ from collections.abc import Mapping, MutableMapping
 from ..algebra.layout import Layout
 from ..dtypes import element_bits
 from ..fragment.fragment import Fragment
+from ..scopes import FRAGMENT, LOCAL, REDUCER
 from .conversions import MaskedLayouts
 from .guards import Predicate
 from .library import get_rule
 from .reducers import commit_reducer
 from .result import Derivation
 from .rules import LEVEL_NAMES, STRICT, Conflict, ProgramView, RuleConflict, RuleContext, RuleResult, op_range
-from .target import get_merge
+from .target import get_merge, get_target
+from .validate import OpValidationError
 
 _OVERLAID = ("layouts", "loops", "predicates", "derivations", "setter")
 
@@ -104,7 +106,10 @@ class Context(ProgramView):
     # ---- committing proposals -------------------------------------------------------------------
     def commit(self, name: str, new: Layout, op: str, level: int, rule: str) -> bool:
         """Record ``new`` for ``name``; True when the map changed.  Fragment containment upgrades,
-        target swizzle merges, otherwise a :class:`Conflict`."""
+        target swizzle merges, otherwise a :class:`Conflict`.  A plain layout proposed for a register
+        buffer is refused (:func:`register_layout_error`)."""
+        if self.needs_layout(name) and not isinstance(new, Fragment):
+            raise register_layout_error(self, name, new, op, rule)
         old = self.layouts.get(name)
         if self.is_reducer(name):
             return commit_reducer(self, name, old, new, op, level, rule)
@@ -140,6 +145,31 @@ class Context(ProgramView):
         self.layouts[name] = layout
         self.setter[name] = op
         self.derivations[name] = self.derivations.get(name, []) + [Derivation(rule, LEVEL_NAMES[level], op, action)]
+
+
+def register_layout_error(ctx: ProgramView, name: str, new: Layout, op: str, rule: str) -> OpValidationError:
+    """The error for a rule that proposes a plain (memory) layout for register buffer ``name``: the rule of
+    ``op`` on the program's target lays that buffer out as memory, so the program does not fit the target
+    (a program built for one target and re-targeted, or an op no builder checked): every later rule reads a
+    register buffer's layout as a :class:`~layoutkit.fragment.Fragment`.
+
+    >>> import layoutkit as lk
+    >>> from layoutkit.infer import Program
+    >>> p = Program(target="ascend")
+    >>> _ = p.alloc_fragment("C", (16, 16), "float32")
+    >>> print(register_layout_error(Context(p, (0, 128)), "C", lk.Layout([16, 16], lambda i, j: (i, j)), "gemm#3",
+    ...                             "gemm"))  # doctest: +ELLIPSIS
+    gemm#3: the gemm rule of target 'ascend' gave register buffer C (local.fragment, shape (16, 16)) a plain Layout...
+    """
+    buf, target = ctx.buffer(name), ctx.program.target
+    memory = [s for s in get_target(target).scopes_of(target) if s not in (FRAGMENT, REDUCER, LOCAL)]
+    found = new.describe() if isinstance(new, Layout) else f"{type(new).__name__} {new!r:.80}"
+    return OpValidationError(
+        f"{op}: the {rule} rule of target {target!r} gave register buffer {name} ({buf.scope}, shape "
+        f"{ctx.shape(name)}) a plain {found}; expected a Fragment (threads x registers), as every "
+        f"{buf.scope} buffer needs: on {target} that rule lays {name} out in memory, so allocate it in "
+        f"the memory scope the op needs there (one of {', '.join(memory)}) or build the program for the target "
+        "it was written for", op, name)
 
 
 def _alias_siblings(program) -> dict[str, tuple[str, ...]]:

@@ -23,6 +23,7 @@ from typing import Any
 from .. import deferred
 from ..algebra.layout import Layout
 from ..cost import register_cost_model
+from ..errors import ScopeError
 from ..scopes import GLOBAL, SCOPES
 from . import validate
 from .library import register_op, register_rule
@@ -39,6 +40,11 @@ class Target:
     family: str = "*"
     scopes: tuple[str, ...] = SCOPES
     global_scope: str = GLOBAL
+
+    def scopes_of(self, target: str) -> tuple[str, ...]:
+        """The scopes a program of ``target`` (a string this family matches) may allocate: :attr:`scopes`,
+        unless one generation of the family lacks some (NVIDIA tensor memory before sm_100)."""
+        return self.scopes
 
     def rules(self) -> Mapping[str, Rule]:
         """Op kind -> layout rule on this target (they win over the ``"*"`` rules)."""
@@ -126,6 +132,37 @@ def get_target(target: str) -> Target:
         pat = best_family(_TARGETS, target)
         hit = _RESOLVED[target] = _DEFAULT if pat is None else _TARGETS[pat]
     return hit
+
+
+def check_scopes(program: Program, what: str) -> None:
+    """Raise :class:`~layoutkit.errors.ScopeError` unless every buffer of ``program`` lives in a scope its
+    target has (:attr:`Target.scopes`).  A program's buffers are checked when they are declared, against the
+    target of that moment; this catches a program re-targeted since (``program.target = "sm_70"`` on an
+    Ascend program), which the target's rules would otherwise read in scopes they know nothing of.  The
+    error names the first such buffer (and how many more there are), its scope and the target's scopes
+    (:meth:`Target.scopes_of`).
+
+    >>> from layoutkit.infer import Program
+    >>> p = Program(target="ascend")
+    >>> _ = p.alloc("A_l1", (16, 16), "float16", "l1")
+    >>> p.target = "sm_80"
+    >>> try:
+    ...     check_scopes(p, "infer_layouts")
+    ... except ScopeError as e:
+    ...     print(e.buffer, e.scope, e.target)
+    A_l1 l1 sm_80
+    """
+    scopes = get_target(program.target).scopes_of(program.target)
+    foreign = [b for b in program.buffers.values() if b.scope not in scopes]
+    if not foreign:
+        return
+    first = foreign[0]
+    more = f" (and {len(foreign) - 1} more: {', '.join(b.name for b in foreign[1:4])}" \
+           f"{', ...' if len(foreign) > 4 else ''})" if len(foreign) > 1 else ""
+    raise ScopeError(f"{what}: buffer {first.name} lives in scope {first.scope!r}, which target {program.target!r} "
+                     f"does not have{more}; expected one of {', '.join(scopes)}: build the program for the target "
+                     f"its scopes belong to, or allocate {first.name} in a scope of {program.target}",
+                     first.name, first.scope, program.target, scopes)
 
 
 def get_merge(target: str) -> Callable | None:

@@ -28,13 +28,17 @@ from ...infer.engine import solve
 from ...infer.rules import EMPTY, STRICT, RuleResult
 from ...infer.validate import OpValidationError
 from ...targets import ascend
-from .program import check_end
+from .program import check_end, check_gemm
 from .scopes import FRACTAL_SCOPES
 
 
 def mad_rule(op, ctx, level) -> RuleResult:
-    """Definite at every level (the MAD operand and accumulator layouts)."""
+    """Definite at every level (the MAD operand and accumulator layouts).  The operands' scopes are checked
+    first (:func:`.program.check_gemm`: A in l0a / l1, B in l0b / l1, C in l0c), as ``p.mad`` does: a GEMM
+    no Ascend builder checked (one re-targeted from NVIDIA, or read from JSON) would otherwise get fractal
+    layouts for its register fragments."""
     a = op.args
+    check_gemm(ctx.buffer(a["A"]), ctx.buffer(a["B"]), ctx.buffer(a["C"]), a, op.name)
     k_align = int(a.get("k_align", 1))
     out = {}
     try:

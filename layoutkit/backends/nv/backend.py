@@ -49,6 +49,14 @@ class NvBackend(Backend):
     scopes = (*SCOPES, TMEM)
     """The NVIDIA scopes and Blackwell tensor memory (``shared.tmem``, sm_100 and later only)."""
 
+    def scopes_of(self, target: str) -> tuple[str, ...]:
+        """Tensor memory from sm_100 on only (TileLang's ``T.alloc_tmem`` needs a TCGEN05 target).
+
+        >>> "shared.tmem" in NvBackend().scopes_of("sm_90a"), "shared.tmem" in NvBackend().scopes_of("sm_100a")
+        (False, True)
+        """
+        return self.scopes if arch_number(target) >= 100 else SCOPES
+
     def rules(self):
         return rules.RULES
 

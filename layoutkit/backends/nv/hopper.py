@@ -99,6 +99,10 @@ WG = 128
 """Threads of a warp group."""
 MAX_CONSUMER_REGS = 240
 """The most registers ``setmaxnreg`` gives a consumer thread (of a block with one or two consumer groups)."""
+CONSUMER_REGS = {1: 240, 2: 232}
+"""``setmaxnreg`` budgets per consumer group count: 128 x 40 + 256 x 232 registers fit the 64 Ki of an SM
+with two consumer groups; one consumer group takes 240 (the most a thread has at entry of a 256-thread block).
+The kernel has one or two consumer groups (:func:`check_operands` refuses others)."""
 
 
 def swizzle(addr, span: int):
@@ -396,9 +400,9 @@ def uses_hopper(program, gemm_instruction: str | None = None) -> bool:
 
 def check_operands(program) -> None:
     """Raise :class:`~layoutkit.errors.UnsupportedError` unless the GEMM of ``program`` has wgmma operands this
-    lowering takes: :data:`WGMMA_OPERANDS` alike for A and B, a float32 accumulator, whole consumer warp groups,
-    no ``transpose_A``, and for fp8 a K-major B (the PTX ISA has no transpose for ``.e4m3`` / ``.e5m2``).
-    Needs no layouts (the codegen facade checks it first).
+    lowering takes: :data:`WGMMA_OPERANDS` alike for A and B, a float32 accumulator, one or two whole consumer warp
+    groups (:data:`CONSUMER_REGS`), no ``transpose_A``, and for fp8 a K-major B (the PTX ISA has no transpose for
+    ``.e4m3`` / ``.e5m2``).  Needs no layouts (the codegen facade checks it first).
 
     >>> from layoutkit.infer import programs
     >>> try:
@@ -423,6 +427,12 @@ def check_operands(program) -> None:
                                f"{dtype} x {bufs[g['B']].dtype} -> {bufs[g['C']].dtype}")
     if program.threads % WG:
         raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are not whole warp groups")
+    if program.threads // WG not in CONSUMER_REGS:
+        raise UnsupportedError(f"sm_90a lowering: {program.threads} consumer threads are {program.threads // WG} warp "
+                               f"groups; the warp-specialised kernel has {' or '.join(map(str, CONSUMER_REGS))} "
+                               f"(setmaxnreg budgets {CONSUMER_REGS}): use "
+                               f"{' or '.join(str(WG * g) for g in CONSUMER_REGS)} threads, or "
+                               "gemm_instruction='mma'")
     if element_bits(dtype) == 8 and not g["transpose_B"]:
         raise UnsupportedError(f"sm_90a lowering: {dtype} B stored [K, N] is MN-major; wgmma with .e4m3 / .e5m2 "
                                "operands takes no transpose (imm-trans-a / imm-trans-b exist for .f16 / .bf16 "

@@ -31,13 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import cuda, hopper_epilogue_cuda
-from .hopper import WG, HopperGemm, OperandTile, descriptor_high, operand_offsets, shared_layout
+from .hopper import CONSUMER_REGS, WG, HopperGemm, OperandTile, descriptor_high, operand_offsets, shared_layout
 from .hopper_epilogue_cuda import StoreKnobs
 
 PRODUCER_REGS = 40
-CONSUMER_REGS = {1: 240, 2: 232}
-"""``setmaxnreg`` budgets per consumer group count: 128 x 40 + 256 x 232 registers fit the 64 Ki of an SM
-with two consumer groups; one consumer group takes 240 (the most a thread has at entry of a 256-thread block)."""
 
 _FP8 = ("float8_e4m3", "float8_e4m3fn", "float8_e5m2")
 _TMA_DTYPE = {"float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
