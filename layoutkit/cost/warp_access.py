@@ -34,10 +34,13 @@ def _table(view: F2Linear, warps: bool = True) -> np.ndarray:
     rank = len(view.out_dims)
     parts = [np.zeros((1, rank), dtype=np.int64)] if not warps else []
     for name in ("warp", "lane", "register")[0 if warps else 1:]:
-        table = np.zeros((1, rank), dtype=np.int64)
-        for v in per.get(name, ()):
-            table = np.concatenate([table, table ^ np.asarray(v, dtype=np.int64)], axis=0)
-        parts.append(table)
+        bs = per.get(name, ())
+        basis = np.asarray(bs, dtype=np.int64).reshape(len(bs), rank)
+        # index i's coordinate: XOR of the bases of i's set bits, all indices at once
+        n = basis.shape[0]
+        bits = (np.arange(1 << n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+        picked = np.where(bits[:, :, None] == 1, basis[None, :, :], 0)
+        parts.append(np.bitwise_xor.reduce(picked, axis=1) if n else np.zeros((1, rank), dtype=np.int64))
     w, ln, r = parts
     return w[:, None, None, :] ^ ln[None, :, None, :] ^ r[None, None, :, :]
 

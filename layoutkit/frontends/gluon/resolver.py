@@ -831,12 +831,17 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 if b != start and fits:
                     cands.append(b)
 
-    maps: dict[Blocked, F2Linear] = {}
+    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = {}
+
+    def linear(enc: Distributed, on: tuple[int, ...]) -> F2Linear:
+        """``enc.linear(on)``, built once per call (stages and accesses ask for the same maps again)."""
+        key = (enc, on)
+        if key not in maps:
+            maps[key] = enc.linear(on)
+        return maps[key]
 
     def view_of(b: Blocked) -> F2Linear:
-        if b not in maps:
-            maps[b] = b.linear(shape)
-        return maps[b]
+        return linear(b, shape)
 
     views: dict[tuple[Blocked, int], tuple[F2Linear, int]] = {}
 
@@ -847,7 +852,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             enc: Distributed = b
             for d in a.path:
                 enc = Slice(d, enc)
-            view = view_of(b) if not a.path and a.shape == shape else enc.linear(a.shape)
+            view = view_of(b) if not a.path and a.shape == shape else linear(enc, a.shape)
             views[(b, k)] = view, (_vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1)
         return views[(b, k)]
 
@@ -871,7 +876,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         """Shared-memory wavefronts of the class's register <-> shared moves (a load and a store of one width
         through one layout cost the same wavefronts: priced once)."""
         total = 0
-        if shared:
+        if any(layout.input_shape == shape for layout, _, _ in shared):   # else no move is priced: no fragment
             f = view_of(b)
             seen: dict[tuple[int, str, int], int] = {}
             try:
@@ -893,7 +898,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         moved_warps = moved_lanes = 0
         for other in converts:
             if isinstance(other, Distributed):
-                mw, ml = conversion_moves(view_of(b), other.linear(shape))
+                mw, ml = conversion_moves(view_of(b), linear(other, shape))
                 moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
         return moved_warps, moved_lanes
 
@@ -908,7 +913,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
             for d, child_shape in children:
-                rows += Slice(d, b).linear(child_shape).in_dim_size("register")
+                rows += linear(Slice(d, b), child_shape).in_dim_size("register")
         lanes = warps_ = 0
         for d in reductions:
             ln, wp = reduction_rounds(f, d)
