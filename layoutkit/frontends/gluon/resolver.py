@@ -864,12 +864,18 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             total += view.in_dim_size("register") // vec * warps * a.weight
         return (total,)
 
+    sector_counts: dict[tuple[F2Linear, tuple[int, ...], int, int], int] = {}
+
     def sectors(b: Blocked) -> tuple[int]:
-        """The 32-byte sectors those instructions touch."""
+        """The 32-byte sectors those instructions touch (candidates often share an access's map: priced
+        once)."""
         total = 0
         for k, a in enumerate(accesses):
             view, vec = access_view(b, k)
-            total += warp_sectors(view, a.strides, a.elem_bytes, vec) * a.weight
+            key = (view, a.strides, a.elem_bytes, vec)
+            if key not in sector_counts:
+                sector_counts[key] = warp_sectors(view, a.strides, a.elem_bytes, vec)
+            total += sector_counts[key] * a.weight
         return (total,)
 
     def wavefronts(b: Blocked) -> tuple[int]:
