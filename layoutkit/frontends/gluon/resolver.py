@@ -126,7 +126,7 @@ class _Reading:
     classes: _Classes
     placed: dict[tuple[int, int], str]       # (op index, type index) -> value key
     defs: dict[str, GlirOp]                  # value key -> defining op
-    func_of: dict[int, str]                  # op index -> function
+    func_of: dict[int, str]                  # op line -> function (an op is one line)
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
 
@@ -188,10 +188,10 @@ def _read(text: str) -> _Reading:
             rets = op.types[op.split:]
             for t in range(len(rets)):
                 place(i, op.split + t, f"{func}:return{t}")
-            func_of[i] = func
+            func_of[op.line] = func
             stack.append((i, op))
             continue
-        func_of[i] = func
+        func_of[op.line] = func
         res = [_key(func, r) for r in _results(op)]
         ops_ = [_key(func, o) for o in _operand_names(op)]
         for r in res:
@@ -528,7 +528,7 @@ def _affine(key: str, rd: _Reading, memo: dict) -> dict[int, int] | None:
     out: dict[int, int] | None = None
     if op is None:
         return None
-    func = rd.func_of[rd.module.ops.index(op)]
+    func = rd.func_of[op.line]
     args = [_key(func, o) for o in _operand_names(op)]
     name = op.name
     if name == "tt.make_range":
@@ -571,10 +571,10 @@ def _constant(key: str, rd: _Reading) -> int | None:
         if m:
             return int(m.group(1) or m.group(2))
     if op.name == "tt.splat":
-        func = rd.func_of[rd.module.ops.index(op)]
+        func = rd.func_of[op.line]
         return _constant(_key(func, _operand_names(op)[0]), rd)
     if op.name in ("arith.extsi", "arith.extui"):
-        func = rd.func_of[rd.module.ops.index(op)]
+        func = rd.func_of[op.line]
         return _constant(_key(func, _operand_names(op)[0]), rd)
     return None
 
