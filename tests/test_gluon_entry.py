@@ -92,3 +92,106 @@ def test_hook_acts_only_for_the_threads_inside(auto_kernel, monkeypatch):
     release.set()
     t.join(120)
     assert outcome == {"inside": True, "outside": "refused"}
+
+
+# ---- the stage hook as a hook point (no compile: Triton's calls to the hook, made by hand) -----------------
+
+
+class _Gluon:
+    name = "GLUON"
+
+
+def _stage_call():
+    """What Triton's backend does with the hook for one Gluon compile: the ``ttgir`` stage it then runs."""
+    from triton import knobs
+
+    def to_ttgir(src, metadata):
+        return "triton's own"
+
+    stages = {"ttgir": to_ttgir}
+    hook = knobs.runtime.add_stages_inspection_hook
+    if hook is not None:
+        hook(None, stages, None, _Gluon(), 80)
+    return "layoutkit" if stages["ttgir"] is not to_ttgir else "triton"
+
+
+def _cache_key():
+    from triton import knobs
+
+    hook = knobs.runtime.add_stages_inspection_hook
+    return hook()[0] if hook is not None else None
+
+
+@pytest.fixture()
+def users_hook(monkeypatch):
+    """A stage hook of the user's own, installed before any block: it must run for every compile and be
+    the very object Triton holds again after the blocks."""
+    pytest.importorskip("triton.experimental.gluon")
+    from triton import knobs
+
+    calls = []
+
+    def mine(*args):
+        if not args:
+            return ("user", "user")
+        calls.append(threading.get_ident())
+        return None
+
+    monkeypatch.setattr(knobs.runtime, "add_stages_inspection_hook", mine)
+    return mine, calls
+
+
+def test_hook_threads_nesting_and_errors_restore_the_users_hook(users_hook):
+    from triton import knobs
+
+    from layoutkit.frontends.gluon import resolving_layouts
+    from layoutkit.frontends.gluon.hook import STAGE_HOOK
+
+    mine, calls = users_hook
+    barrier = threading.Barrier(6)
+    seen: dict[int, list] = {}
+
+    def worker(t: int) -> None:
+        out = seen.setdefault(t, [])
+        if t >= 4:                    # threads with no block while the others hold theirs
+            barrier.wait()
+            out.extend((_stage_call(), _cache_key()) for _ in range(20))
+            barrier.wait()
+            return
+        with resolving_layouts():
+            barrier.wait()            # all four blocks open at once, two threads outside
+            for k in range(20):
+                if k % 5 == 1:        # nested: still resolving, and still after the inner block
+                    with resolving_layouts():
+                        out.append((_stage_call(), _cache_key()))
+                elif k % 5 == 3:      # a nested block that raises: the outer one still holds
+                    with pytest.raises(KeyError), resolving_layouts():
+                        raise KeyError(k)
+                    out.append((_stage_call(), _cache_key()))
+                else:
+                    out.append((_stage_call(), _cache_key()))
+            barrier.wait()
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(60)
+    assert seen == {t: [("layoutkit", "userlayoutkit-resolve")] * 20 if t < 4 else [("triton", "user")] * 20
+                    for t in range(6)}
+    assert len(calls) == 6 * 20                     # the user's hook ran for every compile, in or out
+    assert knobs.runtime.add_stages_inspection_hook is mine and STAGE_HOOK.open_blocks == 0
+
+
+def test_hook_restores_none_by_identity_after_a_raising_block(monkeypatch):
+    pytest.importorskip("triton.experimental.gluon")
+    from triton import knobs
+
+    from layoutkit.frontends.gluon import resolving_layouts
+
+    monkeypatch.setattr(knobs.runtime, "add_stages_inspection_hook", None)
+    with pytest.raises(ZeroDivisionError), resolving_layouts():
+        assert _stage_call() == "layoutkit" and _cache_key() == "layoutkit-resolve"
+        1 // 0  # noqa: B018
+    assert knobs.runtime.add_stages_inspection_hook is None
+    assert _stage_call() == "triton"

@@ -158,6 +158,6 @@ def test_a_fragment_spread_over_threads_read_only_at_an_outer_index_is_refused()
     p, loop = _outer_read(selected=False, replicated=False)
     assert str(infer_layouts(p).loop_layouts[loop].forward_thread) == "_rep"
     p, loop = _outer_read(selected=True, replicated=False)
-    with pytest.raises(UnsupportedError, match=rf"{loop}: fragment x laid out as Fragment\(\(128,\) .* forward_thread: _i, .* is "
-                                               r"indexed only by variables from outside the loop \(dims \[0\]\)"):
+    with pytest.raises(UnsupportedError, match=rf"{loop}: fragment x laid out as Fragment\(\(128,\) .* "
+                                               r"forward_thread: _i, .* is indexed only by variables from outside the loop \(dims \[0\]\)"):
         infer_layouts(p)

@@ -34,10 +34,13 @@ def _table(view: F2Linear, warps: bool = True) -> np.ndarray:
     rank = len(view.out_dims)
     parts = [np.zeros((1, rank), dtype=np.int64)] if not warps else []
     for name in ("warp", "lane", "register")[0 if warps else 1:]:
-        table = np.zeros((1, rank), dtype=np.int64)
-        for v in per.get(name, ()):
-            table = np.concatenate([table, table ^ np.asarray(v, dtype=np.int64)], axis=0)
-        parts.append(table)
+        bs = per.get(name, ())
+        basis = np.asarray(bs, dtype=np.int64).reshape(len(bs), rank)
+        # index i's coordinate: XOR of the bases of i's set bits, all indices at once
+        n = basis.shape[0]
+        bits = (np.arange(1 << n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+        picked = np.where(bits[:, :, None] == 1, basis[None, :, :], 0)
+        parts.append(np.bitwise_xor.reduce(picked, axis=1) if n else np.zeros((1, rank), dtype=np.int64))
     w, ln, r = parts
     return w[:, None, None, :] ^ ln[None, :, None, :] ^ r[None, None, :, :]
 
@@ -46,17 +49,17 @@ def warp_sectors(view: F2Linear, strides: Sequence[int], elem_bytes: int, vector
     """Sectors touched by all warp-wide access instructions of ``view`` at address ``sum(strides * x)``: those
     of warp 0, times the warps (a warp's accesses are another's shifted by its offset)."""
     nwarps = view.in_dim_size("warp") if "warp" in view.in_names else 1
-    t = _table(view, warps=False)
-    addr = (t * np.asarray(strides, dtype=np.int64)).sum(axis=-1) * int(elem_bytes)   # [warp, lane, register]
-    warps, lanes, regs = addr.shape
+    t = _table(view, warps=False)[0]                                                   # [lane, register, rank]
+    addr = (t * np.asarray(strides, dtype=np.int64)).sum(axis=-1) * int(elem_bytes)   # [lane, register]
+    lanes, regs = addr.shape
     vector = max(1, min(int(vector), regs))
-    groups = addr.reshape(warps, lanes, regs // vector, vector)
-    # one instruction per (warp, register group); a vector spans its first to its last sector
-    sectors = np.stack([groups[..., 0], groups[..., -1]], axis=-1) // SECTOR     # [warp, lane, group, 2]
-    sectors = sectors - sectors.min()
-    instr = np.arange(warps)[:, None, None, None] * (regs // vector) + np.arange(regs // vector)[None, None, :, None]
-    keys = np.broadcast_to(instr, sectors.shape) * (int(sectors.max()) + 1) + sectors
-    return int(np.unique(keys).size) * nwarps
+    groups = regs // vector
+    # one instruction per register group; a vector spans its first to its last sector
+    first, last = addr[:, 0::vector][:, :groups], addr[:, vector - 1::vector][:, :groups]
+    sectors = np.concatenate([first, last], axis=0).T // SECTOR                        # [group, 2 * lane]
+    # distinct sectors per instruction: sorted along the row, 1 + the steps between neighbours
+    sectors.sort(axis=1)
+    return int(groups + np.count_nonzero(sectors[:, 1:] != sectors[:, :-1])) * nwarps
 
 
 def reduction_rounds(view: F2Linear, dim: int) -> tuple[int, int]:

@@ -345,8 +345,14 @@ forward_index: (_j % 8,))
         return hit
 
     def index_table(self) -> NDArray[np.intp]:
-        """Register index (row-major over ``output_shape``) of every coordinate."""
-        return self.linear_table()
+        """Register index (row-major over ``output_shape``) of every coordinate (read-only, built once per
+        fragment: the proofs and the bank model read it again and again)."""
+        hit = self.memo.get("index_table")
+        if hit is None:
+            hit = self.linear_table()
+            hit.setflags(write=False)
+            self.memo["index_table"] = hit
+        return hit
 
     # ---- algebra --------------------------------------------------------------------------------
     def repeat(  # type: ignore[override]  # TileLang's Fragment.repeat takes per-dim repeats

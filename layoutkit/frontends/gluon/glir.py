@@ -90,8 +90,9 @@ class GlirModule:
 def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
     """Index of the bracket closing the one at ``start`` (``->`` arrows are not brackets)."""
     depth = 0
-    i = start
-    while i < len(text):
+    # only the two bracket characters are visited (a regex scan, not a per-character Python loop)
+    for m in re.finditer(re.escape(open_) + "|" + re.escape(close), text[start:]):
+        i = start + m.start()
         c = text[i]
         if c == open_ and not (open_ == "<" and i > 0 and text[i - 1] == "-"):
             depth += 1
@@ -99,7 +100,6 @@ def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     raise UnsupportedError(f"GLIR: unbalanced {open_}{close} in {text!r}")
 
 
@@ -139,11 +139,16 @@ def _strip_loc(line: str) -> str:
     return line
 
 
+_SIGNATURE_CHARS = re.compile(r"[()\[\]{}<>:]")
+
+
 def _signature_split(line: str) -> int:
     """The offset of the op's type signature (its top-level `` : ``), or -1."""
     depth = 0
     last = -1
-    for i, c in enumerate(line):
+    for m in _SIGNATURE_CHARS.finditer(line):   # brackets and colons only
+        i = m.start()
+        c = line[i]
         if c in "([{<" and not (c == "<" and line[i - 1:i] == "-"):
             depth += 1
         elif c in ")]}>" and not (c == ">" and line[i - 1:i] == "-"):

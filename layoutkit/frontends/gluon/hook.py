@@ -3,43 +3,47 @@ resolving_layouts():`` every Gluon kernel this thread compiles (``triton.compile
 :func:`~layoutkit.frontends.gluon.resolve` between its GLIR and TTGIR stages, instead of Gluon's own
 ``ResolveAutoEncodings`` (which needs seeds).  :func:`autolayout` wraps one kernel so that its launches do.
 
-Triton has one stage hook (``triton.knobs.runtime.add_stages_inspection_hook``); it is installed while any
-thread is inside the block (counted under a lock) and acts only for the threads inside one, so other threads'
-kernels compile untouched.  The hook adds ``layoutkit-resolve`` to the cache key of the kernels it changes.
+Triton has one stage hook (``triton.knobs.runtime.add_stages_inspection_hook``).  It is a hook point of
+:mod:`layoutkit.frontends.interpose`: patched once while any block is open anywhere, acting only for the
+threads (contexts) inside one, nestable, and put back, the very object it held, when the last block closes,
+whether or not a block raised.  A hook that was installed before (the user's own) still runs for every
+compile, inside a block or not.  The hook adds ``layoutkit-resolve`` to the cache key of the kernels it
+changes.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
+import os
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from ...errors import UnsupportedError
+from ..interpose import Interposer
 from .glir import strip_locations
 from .resolver import resolve
 
+CACHE_KEY = "layoutkit-resolve"
+"""What a block adds to the key (and hash) Triton caches its compiles under."""
 
-class _Session:
-    """The installed hook: who is inside a block, and the MLIR contexts of the modules it parsed."""
+
+class _Resolving:
+    """One :func:`resolving_layouts` block's override of the stage hook: called as ``block(previous, *args)``
+    (``previous``: the hook Triton held before, or None), it holds the MLIR contexts of the modules it parsed
+    until the block ends."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.users = 0
-        self.local = threading.local()
-        self.previous: Any = None
         self.contexts: list[Any] = []
 
-    def active(self) -> bool:
-        return getattr(self.local, "depth", 0) > 0
-
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, previous: Callable | None, *args: Any) -> Any:
         if not args:   # Triton asks for the cache key of the stages
-            return ("layoutkit-resolve", "layoutkit-resolve") if self.active() else ("", "")
-        if self.previous is not None:
-            self.previous(*args)
+            key, digest = previous() if previous is not None else ("", "")
+            return key + CACHE_KEY, digest + CACHE_KEY
+        if previous is not None:
+            previous(*args)
         backend, stages, _options, language, capability = args
-        if not self.active() or getattr(language, "name", str(language)).upper() != "GLUON":
+        if getattr(language, "name", str(language)).upper() != "GLUON":
             return None
         to_ttgir = stages["ttgir"]
 
@@ -51,9 +55,6 @@ class _Session:
             ir.load_dialects(context)
             backend.load_dialects(context)
             self.contexts.append(context)     # the module lives in it until the block ends
-            import os
-            import tempfile
-
             with tempfile.TemporaryDirectory() as tmp:
                 path = os.path.join(tmp, "kernel.glir")
                 with open(path, "w") as f:
@@ -66,33 +67,45 @@ class _Session:
         return None
 
 
-_SESSION = _Session()
+def _patch_stage_hook(current: Callable[[], _Resolving | None]) -> Callable[[], None]:
+    """Put the dispatcher on Triton's stage hook (the :data:`~layoutkit.frontends.interpose.Patch` of
+    :data:`STAGE_HOOK`): a context with no block gets exactly what the hook held before (nothing, when it held
+    None); the returned undo puts that very object back."""
+    from triton import knobs
+
+    runtime = knobs.runtime
+    original = runtime.add_stages_inspection_hook
+
+    def dispatch(*args: Any) -> Any:
+        block = current()
+        if block is not None:
+            return block(original, *args)
+        if original is not None:
+            return original(*args)
+        return None if args else ("", "")
+
+    runtime.add_stages_inspection_hook = dispatch
+    return lambda: setattr(runtime, "add_stages_inspection_hook", original)
+
+
+STAGE_HOOK: Interposer[_Resolving] = Interposer("triton.knobs.runtime.add_stages_inspection_hook",
+                                                _patch_stage_hook)
+"""Triton's stage hook as a hook point, overridden per thread / context by :func:`resolving_layouts`."""
 
 
 @contextmanager
 def resolving_layouts() -> Iterator[None]:
     """Inside the block, this thread's Gluon compiles resolve auto layouts with layoutkit (see the module doc)."""
     try:
-        from triton import knobs
+        from triton import knobs  # noqa: F401  (the hook point lives there)
     except ImportError as err:
         raise UnsupportedError(f"resolving_layouts needs triton 3.9 (the 'gluon' extra): {err}") from None
-    s = _SESSION
-    with s.lock:
-        if s.users == 0:
-            s.previous = knobs.runtime.add_stages_inspection_hook
-            knobs.runtime.add_stages_inspection_hook = s
-        s.users += 1
-    s.local.depth = getattr(s.local, "depth", 0) + 1
+    block = _Resolving()
     try:
-        yield
+        with STAGE_HOOK.override(block):
+            yield
     finally:
-        s.local.depth -= 1
-        with s.lock:
-            s.users -= 1
-            if s.users == 0:
-                knobs.runtime.add_stages_inspection_hook = s.previous
-                s.previous = None
-                s.contexts.clear()
+        block.contexts.clear()
 
 
 class _AutoLayoutKernel:

@@ -126,7 +126,7 @@ class _Reading:
     classes: _Classes
     placed: dict[tuple[int, int], str]       # (op index, type index) -> value key
     defs: dict[str, GlirOp]                  # value key -> defining op
-    func_of: dict[int, str]                  # op index -> function
+    func_of: dict[int, str]                  # op line -> function (an op is one line)
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
 
@@ -188,10 +188,10 @@ def _read(text: str) -> _Reading:
             rets = op.types[op.split:]
             for t in range(len(rets)):
                 place(i, op.split + t, f"{func}:return{t}")
-            func_of[i] = func
+            func_of[op.line] = func
             stack.append((i, op))
             continue
-        func_of[i] = func
+        func_of[op.line] = func
         res = [_key(func, r) for r in _results(op)]
         ops_ = [_key(func, o) for o in _operand_names(op)]
         for r in res:
@@ -528,7 +528,7 @@ def _affine(key: str, rd: _Reading, memo: dict) -> dict[int, int] | None:
     out: dict[int, int] | None = None
     if op is None:
         return None
-    func = rd.func_of[rd.module.ops.index(op)]
+    func = rd.func_of[op.line]
     args = [_key(func, o) for o in _operand_names(op)]
     name = op.name
     if name == "tt.make_range":
@@ -571,10 +571,10 @@ def _constant(key: str, rd: _Reading) -> int | None:
         if m:
             return int(m.group(1) or m.group(2))
     if op.name == "tt.splat":
-        func = rd.func_of[rd.module.ops.index(op)]
+        func = rd.func_of[op.line]
         return _constant(_key(func, _operand_names(op)[0]), rd)
     if op.name in ("arith.extsi", "arith.extui"):
-        func = rd.func_of[rd.module.ops.index(op)]
+        func = rd.func_of[op.line]
         return _constant(_key(func, _operand_names(op)[0]), rd)
     return None
 
@@ -831,12 +831,17 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 if b != start and fits:
                     cands.append(b)
 
-    maps: dict[Blocked, F2Linear] = {}
+    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = {}
+
+    def linear(enc: Distributed, on: tuple[int, ...]) -> F2Linear:
+        """``enc.linear(on)``, built once per call (stages and accesses ask for the same maps again)."""
+        key = (enc, on)
+        if key not in maps:
+            maps[key] = enc.linear(on)
+        return maps[key]
 
     def view_of(b: Blocked) -> F2Linear:
-        if b not in maps:
-            maps[b] = b.linear(shape)
-        return maps[b]
+        return linear(b, shape)
 
     views: dict[tuple[Blocked, int], tuple[F2Linear, int]] = {}
 
@@ -847,7 +852,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             enc: Distributed = b
             for d in a.path:
                 enc = Slice(d, enc)
-            view = view_of(b) if not a.path and a.shape == shape else enc.linear(a.shape)
+            view = view_of(b) if not a.path and a.shape == shape else linear(enc, a.shape)
             views[(b, k)] = view, (_vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1)
         return views[(b, k)]
 
@@ -859,19 +864,25 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             total += view.in_dim_size("register") // vec * warps * a.weight
         return (total,)
 
+    sector_counts: dict[tuple[F2Linear, tuple[int, ...], int, int], int] = {}
+
     def sectors(b: Blocked) -> tuple[int]:
-        """The 32-byte sectors those instructions touch."""
+        """The 32-byte sectors those instructions touch (candidates often share an access's map: priced
+        once)."""
         total = 0
         for k, a in enumerate(accesses):
             view, vec = access_view(b, k)
-            total += warp_sectors(view, a.strides, a.elem_bytes, vec) * a.weight
+            key = (view, a.strides, a.elem_bytes, vec)
+            if key not in sector_counts:
+                sector_counts[key] = warp_sectors(view, a.strides, a.elem_bytes, vec)
+            total += sector_counts[key] * a.weight
         return (total,)
 
     def wavefronts(b: Blocked) -> tuple[int]:
         """Shared-memory wavefronts of the class's register <-> shared moves (a load and a store of one width
         through one layout cost the same wavefronts: priced once)."""
         total = 0
-        if shared:
+        if any(layout.input_shape == shape for layout, _, _ in shared):   # else no move is priced: no fragment
             f = view_of(b)
             seen: dict[tuple[int, str, int], int] = {}
             try:
@@ -893,7 +904,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         moved_warps = moved_lanes = 0
         for other in converts:
             if isinstance(other, Distributed):
-                mw, ml = conversion_moves(view_of(b), other.linear(shape))
+                mw, ml = conversion_moves(view_of(b), linear(other, shape))
                 moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
         return moved_warps, moved_lanes
 
@@ -908,7 +919,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
             for d, child_shape in children:
-                rows += Slice(d, b).linear(child_shape).in_dim_size("register")
+                rows += linear(Slice(d, b), child_shape).in_dim_size("register")
         lanes = warps_ = 0
         for d in reductions:
             ln, wp = reduction_rounds(f, d)
