@@ -159,6 +159,7 @@ def test_a_fragment_spread_over_threads_read_only_at_an_outer_index_is_refused()
     assert str(infer_layouts(p).loop_layouts[loop].forward_thread) == "_rep"
     p, loop = _outer_read(selected=True, replicated=False)
     with pytest.raises(UnsupportedError, match=rf"{loop}: fragment x laid out as Fragment\(\(128,\) .* "
-                                               r"forward_thread: _i, .* is indexed only by variables from outside the loop "
+                                               r"forward_thread: _i, .* is indexed only by variables from outside "
+                                               r"the loop "
                                                r"\(dims \[0\]\)"):
         infer_layouts(p)
