@@ -109,24 +109,72 @@ def test_swap_is_per_thread_and_restored():
     seen = {}
 
     def other_thread():
-        seen["other"] = mosaic_gpu_swap.SWAP.active
+        seen["other"] = mosaic_gpu_swap.active()
 
     with mosaic_gpu_swap.use_layoutkit():
-        assert mosaic_gpu_swap.SWAP.active and mgpu.infer_layout is not before[0]
+        assert mosaic_gpu_swap.active() and mgpu.infer_layout is not before[0]
         with mosaic_gpu_swap.use_layoutkit():
-            assert mosaic_gpu_swap.SWAP.open_blocks == 2
+            assert mosaic_gpu_swap.open_blocks() == 2
         t = threading.Thread(target=other_thread)
         t.start()
         t.join()
     assert seen["other"] is False
     assert (mgpu.infer_layout, layout_inference.infer_layout) == before
-    assert mosaic_gpu_swap.SWAP.open_blocks == 0
+    assert mosaic_gpu_swap.open_blocks() == 0
+
+
+def test_threads_lowering_inside_and_outside_blocks_get_their_own_pass(monkeypatch):
+    """Four threads lower a Pallas kernel at once, two inside a block, two outside: each lowering runs the
+    pass of its own thread, and Mosaic's functions are back (the same objects) after the last block."""
+    pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
+    from layoutkit.testing.mosaic_pallas import KERNELS
+
+    before = (mgpu.infer_layout, layout_inference.infer_layout)
+    ran: dict[str, set[int]] = {"mosaic": set(), "layoutkit": set()}
+    mosaics_solver, ours = layout_inference.find_assignments_for, mosaic_gpu.infer_layout
+
+    def mosaic_solver(*args, **kwargs):
+        ran["mosaic"].add(threading.get_ident())
+        return mosaics_solver(*args, **kwargs)
+
+    def layoutkit_pass(*args, **kwargs):
+        ran["layoutkit"].add(threading.get_ident())
+        return ours(*args, **kwargs)
+
+    monkeypatch.setattr(layout_inference, "find_assignments_for", mosaic_solver)
+    monkeypatch.setattr(mosaic_gpu, "infer_layout", layoutkit_pass)
+    barrier = threading.Barrier(4)
+    idents: dict[bool, set[int]] = {True: set(), False: set()}
+    errors: list[BaseException] = []
+
+    def worker(inside: bool) -> None:
+        idents[inside].add(threading.get_ident())
+        try:
+            if inside:
+                with mosaic_gpu_swap.use_layoutkit():
+                    barrier.wait()
+                    KERNELS["select"]()
+            else:
+                barrier.wait()
+                KERNELS["select"]()
+        except BaseException as err:  # noqa: BLE001 - reported by the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(k % 2 == 0,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert ran["layoutkit"] == idents[True] and ran["mosaic"] == idents[False]
+    assert mgpu.infer_layout is before[0] and layout_inference.infer_layout is before[1]
+    assert mosaic_gpu_swap.open_blocks() == 0
 
 
 def test_environment_switch_is_off_by_default(monkeypatch):
     monkeypatch.delenv(mosaic_gpu_swap.ENVIRONMENT_SWITCH, raising=False)
     assert mosaic_gpu_swap.use_layoutkit_if_requested() is False
-    assert mosaic_gpu_swap.SWAP.open_blocks == 0
+    assert mosaic_gpu_swap.open_blocks() == 0
 
 
 def test_pallas_kernels_lower_through_mosaic_with_mosaics_layouts():

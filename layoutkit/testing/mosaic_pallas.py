@@ -212,29 +212,27 @@ def record_layouts(module: Any) -> tuple[list[tuple[str, dict[str, str]]], int]:
 
 def lower_both(name: str) -> dict[str, Lowered]:
     """Lower kernel ``name`` with Mosaic's pass and with layoutkit's (``{"mosaic": ..., "layoutkit": ...}``)."""
-    import jax.experimental.mosaic.gpu as mgpu
     from jax.experimental.mosaic.gpu import layout_inference
 
     from ..frontends import mosaic_gpu
+    from ..frontends.mosaic_gpu_swap import override_pass
 
     results: dict[str, Lowered] = {}
     for which, chosen in (("mosaic", layout_inference.infer_layout), ("layoutkit", mosaic_gpu.infer_layout)):
         got = Lowered()
 
-        def spy(module: Any, *args: Any, chosen: Any = chosen, got: Lowered = got, **kwargs: Any) -> None:
+        def spy(_original: Any, module: Any, *args: Any, chosen: Any = chosen, got: Lowered = got,
+                **kwargs: Any) -> None:
             start = time.perf_counter()
             chosen(module, *args, **kwargs)
             got.seconds += time.perf_counter() - start
             got.ops, got.relayouts = record_layouts(module)
 
-        saved = mgpu.infer_layout
-        mgpu.infer_layout = spy
         try:
-            KERNELS[name]()
+            with override_pass(spy):
+                KERNELS[name]()
         except Exception as err:  # noqa: BLE001 - a lowering failure is a result to report
-            got.error = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
-        finally:
-            mgpu.infer_layout = saved
+            got.error = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}"
         results[which] = got
     return results
 
