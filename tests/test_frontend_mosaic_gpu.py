@@ -179,10 +179,10 @@ def test_environment_switch_is_off_by_default(monkeypatch):
 
 def test_pallas_kernels_lower_through_mosaic_with_mosaics_layouts():
     pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
-    from layoutkit.testing.mosaic_pallas import differences, lower_both
+    from layoutkit.testing.mosaic_pallas import KERNELS, differences, lower_both
 
     for name in ("elementwise", "select", "cast_bf16"):
-        got = lower_both(name)
+        got = lower_both(KERNELS[name])
         mosaic, ours = got["mosaic"], got["layoutkit"]
         assert not mosaic.error and not ours.error, (name, mosaic.error, ours.error)
         assert ours.relayouts <= mosaic.relayouts
@@ -218,3 +218,48 @@ def test_pallas_lowering_inside_the_swap_uses_layoutkits_pass(monkeypatch):
     assert "mosaic_gpu" in lowered.as_text()
     with pytest.raises(Exception, match="Mosaic's solver was called"):
         KERNELS["select"]()  # outside the block: Mosaic's own pass, which reaches its solver
+
+
+# ---- JAX's own Pallas GPU kernels (docs/mosaic_gpu.md#jaxs-pallas-gpu-kernels) -----------------------------
+
+JAX_KERNELS = {  # kernel -> (ops given layouts, relayouts), both ways, recorded with jax 0.10.2
+    "hopper_matmul/grid_N3": (44, 1),
+    "blackwell_matmul/1024x1024x1024": (50, 0),
+    "transposed_ragged_dot/64x64x64_g2_s1": (70, 3),
+    "attention/b1_h4x1_d64_q64_kv64": (62, 9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(JAX_KERNELS))
+def test_jax_pallas_kernels_lower_with_layoutkits_pass_as_with_mosaics(name):
+    """JAX's kernels lowered on the CPU for sm_90a / sm_100a through Mosaic's own lowering: layoutkit's pass
+    gives every op Mosaic's layouts, so no more relayouts."""
+    pytest.importorskip("jax.experimental.pallas.ops.gpu.hopper_matmul_mgpu")
+    from layoutkit.testing.mosaic_pallas import differences, lower_both
+    from layoutkit.testing.mosaic_pallas_ops import OPS_KERNELS
+
+    got = lower_both(OPS_KERNELS[name])
+    mosaic, ours = got["mosaic"], got["layoutkit"]
+    assert not mosaic.error and not ours.error, (mosaic.error, ours.error)
+    laid, relayouts = JAX_KERNELS[name]
+    assert (mosaic.relayouts, ours.relayouts) == (relayouts, relayouts)
+    assert differences(mosaic, ours) == [] and len(ours.ops) == len(mosaic.ops)
+    assert sum(1 for _, attrs in ours.ops if attrs) == laid
+
+
+def test_lowering_target_is_this_threads_and_undone():
+    pytest.importorskip("jax.experimental.pallas.ops.gpu.hopper_matmul_mgpu")
+    import jax
+    from jax.experimental.mosaic.gpu import core
+
+    from layoutkit.testing.mosaic_pallas_ops import BLACKWELL, target
+
+    before = jax.devices
+    seen = {}
+    with target(BLACKWELL):
+        assert core._infer_arch() == (10, 0) and jax.devices()[0].core_count == BLACKWELL.num_cores
+        t = threading.Thread(target=lambda: seen.setdefault("other", core._infer_arch()))
+        t.start()
+        t.join()
+    assert seen["other"] == (9, 0)  # Mosaic's answer on a CPU without a target
+    assert jax.devices is before and not hasattr(jax.devices()[0], "core_count")

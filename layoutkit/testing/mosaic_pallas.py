@@ -210,8 +210,10 @@ def record_layouts(module: Any) -> tuple[list[tuple[str, dict[str, str]]], int]:
     return ops, relayouts
 
 
-def lower_both(name: str) -> dict[str, Lowered]:
-    """Lower kernel ``name`` with Mosaic's pass and with layoutkit's (``{"mosaic": ..., "layoutkit": ...}``)."""
+def lower_both(lower: Callable[[], Any]) -> dict[str, Lowered]:
+    """Run ``lower`` (a kernel's lowering, e.g. ``KERNELS[name]``) with Mosaic's pass and with layoutkit's
+    (``{"mosaic": ..., "layoutkit": ...}``); a lowering that runs the pass on several modules (one per
+    ``pallas_call``) records all of them, in order."""
     from jax.experimental.mosaic.gpu import layout_inference
 
     from ..frontends import mosaic_gpu
@@ -226,11 +228,13 @@ def lower_both(name: str) -> dict[str, Lowered]:
             start = time.perf_counter()
             chosen(module, *args, **kwargs)
             got.seconds += time.perf_counter() - start
-            got.ops, got.relayouts = record_layouts(module)
+            ops, relayouts = record_layouts(module)
+            got.ops += ops
+            got.relayouts += relayouts
 
         try:
             with override_pass(spy):
-                KERNELS[name]()
+                lower()
         except Exception as err:  # noqa: BLE001 - a lowering failure is a result to report
             got.error = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}"
         results[which] = got
