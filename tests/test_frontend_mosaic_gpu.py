@@ -181,7 +181,8 @@ def test_pallas_kernels_lower_through_mosaic_with_mosaics_layouts():
     pytest.importorskip("jax.experimental.pallas.mosaic_gpu")
     from layoutkit.testing.mosaic_pallas import KERNELS, differences, lower_both
 
-    for name in ("elementwise", "select", "cast_bf16"):
+    for name in ("elementwise", "select", "cast_bf16", "layer_norm", "upcast_int4_f32", "loop_carry_hinted",
+                 "swizzled_copy_128_f16"):
         got = lower_both(KERNELS[name])
         mosaic, ours = got["mosaic"], got["layoutkit"]
         assert not mosaic.error and not ours.error, (name, mosaic.error, ours.error)
