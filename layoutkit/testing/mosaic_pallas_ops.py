@@ -74,14 +74,14 @@ def _patch_cuda_versions(current: Callable[[], TargetDevice | None]) -> Callable
     from jax.experimental.pallas.ops.gpu import attention_mgpu
 
     original = attention_mgpu.cuda_versions
-    attention_mgpu.cuda_versions = _CudaVersions(current, original)  # type: ignore[assignment]
+    attention_mgpu.cuda_versions = _CudaVersions(current, original)
     return lambda: setattr(attention_mgpu, "cuda_versions", original)
 
 
 _CUDA_VERSIONS: Interposer[TargetDevice] = Interposer("attention_mgpu.cuda_versions", _patch_cuda_versions)
-_DEVICE_QUERIES = tuple(Interposer(f"{owner}.{name}", attribute_patch(owner, name))
-                        for owner, name in (("jax", "devices"), ("jax", "local_devices"),
-                                            ("jax.extend.backend", "get_default_device")))
+_DEVICE_QUERIES: tuple[Interposer[Callable[..., Any]], ...] = tuple(
+    Interposer(f"{owner}.{name}", attribute_patch(owner, name))
+    for owner, name in (("jax", "devices"), ("jax", "local_devices"), ("jax.extend.backend", "get_default_device")))
 
 
 @contextmanager
@@ -286,7 +286,7 @@ def _multimem(which: str, devices: int, blocks: int, tile: int, dim: int, reduct
                 return all_gather_mgpu.all_gather(x, axis_name="x", gather_dimension=dim, num_blocks=blocks,
                                                   tile_size=tile)
             return reduce_scatter_mgpu.reduce_scatter(x, axis_name="x", scatter_dimension=dim,
-                                                      reduction=reduction,  # type: ignore[arg-type]
+                                                      reduction=reduction,
                                                       num_blocks=blocks, tile_size=tile)
 
         with target(HOPPER, devices) as mesh:
@@ -332,9 +332,9 @@ def _kernels() -> dict[str, Callable[[], Any]]:
         kernels[f"transposed_ragged_dot/{bm}x{bn}x{bk}_g{grid_n}_s{steps}"] = \
             _transposed_ragged_dot(bm, bn, bk, grid_n, steps)
     blackwell_ragged = list(itertools.product((1, 8, 16), (0, 1), (2, 4), (1, 3, 16), (64, 128)))
-    for width, minor, steps, groups, tk in blackwell_ragged[::13]:
-        kernels[f"blackwell_ragged_dot/w{width}_m{minor}_s{steps}_n{groups}_k{tk}"] = \
-            _blackwell_ragged_dot(width, minor, steps, groups, tk)
+    for width, minor_dim, steps, groups, tk in blackwell_ragged[::13]:
+        kernels[f"blackwell_ragged_dot/w{width}_m{minor_dim}_s{steps}_n{groups}_k{tk}"] = \
+            _blackwell_ragged_dot(width, minor_dim, steps, groups, tk)
     for m, n, k in ((1024, 1024, 1024), (4096, 1024, 4096), (4096, 4096, 4096)):
         kernels[f"blackwell_matmul/{m}x{n}x{k}"] = _blackwell_matmul(m, n, k)
     # attention: JAX's pipeline-emitter FlashAttention (Warpgroup semantics; its other implementation,
@@ -352,11 +352,12 @@ def _kernels() -> dict[str, Callable[[], Any]]:
             continue
         kernels[f"collective_matmul/{tm}x{tn}x{tk}_s{steps}_n{n_shard}"] = \
             _collective_matmul(3072, n_shard, tm, tn, tk, steps)
-    for which, blocks, tile, dim, reduction in (("all_gather", 32, 4096, 0, "add"),
+    for which, num_blocks, tile, dim, reduction in (("all_gather", 32, 4096, 0, "add"),
                                                 ("all_gather", 132, 8192, 0, "add"),
                                                 ("reduce_scatter", 16, 2048, 1, "add"),
                                                 ("reduce_scatter", 64, 4096, 1, "max")):
-        kernels[f"{which}/b{blocks}_t{tile}_d{dim}_{reduction}"] = _multimem(which, 8, blocks, tile, dim, reduction)
+        kernels[f"{which}/b{num_blocks}_t{tile}_d{dim}_{reduction}"] = \
+            _multimem(which, 8, num_blocks, tile, dim, reduction)
     return kernels
 
 
