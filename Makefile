@@ -122,15 +122,17 @@ test-tilelang-threads:
 # The Mosaic GPU adapter (layoutkit as the layout-inference pass of JAX's Pallas on NVIDIA GPUs) against
 # jax/jaxlib 0.10.2, in its own environment; no GPU needed. MOSAIC_TESTS=<a JAX checkout at tag jax-v0.10.2>
 # also runs Mosaic's own deviceless layout-inference tests with layoutkit's pass swapped in
-# (tools/mosaic_layout_tests.py), and the Pallas kernels are lowered both ways (tools/mosaic_pallas_compare.py).
+# (tools/mosaic_layout_tests.py), and the Pallas kernels are lowered both ways (tools/mosaic_pallas_compare.py;
+# MOSAIC_PALLAS_SET=all adds JAX's own ops/gpu kernels with their tests' tuning configurations, a few minutes).
 MOSAIC_VENV := .venv-mosaic
+MOSAIC_PALLAS_SET ?= own
 .PHONY: test-mosaic
 test-mosaic:
 	@test -x $(MOSAIC_VENV)/bin/python || $(PYTHON) -m venv $(MOSAIC_VENV)
 	$(MOSAIC_VENV)/bin/python -m pip install -q -e '.[test,mosaic]'
 	$(MOSAIC_VENV)/bin/python -m pytest -p no:cacheprovider -n 2 tests/test_frontend_mosaic_gpu.py \
 		tests/test_frontend_mosaic_gpu_layouts.py tests/test_infer_ssa.py
-	$(MOSAIC_VENV)/bin/python tools/mosaic_pallas_compare.py
+	$(MOSAIC_VENV)/bin/python tools/mosaic_pallas_compare.py --set $(MOSAIC_PALLAS_SET)
 	@test -z "$(MOSAIC_TESTS)" || $(MOSAIC_VENV)/bin/python tools/mosaic_layout_tests.py --jax-src "$(MOSAIC_TESTS)" \
 		--json mosaic_layout_tests.json
 

@@ -23,25 +23,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def captured_modules() -> dict[str, str]:
     """Kernel name -> the module text the layout pass receives during its lowering."""
-    import jax.experimental.mosaic.gpu as mgpu
-    from jax.experimental.mosaic.gpu import layout_inference
-
+    from layoutkit.frontends.mosaic_gpu_swap import override_pass
     from layoutkit.testing.mosaic_pallas import KERNELS
 
     texts: dict[str, str] = {}
-    original = layout_inference.infer_layout
     for name, lower in sorted(KERNELS.items()):
-        def spy(module: Any, *args: Any, name: str = name, **kwargs: Any) -> None:
+        def spy(original: Any, module: Any, *args: Any, name: str = name, **kwargs: Any) -> None:
             texts[name] = str(module.operation.get_asm(enable_debug_info=False))
             original(module, *args, **kwargs)
 
-        mgpu.infer_layout = spy
         try:
-            lower()
+            with override_pass(spy):
+                lower()
         except Exception:  # noqa: BLE001 - the text is captured before the pass can fail
             pass
-        finally:
-            mgpu.infer_layout = original
     return texts
 
 

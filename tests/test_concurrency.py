@@ -256,3 +256,18 @@ def test_interposer_restores_after_an_error_in_the_block():
     with pytest.raises(ZeroDivisionError), hook.override(lambda orig, kernel: 1 // 0):
         host.compile(1)
     assert host.compile is original and hook.current() is None
+
+
+def test_interposer_process_override_reaches_every_thread_without_a_block():
+    host, hook, installs = _host()
+    original = host.compile
+    assert hook.override_process(lambda orig, kernel: f"process:{kernel}") is True
+    assert hook.override_process(lambda orig, kernel: "second") is False  # the first one stays
+    other = []
+    th = threading.Thread(target=lambda: other.append(host.compile(1)))
+    th.start()
+    th.join()
+    with hook.override(None):  # a thread's own block shadows the process-wide override
+        assert host.compile(2) == "host:2"
+    assert other == ["process:1"] and host.compile(3) == "process:3"
+    assert host.compile is not original and hook.open_blocks == 1 and len(installs) == 1

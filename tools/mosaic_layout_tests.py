@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,14 @@ class Recorder:
         self.current: str | None = None
         self.calls: dict[str, int] = {}
         self.seconds: dict[str, float] = {}
-        self.restore: list[tuple[Any, str, Any]] = []
+        self.hooks = ExitStack()
 
     def pytest_configure(self, config: Any) -> None:
         import jax.experimental.mosaic.gpu as mgpu
         from jax.experimental.mosaic.gpu import layout_inference
+
+        from layoutkit.frontends.interpose import Interposer, attribute_patch
+        from layoutkit.frontends.mosaic_gpu_swap import override_pass
 
         spec = importlib.util.spec_from_file_location("jax.experimental.mosaic.gpu.test_util",
                                                       self.jax_src / TEST_UTIL)
@@ -55,7 +59,7 @@ class Recorder:
 
         inside = [False]
 
-        def counted(*args: Any, **kwargs: Any) -> Any:
+        def counted(_original: Any, *args: Any, **kwargs: Any) -> Any:
             if self.current is not None:
                 self.calls[self.current] = self.calls.get(self.current, 0) + 1
             start = time.perf_counter()
@@ -67,24 +71,22 @@ class Recorder:
                 if self.current is not None:
                     self.seconds[self.current] = self.seconds.get(self.current, 0.0) + time.perf_counter() - start
 
-        def guarded(name: str, solver: Any) -> Any:
-            def call(*args: Any, **kwargs: Any) -> Any:
+        def guarded(name: str) -> Any:
+            def call(solver: Any, *args: Any, **kwargs: Any) -> Any:
                 if inside[0] and self.which == "layoutkit":
                     raise AssertionError(f"layoutkit's pass called Mosaic's {name}")
                 return solver(*args, **kwargs)
             return call
 
-        for owner in (mgpu, layout_inference):
-            self.restore.append((owner, "infer_layout", owner.infer_layout))
-            owner.infer_layout = counted
+        # the tests run in this thread: the blocks opened here hold for all of them
+        self.hooks.enter_context(override_pass(counted))
         # layoutkit's pass must never reach Mosaic's solver: inside it, the solver raises
         for name in ("find_assignments_for", "conjure_assignment"):
-            self.restore.append((layout_inference, name, getattr(layout_inference, name)))
-            setattr(layout_inference, name, guarded(name, getattr(layout_inference, name)))
+            hook: Interposer[Any] = Interposer(f"layout_inference.{name}", attribute_patch(layout_inference, name))
+            self.hooks.enter_context(hook.override(guarded(name)))
 
     def pytest_unconfigure(self, config: Any) -> None:
-        for owner, name, old in self.restore:
-            setattr(owner, name, old)
+        self.hooks.close()
 
     def pytest_runtest_setup(self, item: Any) -> None:
         self.current = item.nodeid.split("::", 1)[-1]

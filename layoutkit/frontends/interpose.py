@@ -9,10 +9,12 @@ block to close, in whatever order the blocks close and whether or not they raise
 back.  Each block's override lives in a :class:`~contextvars.ContextVar`: a thread sees only the blocks it
 opened itself (a fresh thread, a ``ThreadPoolExecutor`` worker, starts with none and gets the host's own
 behaviour), nested blocks shadow outer ones, and an ``asyncio`` task or a ``contextvars.copy_context().run``
-carries the blocks of the context it was copied from.
+carries the blocks of the context it was copied from.  :meth:`Interposer.override_process` (an environment
+switch's hook) sets the override of every context that has no block of its own, for the rest of the process.
 
-Laws: with no block open the host holds exactly what it held before the first block opened (the same
-objects); ``current()`` in a context is the value of the innermost block open in it, else None.
+Laws: with no block open (and no process-wide override) the host holds exactly what it held before the first
+block opened (the same objects); ``current()`` in a context is the value of the innermost block open in it,
+else the process-wide override, else None.
 
 >>> import types
 >>> host = types.SimpleNamespace(greet=lambda: "host")
@@ -60,11 +62,36 @@ class Interposer(Generic[T]):
         self._lock = threading.Lock()
         self._open = 0
         self._restore: Callable[[], None] | None = None
+        self._process: T | None = None
 
     def current(self) -> T | None:
-        """The override of the innermost block open in the calling context, else None."""
+        """The override of the innermost block open in the calling context, else the process-wide one, else
+        None."""
         blocks = self._blocks.get()
-        return blocks[-1][1] if blocks else None
+        return blocks[-1][1] if blocks else self._process
+
+    def override_process(self, value: T) -> bool:
+        """From now until the process ends, :meth:`current` is ``value`` in every context without a block of
+        its own (the dispatcher stays installed; counted as one open block).  Idempotent: False, and nothing
+        changes, when a process-wide override is already set.
+
+        >>> import types
+        >>> host = types.SimpleNamespace(f=abs)
+        >>> hook = Interposer("f", attribute_patch(host, "f"))
+        >>> hook.override_process(lambda original, x: 0), hook.override_process(None), host.f(-3)
+        (True, False, 0)
+        >>> with hook.override(None):  # a block of the context's own shadows it
+        ...     host.f(-3)
+        3
+        """
+        with self._lock:
+            if self._process is not None:
+                return False
+            if self._open == 0:
+                self._restore = self._patch(self.current)
+            self._open += 1
+            self._process = value
+            return True
 
     @property
     def open_blocks(self) -> int:

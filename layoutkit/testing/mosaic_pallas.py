@@ -148,6 +148,101 @@ def _row_sum_hinted() -> Any:
     return _lower(kernel, jax.ShapeDtypeStruct((128,), x.dtype), x)
 
 
+def _layer_norm() -> Any:
+    """Layer norm over a 256-vector (two full reductions, broadcast back)."""
+    import jax
+    import jax.numpy as jnp
+
+    def kernel(x_ref: Any, o_ref: Any) -> None:
+        x = x_ref[...]
+        c = x - jnp.mean(x)
+        o_ref[...] = c * jax.lax.rsqrt(jnp.mean(c * c) + 1e-5) * 2.0 + 1.0
+
+    return _lower(kernel, jax.ShapeDtypeStruct((256,), jnp.float32), jax.ShapeDtypeStruct((256,), jnp.float32))
+
+
+def _layer_norm_rows() -> Any:
+    """Layer norm of each row of a 128x128 tile with a per-column scale and shift (no layout hint)."""
+    import jax
+    import jax.numpy as jnp
+
+    def kernel(x_ref: Any, w_ref: Any, b_ref: Any, o_ref: Any) -> None:
+        x = x_ref[...]
+        c = x - jnp.mean(x, axis=1, keepdims=True)
+        var = jnp.mean(c * c, axis=1, keepdims=True)
+        o_ref[...] = c * jax.lax.rsqrt(var + 1e-5) * w_ref[...][None, :] + b_ref[...][None, :]
+
+    tile, row = jax.ShapeDtypeStruct((128, 128), jnp.float32), jax.ShapeDtypeStruct((128,), jnp.float32)
+    return _lower(kernel, tile, tile, row, row)
+
+
+def _column_sum_hinted() -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental.pallas import mosaic_gpu as plgpu
+
+    def kernel(x_ref: Any, o_ref: Any) -> None:
+        o_ref[...] = jnp.sum(plgpu.layout_cast(x_ref[...], plgpu.Layout.WGMMA), axis=0)
+
+    return _lower(kernel, jax.ShapeDtypeStruct((128,), jnp.float32), jax.ShapeDtypeStruct((128, 128), jnp.float32))
+
+
+def _upcast(source: str, target: str) -> Callable[[], Any]:
+    """An 8- or 4-bit tile converted up (fp8, int4 sub-byte)."""
+    def lower() -> Any:
+        import jax
+        import jax.numpy as jnp
+
+        def kernel(x_ref: Any, o_ref: Any) -> None:
+            o_ref[...] = x_ref[...].astype(jnp.dtype(target))
+
+        return _lower(kernel, jax.ShapeDtypeStruct((128, 128), jnp.dtype(target)),
+                      jax.ShapeDtypeStruct((128, 128), jnp.dtype(source)))
+
+    return lower
+
+
+def _loop_carry(hinted: bool) -> Callable[[], Any]:
+    """A ``fori_loop`` carrying a 128x64 array (``hinted``: the loop-invariant operand cast to WGMMA)."""
+    def lower() -> Any:
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        def kernel(x_ref: Any, o_ref: Any) -> None:
+            x = plgpu.layout_cast(x_ref[...], plgpu.Layout.WGMMA) if hinted else x_ref[...]
+            o_ref[...] = jax.lax.fori_loop(0, 8, lambda i, acc: acc * 0.5 + x, jnp.zeros_like(x))
+
+        tile = jax.ShapeDtypeStruct((128, 64), jnp.float32)
+        return _lower(kernel, tile, tile)
+
+    return lower
+
+
+def _swizzled_copy(swizzle: int, dtype_name: str) -> Callable[[], Any]:
+    """A 64x128 block through shared memory tiled and swizzled by ``swizzle`` bytes, doubled on the way."""
+    def lower() -> Any:
+        import jax
+        import jax.numpy as jnp
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas import mosaic_gpu as plgpu
+
+        dtype = jnp.dtype(dtype_name)
+        tf = (plgpu.TilingTransform((8, swizzle // dtype.itemsize)), plgpu.SwizzleTransform(swizzle))
+
+        def kernel(x_ref: Any, o_ref: Any) -> None:
+            o_ref[...] = x_ref[...] + x_ref[...]
+
+        params = plgpu.CompilerParams(lowering_semantics=plgpu.LoweringSemantics.Warpgroup)
+        block = jax.ShapeDtypeStruct((64, 128), dtype)
+        f = pl.pallas_call(kernel, compiler_params=params, grid=(1,), out_shape=block,
+                           in_specs=[plgpu.BlockSpec((64, 128), lambda i: (i, 0), transforms=tf)],
+                           out_specs=plgpu.BlockSpec((64, 128), lambda i: (i, 0), transforms=tf))
+        return jax.jit(f).trace(block).lower(lowering_platforms=("cuda",))
+
+    return lower
+
+
 KERNELS: dict[str, Callable[[], Any]] = {
     "wgmma_f16": _wgmma("float16", True),
     "wgmma_f32_transposed": _wgmma("float32", True),
@@ -159,6 +254,17 @@ KERNELS: dict[str, Callable[[], Any]] = {
     "cast_bf16": _cast,
     "select": _select,
     "row_max": _row_max,
+    "layer_norm": _layer_norm,
+    "layer_norm_rows": _layer_norm_rows,
+    "column_sum_hinted": _column_sum_hinted,
+    "upcast_fp8_f32": _upcast("float8_e4m3fn", "float32"),
+    "upcast_fp8_e5m2_f32": _upcast("float8_e5m2", "float32"),
+    "upcast_int4_f32": _upcast("int4", "float32"),
+    "upcast_int4_bf16": _upcast("int4", "bfloat16"),
+    "loop_carry": _loop_carry(False),
+    "loop_carry_hinted": _loop_carry(True),
+    "swizzled_copy_128_f16": _swizzled_copy(128, "float16"),
+    "swizzled_copy_32_f32": _swizzled_copy(32, "float32"),
 }
 """Kernel name -> a function that lowers it (and so runs the layout pass)."""
 
@@ -210,31 +316,33 @@ def record_layouts(module: Any) -> tuple[list[tuple[str, dict[str, str]]], int]:
     return ops, relayouts
 
 
-def lower_both(name: str) -> dict[str, Lowered]:
-    """Lower kernel ``name`` with Mosaic's pass and with layoutkit's (``{"mosaic": ..., "layoutkit": ...}``)."""
-    import jax.experimental.mosaic.gpu as mgpu
+def lower_both(lower: Callable[[], Any]) -> dict[str, Lowered]:
+    """Run ``lower`` (a kernel's lowering, e.g. ``KERNELS[name]``) with Mosaic's pass and with layoutkit's
+    (``{"mosaic": ..., "layoutkit": ...}``); a lowering that runs the pass on several modules (one per
+    ``pallas_call``) records all of them, in order."""
     from jax.experimental.mosaic.gpu import layout_inference
 
     from ..frontends import mosaic_gpu
+    from ..frontends.mosaic_gpu_swap import override_pass
 
     results: dict[str, Lowered] = {}
     for which, chosen in (("mosaic", layout_inference.infer_layout), ("layoutkit", mosaic_gpu.infer_layout)):
         got = Lowered()
 
-        def spy(module: Any, *args: Any, chosen: Any = chosen, got: Lowered = got, **kwargs: Any) -> None:
+        def spy(_original: Any, module: Any, *args: Any, chosen: Any = chosen, got: Lowered = got,
+                **kwargs: Any) -> None:
             start = time.perf_counter()
             chosen(module, *args, **kwargs)
             got.seconds += time.perf_counter() - start
-            got.ops, got.relayouts = record_layouts(module)
+            ops, relayouts = record_layouts(module)
+            got.ops += ops
+            got.relayouts += relayouts
 
-        saved = mgpu.infer_layout
-        mgpu.infer_layout = spy
         try:
-            KERNELS[name]()
+            with override_pass(spy):
+                lower()
         except Exception as err:  # noqa: BLE001 - a lowering failure is a result to report
-            got.error = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
-        finally:
-            mgpu.infer_layout = saved
+            got.error = f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:300]}"
         results[which] = got
     return results
 
