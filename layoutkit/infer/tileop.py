@@ -192,9 +192,9 @@ class OpRegistry:
         except KeyError:
             pass
         with self._lock:  # pick and remember under the lock a registration clears under, so no stale entry
+            chosen = self._pick(kind, target)  # may load a backend, whose registrations fill or clear the table
             if len(self._chosen) >= RESOLVED_LIMIT:  # a process that sees ever new target strings stays bounded
                 self._chosen.clear()
-            chosen = self._pick(kind, target)
             self._chosen[key] = chosen
         return chosen
 
