@@ -29,7 +29,7 @@ from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
 from ...cost.warp_access import conversion_moves, reduction_rounds, warp_sectors
 from ...dtypes import element_bits
-from ...errors import LayoutError, UnsupportedError
+from ...errors import LayoutConflictError, LayoutError, UnsupportedError
 from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...infer.ops import Buffer
@@ -58,6 +58,8 @@ LOOP_WEIGHT = 8
 """The price multiplier of an access inside a loop (its trip count is a runtime value)."""
 RUNTIME_STRIDE = 1 << 20
 """The stride of a dim scaled by a runtime scalar: far apart, and of unknown alignment."""
+CP_ASYNC_MIN_BYTES = 4
+"""``cp.async`` copies 4, 8 or 16 bytes per thread: a layout giving a thread fewer contiguous bytes fails to lower."""
 
 
 class GlirResolveError(UnsupportedError):
@@ -129,6 +131,17 @@ class _Reading:
     func_of: dict[int, str]                  # op index -> function
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside ``<>`` / ``()`` (a type list)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "<(" and 1 or ch in ">)" and -1 or 0
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]] if text.strip() else parts
 
 
 def _read(text: str) -> _Reading:
@@ -244,15 +257,19 @@ def _read(text: str) -> _Reading:
                     cl.union(k, r)
             continue
         if name in ("tt.return",):
+            # a function returning scalars beside tensors: only the tensors have encodings
             for t in range(len(op.types)):
-                place(i, t, ops_[t])
-            returns.setdefault(func, []).append(ops_)
+                place(i, t, tensor_ops[t])
+            returns.setdefault(func, []).append(tensor_ops)
             continue
         if name == "tt.call":
             callee = _symbol(op)
-            ordered(i, tensor_ops + res)
-            calls.append((callee, tensor_ops, res, op))
-            tensor_names.update(res)
+            signature = op.text.rsplit("->", 1)[1] if "->" in op.text else ""
+            tensor_res = [r for r, ty in zip(res, _top_level_split(signature.strip().strip("()")))
+                          if ty.strip().startswith("tensor<")]
+            ordered(i, tensor_ops + tensor_res)
+            calls.append((callee, tensor_ops, tensor_res, op))
+            tensor_names.update(tensor_res)
             continue
         tensor_names.update(res)
         if name == "tt.trans":
@@ -309,7 +326,7 @@ def _read(text: str) -> _Reading:
                 cl.mma[acc] = (3, op.describe())
             else:
                 same(i, keys)
-        elif name in ("ttg.local_alloc", "ttg.local_store", "tt.descriptor_store"):
+        elif name in ("ttg.local_alloc", "ttg.local_store", "tt.descriptor_store", "ttng.async_shared_store"):
             for t in range(len(op.types)):
                 place(i, t, tensor_ops[t])
             if len(tensor_ops) > 1:
@@ -319,7 +336,7 @@ def _read(text: str) -> _Reading:
         else:
             raise GlirResolveError(f"{op.describe()}: resolve does not read {name!r} "
                                    f"({op.text.strip()[:120]!r}); the ops read are listed in docs/gluon.md")
-        if name in ("ttg.local_alloc", "ttg.local_store") and tensor_ops:
+        if name in ("ttg.local_alloc", "ttg.local_store", "ttng.async_shared_store") and tensor_ops:
             shared.append((tensor_ops[0], "store", op))
         elif name == "ttg.local_load":
             shared.append((res[0], "load", op))
@@ -629,9 +646,16 @@ def _solve(rd: _Reading, target: str) -> _Solution:
     for r in free:
         enc[r], why[r] = chosen[r], decided[r]
 
+    visiting: set[str] = set()
+
     def of(r: str) -> Encoding:
         if r in enc:
             return enc[r]
+        if r in visiting:   # shape ops leading a value back to itself (reshape, permute, split, join, permute back)
+            where = permuted[r][2] if r in permuted else child[r][2] if r in child else r
+            raise GlirResolveError(f"{where}: the encoding of {r} is derived from itself through shape ops; resolve "
+                                   "lays out no such cycle yet")
+        visiting.add(r)
         if r in operand:
             idx, acc, kw, w = operand[r]
             enc[r], why[r] = DotOperand(idx, distributed(acc, w), kw), f"operand {idx} of {w}"
@@ -702,7 +726,12 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     for r in free:
         if r in bufs and bufs[r].name not in touched:   # no access prices it: a loop that writes it
             p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
-    result = infer_layouts(p) if p.ops else None
+    try:
+        result = infer_layouts(p) if p.ops else None
+    except LayoutConflictError:
+        # a program layoutkit's inference finds no common layout for (one value reduced along two dims and
+        # converted back, say): each class is priced from the default blocked layout instead
+        result = None
     priced = _priced_accesses(rd, child, shape_of, memo)
     smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
@@ -742,6 +771,8 @@ class _PricedAccess:
     weight: int = 1
     """How often it runs relative to the kernel body (inside a loop: :data:`LOOP_WEIGHT`)."""
     masked: bool = False
+    min_bytes: int = 0
+    """The narrowest access per thread the instruction has (``cp.async``: 4 bytes); narrower layouts fail."""
 
 
 def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list[_PricedAccess]]:
@@ -769,7 +800,9 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
                                                    nbytes, own,
                                                    not masked and RUNTIME_STRIDE not in strides.values(),
-                                                   LOOP_WEIGHT if op.depth > 2 else 1, masked))
+                                                   LOOP_WEIGHT if op.depth > 2 else 1, masked,
+                                                   CP_ASYNC_MIN_BYTES if op.name == "ttg.async_copy_global_to_local"
+                                                   else 0))
     return out
 
 
@@ -814,13 +847,18 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
     heads = [(start.size_per_thread, start.order)]
+    narrowest = []      # heads a cp.async needs: its 4 bytes per thread, lanes and warps broadcasting if need be
     for a in accesses:
         if len(a.strides) == rank and 1 in a.strides and a.vectorisable:
             d = a.strides.index(1)
-            vec = tuple(max(1, min(16 // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            if (vec, order) not in heads:
-                heads.append((vec, order))
+            widths = [16] + ([a.min_bytes] if a.min_bytes else [])
+            for width in widths:
+                vec = tuple(max(1, min(width // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
+                if (vec, order) not in heads:
+                    heads.append((vec, order))
+                if width == a.min_bytes:
+                    narrowest.append((vec, order))
     for spt, order in heads:
         for tpw in _splits(32, rank):
             for wpc in _splits(warps, rank):
@@ -828,7 +866,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 # lanes and warps past the shape only broadcast (start keeps its own)
                 fits = all(spt[d] * tpw[d] * wpc[d] <= max(shape[d], spt[d]) or tpw[d] * wpc[d] == 1
                            for d in range(rank))
-                if b != start and fits:
+                if b != start and (fits or (spt, order) in narrowest):
                     cands.append(b)
 
     maps: dict[Blocked, F2Linear] = {}
@@ -858,6 +896,11 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             view, vec = access_view(b, k)
             total += view.in_dim_size("register") // vec * warps * a.weight
         return (total,)
+
+    def too_narrow(b: Blocked) -> tuple[int]:
+        """Accesses narrower per thread than their instruction allows (``cp.async`` below 4 bytes)."""
+        return (sum(1 for k, a in enumerate(accesses) if a.min_bytes and
+                    access_view(b, k)[1] * a.elem_bytes < a.min_bytes),)
 
     def sectors(b: Blocked) -> tuple[int]:
         """The 32-byte sectors those instructions touch."""
@@ -920,7 +963,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     # conversion models run on few)
     alive = list(cands)
     best_cost: tuple[int, ...] = ()
-    for stage in (instructions, sectors, wavefronts, conversions, arithmetic):
+    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, arithmetic):
         priced_stage = [(stage(b), b) for b in alive]
         low = min(c for c, _ in priced_stage)
         alive = [b for c, b in priced_stage if c == low]
