@@ -134,14 +134,43 @@ class _Reading:
 
 
 def _top_level_split(text: str) -> list[str]:
-    """``text`` split at the commas outside ``<>`` / ``()`` (a type list)."""
+    """``text`` split at the commas outside ``<>`` / ``()`` (a type list).
+
+    >>> _top_level_split("i32, tensor<4x8xf32, #a>, i32")
+    ['i32', ' tensor<4x8xf32, #a>', ' i32']
+    """
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        depth += ch in "<(" and 1 or ch in ">)" and -1 or 0
-        if ch == "," and depth == 0:
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     return parts + [text[start:]] if text.strip() else parts
+
+
+def _tensor_positions(types: str, count: int) -> list[int]:
+    """Where the ``count`` tensor types stand in the type list at the start of ``types`` (``"(i32, tensor<...>,
+    i32) : i32 {"`` or ``"i32, tensor<...>"``): a loop carrying scalars beside tensors has its tensors' types
+    among theirs.  Where the list cannot be read, the first ``count`` positions.
+
+    >>> _tensor_positions("(i32, tensor<4xf32, #a>, i32)  : i32 {", 1)
+    [1]
+    """
+    text = types.strip()
+    if text.startswith("("):
+        depth = 0
+        for end, ch in enumerate(text):  # noqa: B007  (end is read after the loop)
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            if depth == 0:
+                break
+        text = text[1:end]
+    else:
+        text = text.split("{", 1)[0]
+    positions = [k for k, ty in enumerate(_top_level_split(text)) if ty.strip().startswith("tensor<")]
+    return positions if len(positions) == count else list(range(count))
 
 
 def _read(text: str) -> _Reading:
@@ -236,8 +265,9 @@ def _read(text: str) -> _Reading:
             inits = re.findall(r"(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)", op.text.split("iter_args", 1)[1]) \
                 if "iter_args" in op.text else []
             # the result types: "-> (T, ...)" (before the trailing ": i32 {" of scf.for)
-            for t, r in enumerate(res[:len(op.types)]):
-                place(i, t, r)
+            header = op.text.split("->", 1)[1] if "->" in op.text else ""
+            for t, pos in enumerate(_tensor_positions(header, len(op.types))):
+                place(i, t, res[pos])
             for t, (a, init) in enumerate(inits):
                 if t < len(res):
                     cl.union(res[t], _key(func, a))
@@ -250,8 +280,8 @@ def _read(text: str) -> _Reading:
             owner = stack[-1][1] if stack else None
             owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
             yielded = [k for k in ops_]
-            for t in range(len(op.types)):
-                place(i, t, yielded[t])
+            for t, pos in enumerate(_tensor_positions(op.text.rsplit(" : ", 1)[-1], len(op.types))):
+                place(i, t, yielded[pos])
             for k, r in zip(yielded, owner_res):
                 if k in tensor_names or any(placed.get((i, t)) == k for t in range(len(op.types))):
                     cl.union(k, r)
