@@ -294,8 +294,11 @@ def _read(text: str) -> _Reading:
             continue
         if name == "tt.call":
             callee = _symbol(op)
-            signature = op.text.rsplit("->", 1)[1] if "->" in op.text else ""
-            tensor_res = [r for r, ty in zip(res, _top_level_split(signature.strip().strip("()")))
+            # the signature says which operands and results are tensors (scalars, memdescs stand beside them)
+            signature = op.text.rsplit(") : (", 1)[-1] if ") : (" in op.text else ""
+            arg_types, _, res_types = signature.partition(") ->")
+            tensor_ops = [o for o, ty in zip(ops_, _top_level_split(arg_types)) if ty.strip().startswith("tensor<")]
+            tensor_res = [r for r, ty in zip(res, _top_level_split(res_types.strip().strip("()")))
                           if ty.strip().startswith("tensor<")]
             ordered(i, tensor_ops + tensor_res)
             calls.append((callee, tensor_ops, tensor_res, op))
