@@ -175,6 +175,12 @@ def _tensor_positions(types: str, count: int) -> list[int]:
 
 def _read(text: str) -> _Reading:
     m = read_glir(text)
+    ctas = re.search(r'"ttg\.num-ctas"\s*=\s*(\d+)', text)
+    if ctas and int(ctas.group(1)) > 1:
+        first = next((op for op in m.ops if any(t.is_auto for t in op.types)), None)
+        if first is not None:
+            raise GlirResolveError(f"{first.describe()}: a module of {ctas.group(1)} CTAs (ttg.num-ctas); resolve "
+                                   "lays out single-CTA kernels only (a multi-CTA register layout needs a CGA layout)")
     cl = _Classes()
     placed: dict[tuple[int, int], str] = {}
     defs: dict[str, GlirOp] = {}
