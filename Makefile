@@ -138,7 +138,8 @@ test-mosaic:
 
 # The Gluon front end against Triton 3.9 in its own environment: layouts against gl.to_linear_layout, the
 # recorded kernels (tests/data/gluon, written by tools/gluon_fixtures.py) resolved and compiled to cubin for
-# sm_80 / sm_90 on the CPU, and the report against the authors' kernels (benchmarks/gluon_resolve.py).
+# sm_80 / sm_90 on the CPU, and the report against the authors' kernels (benchmarks/gluon_resolve.py);
+# with TRITON_SRC set to a Triton checkout, Triton's own Gluon kernels against the record (tools/gluon_suite.py).
 GLUON_VENV := .venv-gluon
 .PHONY: test-gluon
 test-gluon:
@@ -146,7 +147,7 @@ test-gluon:
 	$(GLUON_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GLUON_VENV)/bin/python -m pip install -q -e '.[test,gluon]'
 	LAYOUTKIT_GLUON_COMPILE=1 $(GLUON_VENV)/bin/python -m pytest -p no:cacheprovider -n auto \
-		tests/test_gluon_layouts.py tests/test_gluon_resolve.py tests/test_gluon_entry.py
+		tests/test_gluon_layouts.py tests/test_gluon_resolve.py tests/test_gluon_entry.py tests/test_gluon_suite.py
 	$(GLUON_VENV)/bin/python benchmarks/gluon_resolve.py
 
 # SASS of the emitted sm_80 GEMMs beside TileLang's (nvcc; cuobjdump from PATH or the nvidia-cuda-cuobjdump

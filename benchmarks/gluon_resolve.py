@@ -13,11 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from functools import partial
 from pathlib import Path
@@ -26,15 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")   # Triton's whole compile, never a cache hit
 
 from layoutkit.frontends.gluon import resolve  # noqa: E402
-from layoutkit.frontends.gluon.toolchain import compile_glir  # noqa: E402
+from layoutkit.frontends.gluon.toolchain import compile_glir, kernel_metrics, regressions  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "gluon"
-
-
-def _bin(name: str) -> str:
-    import triton
-
-    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
 
 
 REPEATS = 3
@@ -48,28 +39,6 @@ def best_of(n: int, fn) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
-
-
-def metrics(kernel) -> dict:
-    ttgir, ptx = kernel.asm["ttgir"], kernel.asm["ptx"]
-    widths = {"load": [], "store": []}
-    for m in re.finditer(r"\b(ld|st)\.global(?:\.[a-z_]+)*?(?:\.v(\d))?\.(?:b|f|u|s)(\d+)", ptx):
-        widths["load" if m.group(1) == "ld" else "store"].append(int(m.group(2) or 1) * int(m.group(3)))
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([_bin("cuobjdump"), "-sass", f.name], capture_output=True, text=True).stdout
-        res = subprocess.run([_bin("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
-    regs = re.search(r"REG:(\d+)", res)
-    local = re.search(r"LOCAL:(\d+)", res)
-    return {
-        "converts": ttgir.count("ttg.convert_layout"),
-        "load_bits": min(widths["load"], default=0),
-        "store_bits": min(widths["store"], default=0),
-        "sass": len(re.findall(r"/\*[0-9a-f]{4}\*/\s+\S", sass)),
-        "regs": int(regs.group(1)) if regs else -1,
-        "spill_bytes": int(local.group(1)) if local else -1,
-    }
 
 
 def run(names: list[str] | None = None) -> dict:
@@ -100,7 +69,8 @@ def run(names: list[str] | None = None) -> dict:
             rows.append(row)
             continue
         row["compile_s"] = best_of(REPEATS, partial(compile_glir, text, sm))
-        row.update(resolved=True, compiled=True, ours=metrics(ours), author=metrics(compile_glir(author, sm)))
+        row.update(resolved=True, compiled=True, ours=kernel_metrics(ours),
+                   author=kernel_metrics(compile_glir(author, sm)))
         rows.append(row)
     ok = [r for r in rows if r.get("compiled")]
     summary = {
@@ -111,13 +81,9 @@ def run(names: list[str] | None = None) -> dict:
         "sass_ratio_max": max((r["ours"]["sass"] / r["author"]["sass"] for r in ok), default=None),
         "resolve_over_compile_median": (statistics.median(r["resolve_s"] / r["compile_s"] for r in ok)
                                         if ok else None),
-        "more_converts": [r["kernel"] + "." + r["target"] for r in ok
-                          if r["ours"]["converts"] > r["author"]["converts"]],
-        "narrower_vectors": [r["kernel"] + "." + r["target"] for r in ok
-                             if r["ours"]["load_bits"] < r["author"]["load_bits"]
-                             or r["ours"]["store_bits"] < r["author"]["store_bits"]],
-        "new_spills": [r["kernel"] + "." + r["target"] for r in ok
-                       if r["ours"]["spill_bytes"] > 0 and r["author"]["spill_bytes"] == 0],
+        **{bar.replace(" ", "_"): [r["kernel"] + "." + r["target"] for r in ok
+                                   if bar in regressions(r["ours"], r["author"])]
+           for bar in ("more converts", "narrower vectors", "new spills")},
     }
     return {"summary": summary, "rows": rows}
 

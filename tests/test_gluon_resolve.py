@@ -139,3 +139,43 @@ def test_triton_alone_refuses_an_erased_kernel():
 
     with pytest.raises(Exception):  # noqa: B017  (Triton's own pass failure, whatever its type)
         compile_glir((DATA / "row_sum.sm80.glir").read_text(), "sm_80")
+
+
+MODULE = ('module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:80", '
+          '"ttg.threads-per-warp" = 32 : i32} {\n')
+AUTO = "#gluon.auto_encoding"
+
+
+def test_cp_async_gets_at_least_four_bytes_a_thread():
+    # 128 f16 over 128 threads: one element a thread would be cheapest, but cp.async copies 4 bytes or more
+    text = ("#shared = #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>\n"
+            "#smem = #ttg.shared_memory\n" + MODULE +
+            "  tt.func public @k(%inp: !tt.ptr<f16> {tt.divisibility = 16 : i32}) {\n"
+            "    %smem = ttg.local_alloc : () -> !ttg.memdesc<128xf16, #shared, #smem, mutable>\n"
+            f"    %x = tt.make_range {{end = 128 : i32, start = 0 : i32}} : tensor<128xi32, {AUTO}>\n"
+            f"    %0 = tt.splat %inp : !tt.ptr<f16> -> tensor<128x!tt.ptr<f16>, {AUTO}>\n"
+            f"    %1 = tt.addptr %0, %x : tensor<128x!tt.ptr<f16>, {AUTO}>, tensor<128xi32, {AUTO}>\n"
+            "    %2 = ttg.async_copy_global_to_local %1, %smem : "
+            f"tensor<128x!tt.ptr<f16>, {AUTO}> -> <128xf16, #shared, #smem, mutable>\n"
+            "    tt.return\n  }\n}\n")
+    (enc,) = set(encodings_of(resolve(text, "sm_80")))
+    assert isinstance(enc, Blocked) and enc.size_per_thread == (2,)
+
+
+def test_a_call_returning_a_scalar_relates_only_its_tensors():
+    text = (MODULE +
+            "  tt.func public @k(%out: !tt.ptr<f32> {tt.divisibility = 16 : i32}) {\n"
+            f"    %a = arith.constant dense<1.0> : tensor<128xf32, {AUTO}>\n"
+            f"    %s = tt.call @total(%a) : (tensor<128xf32, {AUTO}>) -> f32\n"
+            "    tt.store %out, %s : !tt.ptr<f32>\n"
+            "    tt.return\n  }\n"
+            f"  tt.func private @total(%input: tensor<128xf32, {AUTO}>) -> f32 {{\n"
+            "    %0 = \"tt.reduce\"(%input) <{axis = 0 : i32}> ({\n"
+            "    ^bb0(%x: f32, %y: f32):\n"
+            "      %1 = arith.addf %x, %y : f32\n"
+            "      tt.reduce.return %1 : f32\n"
+            f"    }}) : (tensor<128xf32, {AUTO}>) -> f32\n"
+            "    tt.return %0 : f32\n  }\n}\n")
+    resolved = resolve(text, "sm_80")
+    assert AUTO not in resolved
+    assert len(set(encodings_of(resolved))) == 1

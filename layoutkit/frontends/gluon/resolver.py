@@ -29,7 +29,7 @@ from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
 from ...cost.warp_access import conversion_moves, reduction_rounds, warp_sectors
 from ...dtypes import element_bits
-from ...errors import LayoutError, UnsupportedError
+from ...errors import LayoutConflictError, LayoutError, UnsupportedError
 from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...infer.ops import Buffer
@@ -58,6 +58,8 @@ LOOP_WEIGHT = 8
 """The price multiplier of an access inside a loop (its trip count is a runtime value)."""
 RUNTIME_STRIDE = 1 << 20
 """The stride of a dim scaled by a runtime scalar: far apart, and of unknown alignment."""
+CP_ASYNC_MIN_BYTES = 4
+"""``cp.async`` copies 4, 8 or 16 bytes per thread: a layout giving a thread fewer contiguous bytes fails to lower."""
 
 
 class GlirResolveError(UnsupportedError):
@@ -131,8 +133,54 @@ class _Reading:
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
 
 
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside ``<>`` / ``()`` (a type list).
+
+    >>> _top_level_split("i32, tensor<4x8xf32, #a>, i32")
+    ['i32', ' tensor<4x8xf32, #a>', ' i32']
+    """
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]] if text.strip() else parts
+
+
+def _tensor_positions(types: str, count: int) -> list[int]:
+    """Where the ``count`` tensor types stand in the type list at the start of ``types`` (``"(i32, tensor<...>,
+    i32) : i32 {"`` or ``"i32, tensor<...>"``): a loop carrying scalars beside tensors has its tensors' types
+    among theirs.  Where the list cannot be read, the first ``count`` positions.
+
+    >>> _tensor_positions("(i32, tensor<4xf32, #a>, i32)  : i32 {", 1)
+    [1]
+    """
+    text = types.strip()
+    if text.startswith("("):
+        depth = 0
+        for end, ch in enumerate(text):  # noqa: B007  (end is read after the loop)
+            depth += 1 if ch == "(" else -1 if ch == ")" else 0
+            if depth == 0:
+                break
+        text = text[1:end]
+    else:
+        text = text.split("{", 1)[0]
+    positions = [k for k, ty in enumerate(_top_level_split(text)) if ty.strip().startswith("tensor<")]
+    return positions if len(positions) == count else list(range(count))
+
+
 def _read(text: str) -> _Reading:
     m = read_glir(text)
+    ctas = re.search(r'"ttg\.num-ctas"\s*=\s*(\d+)', text)
+    if ctas and int(ctas.group(1)) > 1:
+        first = next((op for op in m.ops if any(t.is_auto for t in op.types)), None)
+        if first is not None:
+            raise GlirResolveError(f"{first.describe()}: a module of {ctas.group(1)} CTAs (ttg.num-ctas); resolve "
+                                   "lays out single-CTA kernels only (a multi-CTA register layout needs a CGA layout)")
     cl = _Classes()
     placed: dict[tuple[int, int], str] = {}
     defs: dict[str, GlirOp] = {}
@@ -223,8 +271,9 @@ def _read(text: str) -> _Reading:
             inits = re.findall(r"(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)", op.text.split("iter_args", 1)[1]) \
                 if "iter_args" in op.text else []
             # the result types: "-> (T, ...)" (before the trailing ": i32 {" of scf.for)
-            for t, r in enumerate(res[:len(op.types)]):
-                place(i, t, r)
+            header = op.text.split("->", 1)[1] if "->" in op.text else ""
+            for t, pos in enumerate(_tensor_positions(header, len(op.types))):
+                place(i, t, res[pos])
             for t, (a, init) in enumerate(inits):
                 if t < len(res):
                     cl.union(res[t], _key(func, a))
@@ -237,22 +286,29 @@ def _read(text: str) -> _Reading:
             owner = stack[-1][1] if stack else None
             owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
             yielded = [k for k in ops_]
-            for t in range(len(op.types)):
-                place(i, t, yielded[t])
+            for t, pos in enumerate(_tensor_positions(op.text.rsplit(" : ", 1)[-1], len(op.types))):
+                place(i, t, yielded[pos])
             for k, r in zip(yielded, owner_res):
                 if k in tensor_names or any(placed.get((i, t)) == k for t in range(len(op.types))):
                     cl.union(k, r)
             continue
         if name in ("tt.return",):
+            # a function returning scalars beside tensors: only the tensors have encodings
             for t in range(len(op.types)):
-                place(i, t, ops_[t])
-            returns.setdefault(func, []).append(ops_)
+                place(i, t, tensor_ops[t])
+            returns.setdefault(func, []).append(tensor_ops)
             continue
         if name == "tt.call":
             callee = _symbol(op)
-            ordered(i, tensor_ops + res)
-            calls.append((callee, tensor_ops, res, op))
-            tensor_names.update(res)
+            # the signature says which operands and results are tensors (scalars, memdescs stand beside them)
+            signature = op.text.rsplit(") : (", 1)[-1] if ") : (" in op.text else ""
+            arg_types, _, res_types = signature.partition(") ->")
+            tensor_ops = [o for o, ty in zip(ops_, _top_level_split(arg_types)) if ty.strip().startswith("tensor<")]
+            tensor_res = [r for r, ty in zip(res, _top_level_split(res_types.strip().strip("()")))
+                          if ty.strip().startswith("tensor<")]
+            ordered(i, tensor_ops + tensor_res)
+            calls.append((callee, tensor_ops, tensor_res, op))
+            tensor_names.update(tensor_res)
             continue
         tensor_names.update(res)
         if name == "tt.trans":
@@ -309,7 +365,7 @@ def _read(text: str) -> _Reading:
                 cl.mma[acc] = (3, op.describe())
             else:
                 same(i, keys)
-        elif name in ("ttg.local_alloc", "ttg.local_store", "tt.descriptor_store"):
+        elif name in ("ttg.local_alloc", "ttg.local_store", "tt.descriptor_store", "ttng.async_shared_store"):
             for t in range(len(op.types)):
                 place(i, t, tensor_ops[t])
             if len(tensor_ops) > 1:
@@ -319,7 +375,7 @@ def _read(text: str) -> _Reading:
         else:
             raise GlirResolveError(f"{op.describe()}: resolve does not read {name!r} "
                                    f"({op.text.strip()[:120]!r}); the ops read are listed in docs/gluon.md")
-        if name in ("ttg.local_alloc", "ttg.local_store") and tensor_ops:
+        if name in ("ttg.local_alloc", "ttg.local_store", "ttng.async_shared_store") and tensor_ops:
             shared.append((tensor_ops[0], "store", op))
         elif name == "ttg.local_load":
             shared.append((res[0], "load", op))
@@ -629,9 +685,16 @@ def _solve(rd: _Reading, target: str) -> _Solution:
     for r in free:
         enc[r], why[r] = chosen[r], decided[r]
 
+    visiting: set[str] = set()
+
     def of(r: str) -> Encoding:
         if r in enc:
             return enc[r]
+        if r in visiting:   # shape ops leading a value back to itself (reshape, permute, split, join, permute back)
+            where = permuted[r][2] if r in permuted else child[r][2] if r in child else r
+            raise GlirResolveError(f"{where}: the encoding of {r} is derived from itself through shape ops; resolve "
+                                   "lays out no such cycle yet")
+        visiting.add(r)
         if r in operand:
             idx, acc, kw, w = operand[r]
             enc[r], why[r] = DotOperand(idx, distributed(acc, w), kw), f"operand {idx} of {w}"
@@ -702,7 +765,12 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     for r in free:
         if r in bufs and bufs[r].name not in touched:   # no access prices it: a loop that writes it
             p.parallel(shape_of[r], writes=[(bufs[r], _identity(len(shape_of[r])))])
-    result = infer_layouts(p) if p.ops else None
+    try:
+        result = infer_layouts(p) if p.ops else None
+    except LayoutConflictError:
+        # a program layoutkit's inference finds no common layout for (one value reduced along two dims and
+        # converted back, say): each class is priced from the default blocked layout instead
+        result = None
     priced = _priced_accesses(rd, child, shape_of, memo)
     smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
@@ -742,6 +810,8 @@ class _PricedAccess:
     weight: int = 1
     """How often it runs relative to the kernel body (inside a loop: :data:`LOOP_WEIGHT`)."""
     masked: bool = False
+    min_bytes: int = 0
+    """The narrowest access per thread the instruction has (``cp.async``: 4 bytes); narrower layouts fail."""
 
 
 def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list[_PricedAccess]]:
@@ -769,7 +839,9 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
                                                    nbytes, own,
                                                    not masked and RUNTIME_STRIDE not in strides.values(),
-                                                   LOOP_WEIGHT if op.depth > 2 else 1, masked))
+                                                   LOOP_WEIGHT if op.depth > 2 else 1, masked,
+                                                   CP_ASYNC_MIN_BYTES if op.name == "ttg.async_copy_global_to_local"
+                                                   else 0))
     return out
 
 
@@ -814,13 +886,18 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
     heads = [(start.size_per_thread, start.order)]
+    narrowest = []      # heads a cp.async needs: its 4 bytes per thread, lanes and warps broadcasting if need be
     for a in accesses:
         if len(a.strides) == rank and 1 in a.strides and a.vectorisable:
             d = a.strides.index(1)
-            vec = tuple(max(1, min(16 // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            if (vec, order) not in heads:
-                heads.append((vec, order))
+            widths = [16] + ([a.min_bytes] if a.min_bytes else [])
+            for width in widths:
+                vec = tuple(max(1, min(width // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
+                if (vec, order) not in heads:
+                    heads.append((vec, order))
+                if width == a.min_bytes:
+                    narrowest.append((vec, order))
     for spt, order in heads:
         for tpw in _splits(32, rank):
             for wpc in _splits(warps, rank):
@@ -828,7 +905,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 # lanes and warps past the shape only broadcast (start keeps its own)
                 fits = all(spt[d] * tpw[d] * wpc[d] <= max(shape[d], spt[d]) or tpw[d] * wpc[d] == 1
                            for d in range(rank))
-                if b != start and fits:
+                if b != start and (fits or (spt, order) in narrowest):
                     cands.append(b)
 
     maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = {}
@@ -863,6 +940,11 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             view, vec = access_view(b, k)
             total += view.in_dim_size("register") // vec * warps * a.weight
         return (total,)
+
+    def too_narrow(b: Blocked) -> tuple[int]:
+        """Accesses narrower per thread than their instruction allows (``cp.async`` below 4 bytes)."""
+        return (sum(1 for k, a in enumerate(accesses) if a.min_bytes and
+                    access_view(b, k)[1] * a.elem_bytes < a.min_bytes),)
 
     sector_counts: dict[tuple[F2Linear, tuple[int, ...], int, int], int] = {}
 
@@ -931,7 +1013,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     # conversion models run on few)
     alive = list(cands)
     best_cost: tuple[int, ...] = ()
-    for stage in (instructions, sectors, wavefronts, conversions, arithmetic):
+    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, arithmetic):
         priced_stage = [(stage(b), b) for b in alive]
         low = min(c for c, _ in priced_stage)
         alive = [b for c, b in priced_stage if c == low]
