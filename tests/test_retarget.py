@@ -50,7 +50,10 @@ BUILDERS = _builders()
 
 def test_the_targets_cover_every_backend():
     assert all(target_name(t) == t for t in TARGETS)
-    assert {get_backend(t).name for t in TARGETS} == set(backend_names())
+    # a backend a test registered (tests/backends_cpu's scalar one, registered for the rest of its worker) is none
+    # of layoutkit's own
+    shipped = {n for n in backend_names() if type(get_backend(n)).__module__.startswith("layoutkit.")}
+    assert {get_backend(t).name for t in TARGETS} == shipped
     assert len(BUILDERS) >= 15 and "examples/gemm_bias_rowmax.py" in BUILDERS
 
 
