@@ -143,7 +143,7 @@ class _Reader:
     var_of: dict[Site, int] = field(default_factory=dict)
     sites_of: dict[int, list[Site]] = field(default_factory=dict)
     ops: list[Any] = field(default_factory=list)
-    aliases: dict[tuple[int, int], int] = field(default_factory=dict)
+    aliases: dict[tuple[int, int, int], int] = field(default_factory=dict)
     divides: dict[int, tuple[int, ...]] = field(default_factory=dict)
     not_splat: set[int] = field(default_factory=set)
 
@@ -889,10 +889,12 @@ def _same_ref(r: _Reader, op: Any) -> None:
     r.sites_of[v].append(site)
 
 
-def _slice_smem(r: _Reader, op: Any) -> None:
+def _aliased_slice(r: _Reader, op: Any, memory: int) -> None:
+    """A slice's result: one variable per (memory, alias id, offset), so slices of one allocation at one offset
+    share a layout; ``memory`` keeps shared-memory and tensor-memory alias ids apart."""
     site = (op, "r", 0, 0)
     if "alias_id" in op.attributes:
-        key = (int(r.m.ir.IntegerAttr(op.attributes["alias_id"]).value), int(op.offset.value))
+        key = (memory, int(r.m.ir.IntegerAttr(op.attributes["alias_id"]).value), int(op.offset.value))
         v = r.aliases.get(key)
         if v is not None:
             r.var_of[site] = v
@@ -901,6 +903,10 @@ def _slice_smem(r: _Reader, op: Any) -> None:
         r.aliases[key] = r.var([site])
         return
     r.var([site])
+
+
+def _slice_smem(r: _Reader, op: Any) -> None:
+    _aliased_slice(r, op, 0)
 
 
 def _known_gcd(r: _Reader, a: int, value: Any) -> int:
@@ -1279,17 +1285,7 @@ def _scales_to_tmem(r: _Reader, op: Any) -> None:
 
 def _slice_tmem(r: _Reader, op: Any) -> None:
     r.ref(op, 0)
-    site = (op, "r", 0, 0)
-    if "alias_id" in op.attributes:
-        key = (-1 - int(r.m.ir.IntegerAttr(op.attributes["alias_id"]).value), int(op.offset.value))
-        v = r.aliases.get(key)
-        if v is not None:
-            r.var_of[site] = v
-            r.sites_of[v].append(site)
-            return
-        r.aliases[key] = r.var([site])
-        return
-    r.var([site])
+    _aliased_slice(r, op, 1)
 
 
 def _sliced(r: _Reader, op: Any, big: int, small: int, what: str) -> None:
