@@ -40,6 +40,9 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling torch_on_cpu
+
+from torch_on_cpu import tensors_on_cpu  # noqa: E402
 
 from layoutkit.errors import LayoutError  # noqa: E402
 from layoutkit.frontends.gluon import resolve  # noqa: E402
@@ -119,29 +122,7 @@ def _as_device(arch: str, rec: _Recorder) -> None:
     name, major, minor, sms = DEVICES[arch]
     target = GPUTarget("cuda", major * 10 + minor, 32)
 
-    def on_cuda(value) -> bool:
-        return isinstance(value, (str, torch.device)) and "cuda" in str(value)
-
-    def wrap(fn):
-        def call(*args, **kwargs):
-            if on_cuda(kwargs.get("device")):
-                kwargs["device"] = "cpu"
-            return fn(*args, **kwargs)
-        return call
-
-    for factory in CUDA_FACTORIES:
-        if hasattr(torch, factory):
-            setattr(torch, factory, wrap(getattr(torch, factory)))
-    original_to = torch.Tensor.to
-
-    def to(self, *args, **kwargs):
-        args = tuple("cpu" if on_cuda(a) else a for a in args)
-        if on_cuda(kwargs.get("device")):
-            kwargs["device"] = "cpu"
-        return original_to(self, *args, **kwargs)
-
-    torch.Tensor.to = to
-    torch.Tensor.cuda = lambda self, *a, **k: self
+    tensors_on_cpu(torch, CUDA_FACTORIES)
     torch.cuda.is_available = lambda: True
     torch.cuda.synchronize = lambda *a, **k: None
     torch.cuda.get_device_capability = lambda *a, **k: (major, minor)

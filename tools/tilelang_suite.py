@@ -60,6 +60,9 @@ import time
 import traceback
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling torch_on_cpu
+from torch_on_cpu import tensors_on_cpu  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 MARK = "SUITE-RESULT:"
 CUDA_FACTORIES = ("randn", "rand", "zeros", "ones", "empty", "full", "randint", "arange", "tensor", "randn_like",
@@ -192,29 +195,7 @@ def _cpu_torch(arch: str = "sm_80") -> None:
         return
     device = DEVICES[arch]
 
-    def on_cuda(value) -> bool:
-        return isinstance(value, (str, torch.device)) and "cuda" in str(value)
-
-    def wrap(fn):
-        def call(*args, **kwargs):
-            if on_cuda(kwargs.get("device")):
-                kwargs["device"] = "cpu"
-            return fn(*args, **kwargs)
-        return call
-
-    for name in CUDA_FACTORIES:
-        if hasattr(torch, name):
-            setattr(torch, name, wrap(getattr(torch, name)))
-    torch.Tensor.cuda = lambda self, *a, **k: self
-    original_to = torch.Tensor.to
-
-    def to(self, *args, **kwargs):
-        args = tuple("cpu" if on_cuda(a) else a for a in args)
-        if on_cuda(kwargs.get("device")):
-            kwargs["device"] = "cpu"
-        return original_to(self, *args, **kwargs)
-
-    torch.Tensor.to = to
+    tensors_on_cpu(torch, CUDA_FACTORIES)
     torch.cuda.is_available = lambda: True
     torch.cuda.synchronize = lambda *a, **k: None
     torch.cuda.manual_seed = torch.cuda.manual_seed_all = lambda *a, **k: None
