@@ -9,6 +9,7 @@ from .nodes import (
     Expr,
     FloorDiv,
     FloorMod,
+    Lookup,
     Mul,
     Or,
     Sum,
@@ -22,10 +23,11 @@ from .nodes import (
 from .parse import parse_expr, parse_index_fn
 from .proof import Proof
 from .shapes import placeholder, positional_arity, positive_int
+from .tables import Table
 
 __all__ = [
     "positional_arity", "positive_int",
-    "Layout", "placeholder", "F2Linear", "Proof",
-    "And", "Const", "Expr", "FloorDiv", "FloorMod", "Mul", "Or", "Sum", "Var", "Xor",
+    "Layout", "placeholder", "F2Linear", "Proof", "Table",
+    "And", "Const", "Expr", "FloorDiv", "FloorMod", "Lookup", "Mul", "Or", "Sum", "Var", "Xor",
     "as_expr", "free_vars", "compile_numpy", "evaluate", "parse_expr", "parse_index_fn", "simplify", "substitute",
 ]

@@ -11,7 +11,9 @@ from the structure, when an end of the interval is a value the expression takes,
   each coefficient is at most one more than the span of the terms before it (mixed-radix digits);
 * ``x // c`` attains what ``x`` attains (floor division is monotone);
 * ``x % c`` of an ``x`` that takes every value of an interval crossing a multiple of ``c`` attains
-  ``0`` and ``c - 1``.
+  ``0`` and ``c - 1``;
+* ``table[x]`` of an ``x`` that takes every value of an interval inside the table attains the smallest
+  and the largest entry of that interval (its node interval).
 
 Anything else (products, bitwise operators, variables shared between terms) is "not known", and the
 caller evaluates instead.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from .nodes import Const, Expr, FloorDiv, FloorMod, Sum, Var
+from .nodes import Const, Expr, FloorDiv, FloorMod, Lookup, Sum, Var
 
 
 class _Known(NamedTuple):
@@ -88,6 +90,12 @@ def _known(e: Expr, memo: dict[Expr, _Known]) -> _Known:
         return _UNKNOWN
     if isinstance(e, Sum):
         return _sum(e, memo)
+    if isinstance(e, Lookup):
+        index = _analyse(e.index, memo)
+        # the node interval is the entries over the index interval when that lies inside the table
+        if index.dense and 0 <= e.index.lo and e.index.hi < len(e.table):
+            return _Known(index.variables, True, True, False)
+        return _UNKNOWN
     return _UNKNOWN
 
 

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ..errors import ExprError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from ..errors import CoordinateError, ExprError
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor
 from .overflow import INT32, INT64, fits, fits_values, narrow_int64, topological
 
 
@@ -60,8 +60,40 @@ def _needs_tmp(node: Expr) -> bool:
     return isinstance(node, Sum) and any(c != 1 for _, c in node.terms[1:])
 
 
+def _checked_index(node: Lookup, index: Any) -> NDArray[np.int64]:
+    """The index operand of ``node`` as int64, or :class:`~layoutkit.errors.CoordinateError` naming an index
+    outside the table (numpy would wrap a negative one around, or raise an untyped IndexError)."""
+    arr = np.asarray(index)
+    n = len(node.table)
+    if arr.size:
+        lo, hi = arr.min(), arr.max()
+        if lo < 0 or hi >= n:
+            bad = lo if lo < 0 else hi
+            where = tuple(int(v) for v in np.unravel_index(int(np.argmax(arr == bad)), arr.shape))
+            raise CoordinateError(
+                f"{node}: the index {node.index} is {int(bad)} at position {where} of the evaluated points, outside "
+                f"the {n} entries of table#{node.table.name}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _lookup_op(node: Lookup) -> Callable[..., Any]:
+    """``table[index]`` by fancy indexing, after checking every index lies in the table."""
+    values = node.table.values
+
+    def run(x: Any, out: Any = None) -> Any:
+        picked = values[_checked_index(node, x)]
+        if out is None:
+            return picked
+        out[...] = picked  # int32 buffers: the node interval (the entries' range) fits them
+        return out
+
+    return run
+
+
 def _instruction(node: Expr) -> Callable[..., Any]:
     """``fn(*operands, out=None)`` computing ``node`` (a Sum also takes a scratch ``tmp``)."""
+    if isinstance(node, Lookup):
+        return _lookup_op(node)
     if isinstance(node, Sum):
         return _sum_op(tuple(c for _, c in node.terms), node.const)
     if isinstance(node, FloorDiv):
@@ -266,11 +298,19 @@ def _exact_instruction(node: Expr) -> Callable[..., Any]:
         return lambda x, c=node.c: x // c
     if isinstance(node, FloorMod):
         return lambda x, c=node.c: x % c
+    if isinstance(node, Lookup):
+        return functools.partial(_exact_lookup, node)
     ops: dict[type, Callable[..., Any]] = {Mul: operator.mul, Xor: operator.xor, And: operator.and_,
                                            Or: operator.or_}
     if type(node) in ops:
         return ops[type(node)]
     raise ExprError(f"cannot evaluate expression node {node!r}")
+
+
+def _exact_lookup(node: Lookup, x: Any) -> Any:
+    """``table[x]`` over Python ints (an object array, or one int): the entries come back as Python ints."""
+    picked = node.table.values[_checked_index(node, x)]  # checked before the cast: Python ints past int64 too
+    return picked.astype(object) if picked.ndim else int(picked)
 
 
 @functools.lru_cache(maxsize=1024)

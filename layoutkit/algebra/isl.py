@@ -6,7 +6,8 @@ Bitwise operators of non-negative bounded operands translate through their bits:
 ``a ^ b = sum_k 2**k * ((a_k + b_k) mod 2)``, ``a & b = sum_k 2**k * floor((a_k + b_k) / 2)`` and
 ``a | b = sum_k 2**k * floor((a_k + b_k + 1) / 2)``, each bitwise result bound to an existential
 variable so that nested swizzles stay small.  Products of two non-constants are not quasi-affine
-and raise :class:`UnsupportedError`.
+and raise :class:`UnsupportedError`, as do table lookups (:class:`~layoutkit.algebra.nodes.Lookup`: a table
+has no Presburger form; the proofs enumerate such maps instead).
 
 >>> from layoutkit.algebra import Var
 >>> i, j = Var("_i", 4), Var("_j", 4)
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from ..errors import UnsupportedError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor
 
 
 class _Writer:
@@ -48,6 +49,9 @@ class _Writer:
             return f"({self.text(e.a)} mod {e.c})"
         if isinstance(e, Mul):
             raise UnsupportedError(f"{e} is a product of two non-constants: not quasi-affine, no isl form")
+        if isinstance(e, Lookup):
+            raise UnsupportedError(f"{e} reads table#{e.table.name} ({len(e.table)} entries): a table-backed index "
+                                   "has no quasi-affine form, no isl form")
         return self._bitwise(e)
 
     def _bitwise(self, e: Expr) -> str:

@@ -77,7 +77,7 @@ from .nodes import (
     text_prefix,
     tuple_text,
 )
-from .piecewise import piecewise_inverse
+from .piecewise import lookup_exprs, lookup_inverse, piecewise_inverse
 from .proof import Proof, bijection_by_enumeration, bijection_by_isl, choose_method, describe_witness
 from .shapes import (
     TABLE_LIMIT,
@@ -174,6 +174,30 @@ class Layout(Tagged):
             raise ShapeError("Layout.from_exprs needs at least one output expression; found ()")
         obj.initialize(shape, tuple(placeholder(d, e) for d, e in enumerate(shape)), tuple(as_expr(e) for e in items))
         return obj
+
+    @classmethod
+    def from_table(cls, table: ArrayLike) -> Layout:
+        """The layout whose images are ``table``: shape ``input_shape + (m,)`` as :meth:`table` returns it (a 1-d
+        table is one output over one input).  Each output reads its column through a
+        :class:`~layoutkit.algebra.nodes.Lookup` node at the row-major offset of the input (a constant column is
+        that constant).  Law: ``Layout.from_table(L.table()).table() == L.table()``.
+
+        >>> import layoutkit as lk
+        >>> P = lk.Layout.from_table([2, 0, 3, 1])
+        >>> P.output_shape, P(2), P.inverse()(3)
+        ((4,), (3,), (2,))
+        """
+        arr = np.asarray(table)
+        if arr.dtype == object or arr.dtype.kind not in "iu":
+            raise ExprError(f"Layout.from_table: expected an integer array; found {arr.dtype} {arr!r:.60}")
+        if arr.ndim == 1:
+            arr = arr[:, None]
+        if arr.ndim < 2 or arr.shape[-1] == 0:
+            raise ShapeError(f"Layout.from_table: expected an array of shape input_shape + (outputs,); found shape "
+                             f"{arr.shape}")
+        shape = check_shape(arr.shape[:-1])
+        variables = tuple(placeholder(d, e) for d, e in enumerate(shape))
+        return cls.from_exprs(shape, lookup_exprs(arr.reshape(-1, arr.shape[-1]), shape, variables))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Layout is immutable")
@@ -692,17 +716,23 @@ class Layout(Tagged):
 
     def inverse(self) -> Layout:
         """The inverse layout: in closed form where digit matching or F2 elimination finds one (xor swizzles
-        included), else the exact piecewise inverse read off the table (:mod:`.piecewise`).  Law: for a
-        bijection, ``inverse()(self(x)) == x`` for every ``x``.
+        included), else the exact piecewise inverse read off the table, else (past the piecewise form's limits on
+        its breaks) the inverse table itself, read through a :class:`~layoutkit.algebra.nodes.Lookup` node at the
+        row-major offset of the outputs (:mod:`.piecewise`).  Law: for a bijection, ``inverse()(self(x)) == x``
+        for every ``x``; a layout proved bijective always has an inverse.
 
         Raises :class:`NotBijectiveError` with two colliding coordinates or an unreachable output
-        when the layout is not a bijection onto its output box, and a
-        :class:`~layoutkit.errors.LimitError` when the piecewise form would be too large.
+        when the layout is not a bijection onto its output box (and the errors of :meth:`prove_bijective` and
+        :meth:`table` when the domain is too large to decide or tabulate).
 
         >>> import layoutkit as lk
         >>> L = lk.Layout([4, 35], lambda i, j: (i // 2, (i % 2 * 35 + j) // 2 * 2 + (i * 35 + j) % 2))
         >>> L.inverse().map_forward_index(L.map_forward_index([3, 34]))
         (3, 34)
+        >>> perm = np.random.default_rng(0).permutation(1 << 14)  # no closed form, ~16K breaks
+        >>> P = lk.Layout.from_table(perm)
+        >>> P.inverse()(*P(1234)), str(P.inverse().forward_index[0]).startswith("table#")
+        ((1234,), True)
         """
         hit: Layout | None = self._cache.get("inverse")
         if hit is not None:
@@ -730,10 +760,13 @@ class Layout(Tagged):
         if inv is None:
             # no closed form: the table read backwards, written as a step function (exact by construction;
             # checked like the others all the same)
-            inv = Layout.from_exprs(self.output_shape, piecewise_inverse(
-                self.table(), self.output_shape, outs, f"inverse of {self.describe()}"))
+            try:
+                inv = Layout.from_exprs(self.output_shape, piecewise_inverse(
+                    self.table(), self.output_shape, outs, f"inverse of {self.describe()}"))
+            except LimitError:  # too many breaks for a step function: read the inverse from its table
+                inv = Layout.from_exprs(self.output_shape, lookup_inverse(self.table(), self.output_shape, outs))
             if not self._round_trips(inv):
-                raise LayoutError(f"inverse of {self.describe()}: the piecewise inverse does not undo the layout")
+                raise LayoutError(f"inverse of {self.describe()}: the table-read inverse does not undo the layout")
         self._cache["inverse"] = inv
         return inv
 

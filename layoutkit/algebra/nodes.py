@@ -31,7 +31,8 @@ _j // 16 * 64 + _i % 8 * 4 + _j % 8 // 2
 (_j // 8 ^ _i % 8) * 8 + _j % 8
 
 The output is valid Python and reads back to the same expression through
-:func:`layoutkit.algebra.parse_expr`.
+:func:`layoutkit.algebra.parse_expr`, except a table lookup (:class:`Lookup`), printed ``table#<id>[index]``
+with the table named by its digest (its values are no text to read back).
 
 Simplification
 
@@ -70,8 +71,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from ..errors import ExprError, LimitError, UnsupportedError
+from ..errors import CoordinateError, ExprError, LimitError, UnsupportedError
 from .refused import RefusedOperators
+from .tables import Table
 
 
 class ExprOperators(RefusedOperators):
@@ -598,6 +600,78 @@ class Or(_Bitwise):
         return max(a.lo, b.lo), _bit_hi(max(a.hi, b.hi))
 
 
+class Lookup(Expr):
+    """``table[index]``: the entry of an integer :class:`~layoutkit.algebra.tables.Table` at ``index`` (an index
+    map with no closed form, such as the inverse of a tabulated bijection, read from its table).  Built by
+    :func:`lookup`, which folds constant indices.
+
+    Its interval is the smallest and largest entry the index interval can reach.  The index interval may be
+    wider than the table (node intervals are conservative, and a composition widens them): evaluation checks
+    every index it reads and raises :class:`~layoutkit.errors.CoordinateError` naming one outside the table,
+    never wrapping around as numpy's negative indices would.
+
+    >>> i = Var("_i", 4)
+    >>> e = lookup(Table([2, 0, 3, 1]), i)
+    >>> (e.lo, e.hi), str(e) == f"table#{e.table.name}[_i]", lookup(e.table, Const(2))
+    ((0, 3), True, Const(3))
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, table: Table, index: object) -> Lookup:
+        if not isinstance(table, Table):
+            raise ExprError(f"Lookup: expected a Table, found {type(table).__name__}")
+        index = as_expr(index)
+        key = ("lookup", table, index)
+        hit = _INTERNED.get(key)
+        if hit is not None:
+            return cast(Lookup, hit)
+        if index.hi < 0 or index.lo >= len(table):
+            raise CoordinateError(f"lookup: index {text_prefix(index, 80)} takes values in [{index.lo}, {index.hi}], "
+                                  f"none of them inside table#{table.name} of {len(table)} entries")
+        lo, hi = table.span(int(index.lo), int(index.hi)) if _inside_table(index, table) else (table.lo, table.hi)
+        return _interned(cls, key, lo, hi)
+
+    @classmethod
+    def _rebuild(cls, table: Table, index: Expr) -> Expr:
+        return lookup(table, index)
+
+    @property
+    def table(self) -> Table:
+        return cast(Table, self._key[1])
+
+    @property
+    def index(self) -> Expr:
+        return cast(Expr, self._key[2])
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.index,)
+
+    def __repr__(self) -> str:
+        return f"Lookup({self})"
+
+
+def _inside_table(index: Expr, table: Table) -> bool:
+    """Whether the interval of ``index`` lies inside ``[0, len(table))``."""
+    return not (math.isinf(index.lo) or math.isinf(index.hi)) and 0 <= index.lo and index.hi < len(table)
+
+
+def lookup(table: Table, index: object) -> Expr:
+    """``table[index]`` through the simplifier: a constant index reads the table now, and a table constant over
+    the entries the index can reach is that constant.  An index none of whose values can lie in the table is
+    refused (:class:`~layoutkit.errors.CoordinateError`).
+
+    >>> t = Table([7, 7, 5])
+    >>> lookup(t, Var("_i", 2)), lookup(t, 2)
+    (Const(7), Const(5))
+    """
+    e = as_expr(index)
+    if isinstance(e, Const) and isinstance(table, Table) and 0 <= e.value < len(table):
+        return Const(int(table.values[e.value]))
+    node = Lookup(table, e)  # checks the operands
+    return Const(node.lo) if node.lo == node.hi and _inside_table(e, table) else node
+
+
 def walk(roots: Expr | Sequence[Expr], prune: Callable[[Expr], bool] | None = None) -> Iterator[Expr]:
     """Every distinct sub-expression of ``roots`` once, depth first, left to right; ``prune(e)``
     returning True stops the descent below ``e`` (``e`` itself is still yielded).
@@ -704,6 +778,8 @@ def pieces(e: Expr) -> list[str | Expr]:
         return [*_wrap(e.a, _MUL), f" % {int_text(e.c)}"]
     if isinstance(e, Mul):
         return [*_wrap(e.a, _MUL), " * ", *_wrap(e.b, _MUL + 1)]
+    if isinstance(e, Lookup):
+        return [f"table#{e.table.name}[", e.index, "]"]
     prec, sym = _BITWISE_TEXT[type(e)]
     bit = cast("Xor | And | Or", e)
     return [*_wrap(bit.a, prec), f" {sym} ", *_wrap(bit.b, prec + 1)]
@@ -1206,6 +1282,8 @@ def rebuild(e: Expr, children: list[Expr]) -> Expr:
         return floormod(children[0], Const(e.c))
     if isinstance(e, Mul):
         return mul(*children)
+    if isinstance(e, Lookup):
+        return lookup(e.table, children[0])
     return _BITWISE_BUILDERS[type(e)](*children)
 
 

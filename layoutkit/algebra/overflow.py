@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import IntegerOverflowError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, int_text
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor, int_text
 
 INT32 = 1 << 31
 INT64 = 1 << 63
@@ -116,6 +116,9 @@ def _interval(node: Expr, known: dict[Expr, Interval]) -> Interval:
         return _floor(span[0], node.c), _floor(span[1], node.c)
     if isinstance(node, FloorMod):
         return 0, node.c - 1
+    if isinstance(node, Lookup):
+        # an entry of the table whatever the index (evaluation refuses an index outside the table)
+        return node.table.lo, node.table.hi
     if isinstance(node, (And, Or, Xor)):
         # two's complement: the result needs no more bits than the widest operand
         width = max(_bits(v) for x in node.children() for v in known[x])

@@ -1,4 +1,4 @@
-"""Exact piecewise inverses of tabulated bijections (the inverse of a bijection with no closed form).
+"""Exact inverses of tabulated bijections (the inverse of a bijection with no closed form): piecewise, else a table.
 
 A bijection onto a box that digit matching and F2 elimination cannot invert still has an inverse: its
 table, read backwards.  This module writes that table as an index expression, so the inverse is a
@@ -17,7 +17,15 @@ offsets whose step differs from it (a run of ``a``-steps costs nothing, so a map
 breaks stays short).  Law: ``piecewise_inverse(table, box)`` evaluated at ``table[x]`` is ``x`` for every input
 ``x``.  The expression has one term per break; past :data:`PIECEWISE_LIMIT` breaks (or
 :data:`PIECEWISE_WORK_LIMIT` breaks times points, what evaluating it costs) it is refused with a
-:class:`~layoutkit.errors.LimitError` that says to invert through the table instead.
+:class:`~layoutkit.errors.LimitError`.
+
+Past those limits the inverse is the table itself: :func:`lookup_inverse` reads input ``d`` from the column
+``d`` of the inverse table at the row-major offset ``o``, a :class:`~layoutkit.algebra.nodes.Lookup` node
+(``table#<id>[o]``).  It is exact by construction and costs one gather per point to evaluate, but it has no
+closed form: islpy, sympy and TileLang refuse it, and C printers print it only with the array declared
+(:func:`~layoutkit.algebra.translate.c_table`).  ``Layout.inverse()`` takes it when the piecewise form is
+refused, so a proved bijection always has an inverse.  The same node reads a table forward
+(:func:`lookup_exprs`: what ``Layout.from_table`` builds).
 
 >>> import numpy as np
 >>> from layoutkit.algebra.nodes import Var
@@ -39,7 +47,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..errors import LimitError
-from .nodes import Const, Expr, Var, add, floordiv, floormod, make_sum, scale
+from .nodes import Const, Expr, Var, add, floordiv, floormod, lookup, make_sum, scale
+from .tables import Table
 
 PIECEWISE_LIMIT = 1 << 12
 """Most breaks (offsets where a step differs from the common one), over all inputs, a piecewise inverse
@@ -67,9 +76,6 @@ def piecewise_inverse(table: NDArray[np.integer[Any]], output_shape: Sequence[in
     exactly (see the module doc); ``table`` must be a bijection onto ``output_shape``."""
     inv = inverse_table(table, output_shape)
     size = inv.shape[0]
-    offset: Expr = Const(0)
-    for k, o in enumerate(outputs):
-        offset = add(offset, scale(o, math.prod(output_shape[k + 1:])))
     columns = [inv[:, d] for d in range(inv.shape[1])]
     modular = [_modular(v) for v in columns]
     plans = [_plan(v) if m is None else None for v, m in zip(columns, modular)]
@@ -78,10 +84,11 @@ def piecewise_inverse(table: NDArray[np.integer[Any]], output_shape: Sequence[in
     if breaks > PIECEWISE_LIMIT or work > PIECEWISE_WORK_LIMIT:
         raise LimitError(f"{what}: the bijection has no closed-form inverse, and its piecewise inverse needs "
                          f"{breaks} breaks over {size} points, past the {PIECEWISE_LIMIT} breaks (and "
-                         f"{PIECEWISE_WORK_LIMIT} breaks times points) it is written with; invert through the "
-                         "layout's table() instead",
+                         f"{PIECEWISE_WORK_LIMIT} breaks times points) it is written with; lookup_inverse reads "
+                         "the inverse from its table instead",
                          PIECEWISE_LIMIT, breaks)
     out = []
+    offset = row_major_offset(outputs, output_shape)
     for plan, mod in zip(plans, modular):
         if mod is not None:
             a, b, m = mod
@@ -89,6 +96,48 @@ def piecewise_inverse(table: NDArray[np.integer[Any]], output_shape: Sequence[in
         elif plan is not None:
             out.append(_expression(plan, offset))
     return tuple(out)
+
+
+def row_major_offset(variables: Sequence[Var], shape: Sequence[int]) -> Expr:
+    """``sum_k variables[k] * prod(shape[k+1:])``: the row-major offset of a coordinate of ``shape``.
+
+    >>> print(row_major_offset((Var("_i", 4), Var("_j", 8)), (4, 8)))
+    _i * 8 + _j
+    """
+    offset: Expr = Const(0)
+    for k, v in enumerate(variables):
+        offset = add(offset, scale(v, math.prod(shape[k + 1:])))
+    return offset
+
+
+def lookup_exprs(rows: NDArray[np.integer[Any]], shape: Sequence[int], variables: Sequence[Var]) -> tuple[Expr, ...]:
+    """One expression per column of ``rows`` (``[N, n]``, ``N = prod(shape)``): column ``d`` read at the
+    row-major offset of ``variables`` over ``shape`` (a column of one value is that constant).  Law: the
+    expressions evaluated at the coordinate of row ``r`` give ``rows[r]``.
+
+    >>> from layoutkit.algebra.evaluate import compile_numpy
+    >>> i = Var("_i", 3)
+    >>> (x,) = lookup_exprs(np.array([[2], [0], [1]]), (3,), (i,))
+    >>> compile_numpy((x,), (i,))(np.arange(3))[0].tolist()
+    [2, 0, 1]
+    """
+    offset = row_major_offset(variables, shape)
+    return tuple(lookup(Table(rows[:, d]), offset) for d in range(rows.shape[1]))
+
+
+def lookup_inverse(table: NDArray[np.integer[Any]], output_shape: Sequence[int],
+                   outputs: Sequence[Var]) -> tuple[Expr, ...]:
+    """:func:`piecewise_inverse`'s law with no limit on the breaks: input ``d`` is read from the inverse table
+    (:func:`inverse_table`) at the row-major offset of ``outputs``.  ``table`` must be a bijection onto
+    ``output_shape``.
+
+    >>> from layoutkit.algebra.evaluate import compile_numpy
+    >>> o = Var("_i", 4)
+    >>> (x,) = lookup_inverse(np.array([[2], [0], [3], [1]]), (4,), (o,))
+    >>> compile_numpy((x,), (o,))(np.array([2, 0, 3, 1]))[0].tolist()
+    [0, 1, 2, 3]
+    """
+    return lookup_exprs(inverse_table(table, output_shape), output_shape, outputs)
 
 
 def _modular(values: NDArray[np.int64]) -> tuple[int, int, int] | None:
@@ -149,4 +198,5 @@ def _expression(plan: _Plan, offset: Expr) -> Expr:
     return make_sum(terms, start)
 
 
-__all__ = ["PIECEWISE_LIMIT", "PIECEWISE_WORK_LIMIT", "inverse_table", "piecewise_inverse"]
+__all__ = ["PIECEWISE_LIMIT", "PIECEWISE_WORK_LIMIT", "inverse_table", "lookup_exprs", "lookup_inverse",
+           "piecewise_inverse", "row_major_offset"]

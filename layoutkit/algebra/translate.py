@@ -6,15 +6,22 @@
 '(_j >> 3) * 4 + (_i & 7)'
 >>> to_sympy(i // 8 * 4 + j)
 _j + 4*floor(_i/8)
+
+A table lookup (:class:`~layoutkit.algebra.nodes.Lookup`) has no closed form: :func:`to_c` prints it as an
+array read only when the caller names (and declares) its tables, see :func:`c_table`; sympy has no form for it.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
+import numpy as np
+
 from ..errors import UnsupportedError
-from .nodes import And, Const, Expr, FloorDiv, FloorMod, Mul, Or, Sum, Var, Xor, linear
+from .nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor, linear, text_prefix
+from .tables import Table
 
 # ---- C -----------------------------------------------------------------------------------------
 
@@ -33,15 +40,33 @@ def _is_pow2(c: int) -> bool:
     return c > 0 and c & (c - 1) == 0
 
 
-def _c_atom(e: Expr) -> str:
-    s = to_c(e)
-    return s if isinstance(e, (Var, Const)) and not (isinstance(e, Const) and e.value < 0) else f"({s})"
+TableNames = Callable[[Table], str]
+"""How a C printer names a table it declares (see :func:`c_table`)."""
 
 
-def to_c(e: Expr) -> str:
+def _c_atom(e: Expr, tables: TableNames | None = None) -> str:
+    s = to_c(e, tables)
+    return s if isinstance(e, (Var, Const, Lookup)) and not (isinstance(e, Const) and e.value < 0) else f"({s})"
+
+
+def to_c(e: Expr, tables: TableNames | None = None) -> str:
     """C expression for ``e``; exact floor semantics (shifts/masks for powers of two when the
     operand is known non-negative, ``lk_floordiv``/``lk_floormod`` from :data:`C_PRELUDE` when it
-    may be negative)."""
+    may be negative).  A table lookup prints as ``name[index]`` with ``name = tables(table)``, the
+    caller declaring the array (:func:`c_table`); without ``tables`` it is refused
+    (:class:`~layoutkit.errors.UnsupportedError`: a table-backed index has no closed form to print).
+
+    >>> from layoutkit.algebra.nodes import Var, lookup
+    >>> e = lookup(Table([2, 0, 1]), Var("_i", 3)) * 4
+    >>> to_c(e, lambda t: "lk_perm")
+    'lk_perm[_i] * 4'
+    """
+    if isinstance(e, Lookup):
+        if tables is None:
+            raise UnsupportedError(f"C printer: {text_prefix(e, 80)} reads table#{e.table.name} ({len(e.table)} "
+                                   "entries): the index is table-backed and has no closed form to print; a printer "
+                                   "that declares its tables (c_table) passes their names")
+        return f"{tables(e.table)}[{to_c(e.index, tables)}]"
     if isinstance(e, Const):
         return str(e.value)
     if isinstance(e, Var):
@@ -49,7 +74,7 @@ def to_c(e: Expr) -> str:
     if isinstance(e, Sum):
         parts = []
         for atom, coeff in e.terms:
-            term = _c_atom(atom) if not isinstance(atom, Mul) else f"({to_c(atom)})"
+            term = _c_atom(atom, tables) if not isinstance(atom, Mul) else f"({to_c(atom, tables)})"
             if abs(coeff) != 1:
                 term = f"{term} * {abs(coeff)}"
             parts.append(("- " if coeff < 0 else "+ ") + term)
@@ -62,15 +87,34 @@ def to_c(e: Expr) -> str:
         if a.lo >= 0:
             if _is_pow2(c):
                 k = c.bit_length() - 1
-                return f"{_c_atom(a)} >> {k}" if isinstance(e, FloorDiv) else f"{_c_atom(a)} & {c - 1}"
-            return f"{_c_atom(a)} {'/' if isinstance(e, FloorDiv) else '%'} {c}"
+                return (f"{_c_atom(a, tables)} >> {k}" if isinstance(e, FloorDiv)
+                        else f"{_c_atom(a, tables)} & {c - 1}")
+            return f"{_c_atom(a, tables)} {'/' if isinstance(e, FloorDiv) else '%'} {c}"
         fn = "lk_floordiv" if isinstance(e, FloorDiv) else "lk_floormod"
-        return f"{fn}({to_c(a)}, {c})"
+        return f"{fn}({to_c(a, tables)}, {c})"
     if isinstance(e, Mul):
-        return f"{_c_atom(e.a)} * {_c_atom(e.b)}"
+        return f"{_c_atom(e.a, tables)} * {_c_atom(e.b, tables)}"
     node = cast("Xor | And | Or", e)
     sym = {Xor: "^", And: "&", Or: "|"}[type(node)]
-    return f"{_c_atom(node.a)} {sym} {_c_atom(node.b)}"
+    return f"{_c_atom(node.a, tables)} {sym} {_c_atom(node.b, tables)}"
+
+
+def c_table(table: Table, name: str, qualifiers: str = "static const") -> str:
+    """The C definition of ``table`` as the array ``name`` (``int`` entries when they fit, else ``long long``),
+    behind an include guard named after it, so several printed units that declare one table concatenate.
+
+    >>> print(c_table(Table([2, 0, 1]), "lk_perm"))
+    #ifndef LK_TABLE_lk_perm
+    #define LK_TABLE_lk_perm
+    static const int lk_perm[3] = {2, 0, 1};
+    #endif
+    """
+    wide = table.lo < -(1 << 31) or table.hi >= 1 << 31
+    ctype = "long long" if wide else "int"
+    suffix = "LL" if wide else ""
+    body = ", ".join(f"{v}{suffix}" for v in np.asarray(table.values).tolist())
+    return (f"#ifndef LK_TABLE_{name}\n#define LK_TABLE_{name}\n"
+            f"{qualifiers} {ctype} {name}[{len(table)}] = {{{body}}};\n#endif")
 
 
 # ---- sympy -------------------------------------------------------------------------------------
@@ -119,5 +163,8 @@ def to_sympy(e: Expr) -> Any:
         return sympy.Mod(to_sympy(e.a), e.c)
     if isinstance(e, Mul):
         return to_sympy(e.a) * to_sympy(e.b)
+    if isinstance(e, Lookup):
+        raise UnsupportedError(f"sympy: {text_prefix(e, 80)} reads table#{e.table.name} ({len(e.table)} entries): "
+                               "a table-backed index has no closed form")
     node = cast("Xor | And | Or", e)
     return _sympy_bits(e, to_sympy(node.a), to_sympy(node.b))
