@@ -187,7 +187,11 @@ class Layout(Tagged):
         >>> P.output_shape, P(2), P.inverse()(3)
         ((4,), (3,), (2,))
         """
-        arr = np.asarray(table)
+        try:
+            arr = np.asarray(table)
+        except (TypeError, ValueError) as err:  # ragged rows
+            raise ShapeError(f"Layout.from_table: expected a rectangular integer array; found {table!r:.60}: "
+                             f"{err}") from None
         if arr.dtype == object or arr.dtype.kind not in "iu":
             raise ExprError(f"Layout.from_table: expected an integer array; found {arr.dtype} {arr!r:.60}")
         if arr.ndim == 1:

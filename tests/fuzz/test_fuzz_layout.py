@@ -82,3 +82,21 @@ def test_parsed_index_functions(text, shape):
 
 def test_numpy_scalars_are_still_accepted():
     assert lk.Layout([np.int64(4)], lambda i: i + np.int32(1)).output_shape == (5,)
+
+
+TABLES = st.one_of(
+    HOSTILE_SCALARS,
+    st.lists(st.one_of(st.integers(-3, 40), HUGE_INTS, HOSTILE_SCALARS), max_size=6),
+    st.lists(st.lists(st.integers(-2, 12), min_size=0, max_size=3), max_size=4),
+    st.builds(lambda n, seed: np.random.default_rng(seed).permutation(n), st.integers(1, 64), st.integers(0, 9)),
+)
+
+
+@given(TABLES, st.data())
+def test_layouts_from_hostile_tables(table, data):
+    layout = attempt(lambda: lk.Layout.from_table(table))
+    if layout is not None:
+        _calls(layout, lambda: data.draw(COORDS))
+        inv = attempt(layout.inverse)
+        if inv is not None:
+            attempt(lambda: inv.apply(data.draw(COORDS)))
