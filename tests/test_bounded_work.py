@@ -1,6 +1,6 @@
 """Bounded work and exact inverses: a layout proved bijective always has an inverse (closed form, else the
-piecewise inverse read off its table, else the inverse table read through a lookup), and every search that can run long stops with a typed error naming
-what gave up and what to try instead."""
+piecewise inverse read off its table, else the inverse table read through a lookup), and every search that can
+run long stops with a typed error naming what gave up and what to try instead."""
 
 from __future__ import annotations
 

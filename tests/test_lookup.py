@@ -132,9 +132,9 @@ def test_a_printed_table_compiles_and_reads_back_its_entries(tmp_path):
         pytest.skip("no host C++ compiler")
     t, i = Table([3, -7, 2**40, 0]), Var("_i", 4)
     e = lookup(t, i) + 1
+    read = to_c(e, lambda _: "lk_tab")
     src = (c_table(t, "lk_tab") + "\n" + c_table(t, "lk_tab") + "\n#include <cstdio>\nint main() {\n"
-           f"  for (long long _i = 0; _i < 4; ++_i) std::printf(\"%lld\\n\", (long long)({to_c(e, lambda _: 'lk_tab')}));\n"
-           "}\n")
+           f"  for (long long _i = 0; _i < 4; ++_i) std::printf(\"%lld\\n\", (long long)({read}));\n}}\n")
     (tmp_path / "t.cpp").write_text(src)
     subprocess.run([compiler, "-o", str(tmp_path / "t"), str(tmp_path / "t.cpp")], check=True, timeout=120)
     out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True).stdout.split()
@@ -153,3 +153,33 @@ def test_from_table_reads_each_column_at_the_row_major_offset():
         lk.Layout.from_table(np.int64(3))
     with pytest.raises(ExprError, match="expected an integer array; found float64"):
         lk.Layout.from_table([0.5, 1.0])
+
+
+def _gather_kernel(name: str, layout: lk.Layout) -> object:
+    """``y[t] = x[layout(t)]`` over one block."""
+    from layoutkit.backends.nv import ir
+
+    (src,) = layout.forward_index
+    n = layout.size
+    addr = substitute(src, {layout.forward_vars[0]: ir.TID})
+    return ir.Kernel(name, n, (1, 1), (ir.Buffer("r", "float32", 1, "reg"), ir.Buffer("x", "float32", n, "global"),
+                                        ir.Buffer("y", "float32", n, "global")),
+                     (ir.Load("r", Const(0), "x", addr, 1), ir.Store("y", ir.TID, "r", Const(0), 1)))
+
+
+def test_the_cuda_printer_declares_each_table_once_and_the_kernel_gathers_through_it():
+    from layoutkit.backends.nv.cuda import print_module
+    from layoutkit.testing.cuda_cpu import compiler, run_cuda
+
+    perm = np.random.default_rng(3).permutation(128)
+    layout = lk.Layout.from_table(perm)
+    name = f"lk_table_{Table(perm).name}"
+    source = print_module([_gather_kernel("gather_a", layout), _gather_kernel("gather_b", layout)])
+    assert source.count(f"static __device__ const int {name}[128] = {{") == 2  # one per kernel, each guarded
+    assert source.count(f"#ifndef LK_TABLE_{name}") == 2 and f"x[{name}[tid]]" in source
+    if compiler() is None:
+        pytest.skip("no C++ compiler for the CPU harness")
+    x = np.arange(128, dtype=np.float32) * 3
+    for kernel in ("gather_a", "gather_b"):
+        out = run_cuda(source, {"x": x, "y": np.zeros(128, np.float32)}, kernel)
+        assert np.array_equal(out.arrays["y"], x[perm])

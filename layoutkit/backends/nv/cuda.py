@@ -2,7 +2,9 @@
 
 Index expressions print with :func:`layoutkit.algebra.translate.to_c` (exact floor semantics); the helpers
 of :data:`~layoutkit.algebra.translate.C_PRELUDE` are emitted as ``__device__`` functions.  The prelude sits
-behind an include guard, so several emitted kernels concatenate into one translation unit.
+behind an include guard, so several emitted kernels concatenate into one translation unit.  The tables that
+table-backed index expressions read (:class:`~layoutkit.algebra.nodes.Lookup`) are ``static __device__ const``
+arrays declared in front of the kernel, each behind its own include guard.
 
 >>> from layoutkit.algebra.nodes import Const
 >>> from layoutkit.backends.nv import ir
@@ -15,7 +17,8 @@ extern "C" __global__ void __launch_bounds__(32) k(float* __restrict__ y) {
 from __future__ import annotations
 
 from ...algebra.nodes import Expr
-from ...algebra.translate import C_PRELUDE, to_c
+from ...algebra.tables import Table
+from ...algebra.translate import C_PRELUDE, c_table, to_c
 from ...errors import UnsupportedError
 from ...scopes import GLOBAL, SHARED
 from ...targets.nv.gemm_plan import mma_sync_opcode
@@ -42,14 +45,6 @@ def ctype(dtype: str) -> str:
         return CTYPE[dtype]
     except KeyError:
         raise UnsupportedError(f"CUDA printer: no C type for {dtype}") from None
-
-
-def _e(x) -> str:
-    return to_c(x) if isinstance(x, Expr) else str(int(x))
-
-
-def _guard(g) -> str:
-    return " && ".join(f"({_e(e)}) < {b}" for e, b in g) or "true"
 
 
 def _cast(dtype: str, x: str) -> str:
@@ -105,6 +100,23 @@ class Printer:
         self.k = kernel
         self.lines: list[str] = []
         self.depth = 1
+        self.tables: dict[Table, str] = {}
+        """The tables the kernel's index expressions read (:class:`~layoutkit.algebra.nodes.Lookup`), by the name
+        of the constant array declared for each, once, in front of the kernel."""
+
+    def table_name(self, table: Table) -> str:
+        return self.tables.setdefault(table, f"lk_table_{table.name}")
+
+    def e(self, x) -> str:
+        return to_c(x, self.table_name) if isinstance(x, Expr) else str(int(x))
+
+    def guard(self, g) -> str:
+        return " && ".join(f"({self.e(e)}) < {b}" for e, b in g) or "true"
+
+    def declarations(self) -> list[str]:
+        """The constant arrays of the tables read so far (each behind an include guard named after it, so
+        kernels of one module that read one table share its definition)."""
+        return [c_table(t, name, "static __device__ const") for t, name in self.tables.items()]
 
     def emit(self, text: str) -> None:
         self.lines.extend("  " * self.depth + t for t in text.splitlines())
@@ -140,9 +152,9 @@ class Printer:
     def Copy(self, st: ir.Copy) -> None:
         dt = self.k.buffer(st.dst).dtype
         nbytes = st.vec * _BYTES[dt]
-        ok, d, s = _guard(st.guard), _e(st.dst_addr), _e(st.src_addr)
+        ok, d, s = self.guard(st.guard), self.e(st.dst_addr), self.e(st.src_addr)
         if st.mask:
-            self.emit(f"if ({_guard(st.mask)}) {{")
+            self.emit(f"if ({self.guard(st.mask)}) {{")
             self.depth += 1
         if st.async_ and not st.guard:  # in bounds for every thread: no src-size operand
             cache = "cg" if nbytes == 16 else "ca"
@@ -175,8 +187,8 @@ class Printer:
         outs = ", ".join(f'"=r"(r[{i}])' for i in range(st.num))
         tr = ".trans" if st.trans else ""
         self.emit(
-            f"{{ unsigned* r = reinterpret_cast<unsigned*>(&{st.dst}[{_e(st.dst_off)}]);\n"
-            f"  const unsigned sa = (unsigned)__cvta_generic_to_shared(&{st.src}[{_e(st.addr)}]);\n"
+            f"{{ unsigned* r = reinterpret_cast<unsigned*>(&{st.dst}[{self.e(st.dst_off)}]);\n"
+            f"  const unsigned sa = (unsigned)__cvta_generic_to_shared(&{st.src}[{self.e(st.addr)}]);\n"
             f'  asm volatile("ldmatrix.sync.aligned.m8n8.x{st.num}{tr}.shared.b16 {{{regs}}}, [%{st.num}];\\n" : '
             f'{outs} : "r"(sa)); }}'
         )
@@ -190,18 +202,18 @@ class Printer:
         cc, ct = _ACC[acc]
         if st.shape == "m16n8k8" and dt in ("float16", "bfloat16"):  # Turing: two A registers, one B register
             self.emit(
-                f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{_e(st.a[1])}]);\n"
-                f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{_e(st.b[1])}]);\n"
-                f"  {ct}* c = reinterpret_cast<{ct}*>(&{st.c[0]}[{_e(st.c[1])}]);\n"
+                f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{self.e(st.a[1])}]);\n"
+                f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{self.e(st.b[1])}]);\n"
+                f"  {ct}* c = reinterpret_cast<{ct}*>(&{st.c[0]}[{self.e(st.c[1])}]);\n"
                 f'  asm volatile("{inst} {{%0, %1, %2, %3}}, {{%4, %5}}, {{%6}}, {{%7, %8, %9, %10}};\\n"\n'
                 f'    : "={cc}"(c[0]), "={cc}"(c[1]), "={cc}"(c[2]), "={cc}"(c[3])\n'
                 f'    : "r"(a[0]), "r"(a[1]), "r"(b[0]), "{cc}"(c[0]), "{cc}"(c[1]), "{cc}"(c[2]), "{cc}"(c[3])); }}'
             )
             return
         self.emit(
-            f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{_e(st.a[1])}]);\n"
-            f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{_e(st.b[1])}]);\n"
-            f"  {ct}* c = reinterpret_cast<{ct}*>(&{st.c[0]}[{_e(st.c[1])}]);\n"
+            f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{st.a[0]}[{self.e(st.a[1])}]);\n"
+            f"  const unsigned* b = reinterpret_cast<const unsigned*>(&{st.b[0]}[{self.e(st.b[1])}]);\n"
+            f"  {ct}* c = reinterpret_cast<{ct}*>(&{st.c[0]}[{self.e(st.c[1])}]);\n"
             f'  asm volatile("{inst} {{%0, %1, %2, %3}}, {{%4, %5, %6, %7}}, {{%8, %9}}, {{%10, %11, %12, %13}};\\n"\n'
             f'    : "={cc}"(c[0]), "={cc}"(c[1]), "={cc}"(c[2]), "={cc}"(c[3])\n'
             f'    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]),\n'
@@ -211,7 +223,7 @@ class Printer:
     def Load(self, st: ir.Load) -> None:
         sdt, rdt = self.k.buffer(st.src).dtype, self.k.buffer(st.dst).dtype
         nbytes = st.vec * _BYTES[sdt]
-        a, o = _e(st.src_addr), _e(st.dst_off)
+        a, o = self.e(st.src_addr), self.e(st.dst_off)
         if sdt == rdt and not st.guard:  # an unguarded element or vector (shared -> registers)
             if st.vec == 1:
                 self.emit(f"{st.dst}[{o}] = {st.src}[{a}];")
@@ -222,7 +234,7 @@ class Printer:
         elif sdt == rdt and (nbytes in _VEC or nbytes % 16 == 0):
             for vt, x in _pieces(nbytes, sdt):
                 load = f"v = *reinterpret_cast<const {vt}*>(&{st.src}[{a}{x}]);"
-                self.emit(f"{{ {vt} v = {{}}; if ({_guard(st.guard)}) {{ {load} }}\n"
+                self.emit(f"{{ {vt} v = {{}}; if ({self.guard(st.guard)}) {{ {load} }}\n"
                           f"  *reinterpret_cast<{vt}*>(&{st.dst}[{o}{x}]) = v; }}")
         elif not st.guard:
             self.emit(" ".join(f"{st.dst}[{o} + {v}] = {_convert(sdt, rdt, f'{st.src}[{a} + {v}]')};"
@@ -231,18 +243,19 @@ class Printer:
             zero = _cast(rdt, "0")
             body = " ".join(f"{st.dst}[{o} + {v}] = ok ? {_convert(sdt, rdt, f'{st.src}[{a} + {v}]')} : {zero};"
                             for v in range(st.vec))
-            self.emit(f"{{ const bool ok = {_guard(st.guard)}; {body} }}")
+            self.emit(f"{{ const bool ok = {self.guard(st.guard)}; {body} }}")
 
     def Move(self, st: ir.Move) -> None:
         sdt, ddt = self.k.buffer(st.src).dtype, self.k.buffer(st.dst).dtype
-        x = f"{st.src}[{_e(st.src_off)} + i]"
+        x = f"{st.src}[{self.e(st.src_off)} + i]"
         if st.fn == "relu":
             val = _result(c_fn("relu", [_wide(sdt, x)], sdt in _FLOATS), sdt in _FLOATS, ddt)
         elif st.fn == "copy":
             val = _convert(sdt, ddt, x)
         else:
             raise UnsupportedError(f"CUDA printer: move function {st.fn!r}; expected one of {ir.MOVE_FNS}")
-        self.emit(f"#pragma unroll\nfor (int i = 0; i < {st.count}; ++i) {{ {st.dst}[{_e(st.dst_off)} + i] = {val}; }}")
+        dst = f"{st.dst}[{self.e(st.dst_off)} + i]"
+        self.emit(f"#pragma unroll\nfor (int i = 0; i < {st.count}; ++i) {{ {dst} = {val}; }}")
 
 
     def Compute(self, st: ir.Compute) -> None:
@@ -255,7 +268,7 @@ class Printer:
             args.append(_convert(dt, "float32", x) if floating else f"(long long)({x})")
         ddt = self.k.buffer(st.dst).dtype
         line = f"{st.dst}[{int(st.dst_off)}] = {_result(c_fn(st.fn, args, floating), floating, ddt)};"
-        self.emit(f"if ({_guard(st.guard)}) {line}" if st.guard else line)
+        self.emit(f"if ({self.guard(st.guard)}) {line}" if st.guard else line)
 
     def ShflXor(self, st: ir.ShflXor) -> None:
         dt = self.k.buffer(st.buffer).dtype
@@ -268,7 +281,7 @@ class Printer:
 
     def Prmt(self, st: ir.Prmt) -> None:
         (ab, ao), (bb, bo) = st.a, st.b
-        sel = (f'"r"((unsigned)({_e(st.selector)}))' if isinstance(st.selector, Expr)
+        sel = (f'"r"((unsigned)({self.e(st.selector)}))' if isinstance(st.selector, Expr)
                else f'"n"({int(st.selector) & 0xFFFF:#06x})')
         self.emit(
             f"{{ const unsigned* a = reinterpret_cast<const unsigned*>(&{ab}[{int(ao)}]);\n"
@@ -279,7 +292,7 @@ class Printer:
 
     def Store(self, st: ir.Store) -> None:
         dt = self.k.buffer(st.dst).dtype
-        d, o = _e(st.dst_addr), _e(st.src_off)
+        d, o = self.e(st.dst_addr), self.e(st.src_off)
         sdt = self.k.buffer(st.src).dtype
         vals = [_convert(sdt, dt, f"{st.src}[{o} + {v}]") for v in range(st.vec)]
         nbytes = st.vec * _BYTES[dt]
@@ -290,7 +303,7 @@ class Printer:
             body = f"*reinterpret_cast<half2*>(&{st.dst}[{d}]) = __halves2half2({vals[0]}, {vals[1]});"
         else:
             body = " ".join(f"{st.dst}[{d} + {v}] = {vals[v]};" for v in range(st.vec))
-        self.emit(f"if ({_guard(st.guard)}) {{ {body} }}" if st.guard else body)
+        self.emit(f"if ({self.guard(st.guard)}) {{ {body} }}" if st.guard else body)
 
 
 def _pieces(nbytes: int, dtype: str) -> list[tuple[str, str]]:
@@ -365,7 +378,7 @@ def print_kernel(kernel: ir.Kernel) -> str:
     launch = (f"// launch {kernel.name}: grid ({gx}, {gy}), block {kernel.threads}, "
               f"dynamic shared memory {smem_bytes(kernel)} bytes\n")
     head = launch + f'extern "C" __global__ void __launch_bounds__({kernel.threads}) {kernel.name}({params}) {{'
-    return "\n".join([head, *p.lines, "}"]) + "\n"
+    return "\n".join([*p.declarations(), head, *p.lines, "}"]) + "\n"
 
 
 def print_module(kernels) -> str:
