@@ -150,6 +150,10 @@ def test_conversion_errors_are_typed():
         to_tilelang("not a layout")
     with pytest.raises(UnsupportedError, match="expected a tilelang.layout"):
         from_tilelang(nv.make_swizzled_layout((8, 64), "float16"))
+    table_read = lk.Layout.from_table(np.random.default_rng(0).permutation(64))
+    with pytest.raises(UnsupportedError, match=r"to_tilelang: table#\w+\[_i\] reads table#\w+ \(64 entries\): a "
+                                               "table-backed index has no closed form"):
+        to_tilelang(table_read)
 
 
 # ---- the Program read from a kernel -----------------------------------------------------------------

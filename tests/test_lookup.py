@@ -183,3 +183,15 @@ def test_the_cuda_printer_declares_each_table_once_and_the_kernel_gathers_throug
     for kernel in ("gather_a", "gather_b"):
         out = run_cuda(source, {"x": x, "y": np.zeros(128, np.float32)}, kernel)
         assert np.array_equal(out.arrays["y"], x[perm])
+
+
+def test_a_program_reading_a_table_is_refused_when_written_not_misread_when_read_back():
+    from layoutkit.infer import Program
+
+    t = Table(np.random.default_rng(0).permutation(64))
+    p = Program(threads=64)
+    x = p.alloc_fragment("x", (8, 8), "float32")
+    p.parallel((8, 8), writes=[(x, lambda i, j: (lookup(t, i * 8 + j) // 8, lookup(t, i * 8 + j) % 8))])
+    with pytest.raises(UnsupportedError, match=rf"reads table#{t.name} \(64 entries\): a table-backed index has no "
+                                               "expression text to store"):
+        p.to_json()

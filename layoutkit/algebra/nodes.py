@@ -669,7 +669,7 @@ def lookup(table: Table, index: object) -> Expr:
     if isinstance(e, Const) and isinstance(table, Table) and 0 <= e.value < len(table):
         return Const(int(table.values[e.value]))
     node = Lookup(table, e)  # checks the operands
-    return Const(node.lo) if node.lo == node.hi and _inside_table(e, table) else node
+    return Const(int(node.lo)) if node.lo == node.hi and _inside_table(e, table) else node
 
 
 def walk(roots: Expr | Sequence[Expr], prune: Callable[[Expr], bool] | None = None) -> Iterator[Expr]:

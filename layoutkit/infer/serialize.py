@@ -2,7 +2,9 @@
 :meth:`~layoutkit.infer.program.Program.from_json` call :func:`program_to_json` and :func:`program_from_json`.
 
 Index functions are stored as expression text and parsed back by :func:`layoutkit.algebra.parse_expr`
-(no ``eval``); layout annotations are stored as their index (and thread) expressions.
+(no ``eval``); layout annotations are stored as their index (and thread) expressions.  A table lookup has no
+such text (:class:`~layoutkit.algebra.nodes.Lookup` prints its table's digest, not its entries), so a program
+that holds one is refused when written, not misread when read back.
 
 >>> from layoutkit.infer import Program
 >>> p = Program(threads=64)
@@ -20,9 +22,10 @@ import json
 from typing import Any
 
 from ..algebra.layout import Layout
+from ..algebra.nodes import Expr, Lookup, text_prefix, walk
 from ..algebra.parse import parse_expr
 from ..algebra.shapes import check_shape, placeholder
-from ..errors import ProgramFormatError, ShapeError
+from ..errors import ProgramFormatError, ShapeError, UnsupportedError
 from ..fragment.fragment import Fragment
 from .library import TILE_OPS
 from .ops import Access, Op
@@ -145,7 +148,7 @@ def op_dict(op: Op) -> dict:
     d = {"kind": op.kind, "uid": op.uid, "args": _jsonable(op.args)}
     if op.loop is not None:
         d["loop"] = list(op.loop)
-        d["accesses"] = [{"buffer": a.buffer, "indices": [str(e) for e in a.indices],
+        d["accesses"] = [{"buffer": a.buffer, "indices": [expr_text(e) for e in a.indices],
                           "write": a.is_write} for a in op.accesses]
     return d
 
@@ -175,6 +178,27 @@ def _op_from(o: dict, p: Program, path: str, seen: set[int]) -> Op:
               tuple(dict.fromkeys([a.buffer for a in accesses] + [v for k, v in args.items() if k in named])))
 
 
+def expr_text(e: Expr) -> str:
+    """The text of ``e`` that :func:`~layoutkit.algebra.parse_expr` reads back, or
+    :class:`~layoutkit.errors.UnsupportedError` for an expression that reads a table (no such text).
+
+    >>> from layoutkit.algebra import Table, Var
+    >>> from layoutkit.algebra.nodes import lookup
+    >>> expr_text(Var("_i", 4) * 2)
+    '_i * 2'
+    >>> expr_text(lookup(Table([1, 0]), Var("_i", 2)))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.UnsupportedError: Program.to_json: the index expression table#...[_i] reads table#... ...
+    """
+    found = next((x for x in walk(e) if isinstance(x, Lookup)), None)
+    if found is not None:
+        raise UnsupportedError(f"Program.to_json: the index expression {text_prefix(e, 200)} reads "
+                               f"table#{found.table.name} ({len(found.table)} entries): a table-backed index has no "
+                               "expression text to store")
+    return str(e)
+
+
 def _jsonable(args: dict) -> dict:
     return {k: ([list(x) for x in v] if k.endswith("_region") else v) for k, v in args.items()}
 
@@ -182,9 +206,9 @@ def _jsonable(args: dict) -> dict:
 def _layout_dict(lay: Layout) -> dict:
     from ..fragment.fragment import Fragment
 
-    d = {"shape": list(lay.input_shape), "index": [str(e) for e in lay.forward_index]}
+    d = {"shape": list(lay.input_shape), "index": [expr_text(e) for e in lay.forward_index]}
     if isinstance(lay, Fragment):
-        d.update(thread=str(lay.forward_thread), replicate=lay.replicate_size,
+        d.update(thread=expr_text(lay.forward_thread), replicate=lay.replicate_size,
                  thread_range=None if lay.thread_range is None else list(lay.thread_range))
     return d
 
