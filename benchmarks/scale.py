@@ -8,7 +8,8 @@ the baseline a user would compare it with, in one run, every result checked befo
 Rows: a depth-20 compose chain against the ``table()`` of its result; ``output_shape`` of a 65536^2
 domain; bijectivity proofs (the symbolic one of ``(i, j ^ i)``, ``auto`` at 4096^2, nested xors)
 against enumeration; ``inverse()`` of a 1024^2 transpose and of a 128x256 accumulator fragment against
-TileLang's ``inverse()`` (when TileLang is importable), the 4096^2 swizzle inverse's memory; CuTe
+TileLang's ``inverse()`` (when TileLang is importable), of a random permutation of 2**16 points (read from its
+inverse table) against numpy's ``argsort``, the 4096^2 swizzle inverse's memory; CuTe
 ``layout(m, n)`` over 1M index arrays and ``linear_table()`` of 16M coordinates against hand-written
 numpy; a chain of elementwise loops in one component against the synthetic program of as many ops;
 cold imports against ``import numpy``.  ``bench_scale(budget)`` returns the failed result checks.
@@ -166,6 +167,22 @@ def _inverse_rows(budget: Budget, failures: list[str], tilelang: object) -> list
                                    ("inverse() of the 128x256 accumulator fragment", t_acc, tl_acc, "<= 1x")):
         anchor = f"TileLang inverse() {fmt_time(theirs.median)}" if theirs else note
         rows.append((case, t, anchor, t.median / theirs.median if theirs else None, need))
+
+    # a bijection with no closed form, past the piecewise form's limits: inverse() reads its inverse table
+    perm = np.random.default_rng(0).permutation(1 << 16)
+    scrambled = lk.Layout.from_table(perm)
+    if not np.array_equal(scrambled.inverse().table()[perm, 0], np.arange(1 << 16)):
+        failures.append("scale: the inverse of a random permutation of 2**16 points does not round-trip")
+    t_perm = measure(lambda obj: obj.inverse(), lambda: lk.Layout.from_table(perm), once)
+
+    def by_hand() -> None:  # what a user writes: invert with argsort, check the round trip
+        inv = np.argsort(perm)
+        assert np.array_equal(inv[perm], np.arange(perm.size))
+
+    hand = measure(by_hand, None, once)
+    rows.append(("inverse() of a random permutation of 2**16 points (proof, table-read inverse, round-trip check)",
+                 t_perm, f"numpy argsort + round-trip check {fmt_time(hand.median)}", t_perm.median / hand.median,
+                 "-"))
 
     from full_domain import swizzle as full_bank  # TileLang's fp16 full-bank swizzle, three outputs
 
