@@ -61,6 +61,8 @@ def test_a_lookup_is_an_interned_node_that_prints_pickles_and_substitutes():
     assert substitute(e, {i: j * 2 + 1}) is lookup(t, j * 2 + 1)
     assert substitute(e, {i: Const(2)}) == Const(7)
     assert simplify(e * 3 + e) is e * 4
+    with pytest.raises(ExprError, match="a table lookup prints as table#<id>"):
+        lk.parse_expr(str(i + e), {"_i": i})  # the text names the table: nothing to read back
 
 
 def test_a_lookup_folds_constants_and_refuses_an_index_that_never_hits_the_table():

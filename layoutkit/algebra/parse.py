@@ -1,7 +1,8 @@
 """A safe parser for index expressions written as Python text (no ``eval``).
 
 Only integer literals, names bound in ``variables``, unary minus and the operators
-``+ - * // % ^ & | << >>`` are accepted; anything else raises :class:`ExprError`.
+``+ - * // % ^ & | << >>`` are accepted; anything else raises :class:`ExprError` (the printed form of a
+table lookup, ``table#<id>[...]``, included: it names the table, it does not hold it).
 
 >>> from layoutkit.algebra import Var
 >>> i, j = Var("_i", 16), Var("_j", 16)
@@ -46,6 +47,9 @@ def parse_expr(text: str, variables: Mapping[str, Expr]) -> Expr:
             isinstance(k, str) and isinstance(v, Expr) for k, v in variables.items()):
         raise ExprError(f"parse_expr: expected the variables as a mapping of names to expressions; found "
                         f"{type(variables).__name__} {variables!r:.60}")
+    if "table#" in text:  # Python would read the rest of the line as a comment
+        raise ExprError(f"cannot parse index expression {_excerpt(text)}: a table lookup prints as table#<id>[...], "
+                        "naming its table by a digest of its entries, and has no text to read back")
     tree = _parse(text, "index expression")
     return _build(tree.body, variables, text)
 

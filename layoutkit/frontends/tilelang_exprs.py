@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..algebra.layout import Layout
-from ..algebra.nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor
+from ..algebra.nodes import And, Const, Expr, FloorDiv, FloorMod, Lookup, Mul, Or, Sum, Var, Xor, text_prefix
 from ..algebra.shapes import placeholder
 from ..errors import OptionalDependencyError, UnsupportedError
 from ..fragment.fragment import REP_NAME, Fragment, rep_var
@@ -86,9 +86,9 @@ def to_prim_expr(e: Expr, env: dict[str, object], xor: str = "bits") -> object:
         if isinstance(x, Or):
             return tirx.bitwise_or(go(x.a), go(x.b))
         if isinstance(x, Lookup):
-            raise UnsupportedError(f"to_tilelang: {x} reads table#{x.table.name} ({len(x.table)} entries): a "
-                                   "table-backed index has no closed form, and TileLang layouts take index "
-                                   "expressions only")
+            raise UnsupportedError(f"to_tilelang: {text_prefix(x, 200)} reads table#{x.table.name} "
+                                   f"({len(x.table)} entries): a table-backed index has no closed form, and "
+                                   "TileLang layouts take index expressions only")
         raise UnsupportedError(f"to_tilelang: no TIR form for the {type(x).__name__} node {x}")
 
     return go(e)
