@@ -176,8 +176,11 @@ def region(value: Any, path: str) -> Any:
 SHARED_ARG_TYPES: dict[str, Check] = {
     "src": NAME, "dst": NAME, "A": NAME, "B": NAME, "C": NAME, "E": NAME,
     "thread_range": nullable(array(integer(0, MAX_EXTENT), 2, 2)),
+    # the regions of the buffer arguments: checked for every kind, since the loader reads them before it knows
+    # whether the kind is registered
+    **{f"{side}_region": nullable(region) for side in ("src", "dst", "A", "B", "C", "E")},
 }
-"""Types of the arguments every op kind shares (buffer names, the thread range); an op kind types its own
+"""Types of the arguments every op kind shares (buffer names, their regions, the thread range); an op kind types its own
 (:attr:`~layoutkit.infer.tileop.TileOp.argument_types`); any other argument is any JSON value."""
 
 

@@ -59,6 +59,12 @@ def test_arbitrary_text_loads_or_raises_typed(text):
     None,
     json.dumps({"threads": 32, "target": "sm_80", "buffers": [{"name": "x", "shape": [2**70], "dtype": "float32",
                                                                "scope": "local.fragment"}], "ops": []}),
+    # an op of no registered kind whose region has a null extent list (found by `make fuzz`)
+    json.dumps({"threads": 128, "target": "sm_80",
+                "buffers": [{"name": "F", "shape": [64, 64], "dtype": "float16", "scope": "local.fragment"},
+                            {"name": "C", "shape": [64, 64], "dtype": "float16", "scope": "global"}],
+                "ops": [{"kind": "", "uid": 3, "args": {"src": "F", "dst": "C", "src_region": [[0, 0], [64, 64]],
+                                                        "dst_region": [[0, 0], None]}}]}),
 ])
 def test_reproducers_raise_program_format_error(text):
     with pytest.raises(lk.ProgramFormatError) as info:
