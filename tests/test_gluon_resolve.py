@@ -179,3 +179,35 @@ def test_a_call_returning_a_scalar_relates_only_its_tensors():
     resolved = resolve(text, "sm_80")
     assert AUTO not in resolved
     assert len(set(encodings_of(resolved))) == 1
+
+
+MASKED = """module attributes {"ttg.num-warps" = WARPS : i32, ttg.target = "cuda:90"} {
+  tt.func public @k(%p: !tt.ptr<f32> {tt.divisibility = PTR : i32}, %n: i32 BOUND, %stride: i32 STRIDE) {
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %stride : i32
+    %base = tt.addptr %p, %row : !tt.ptr<f32>, i32
+    %offs = tt.make_range {end = SIZE : i32, start = 0 : i32} : tensor<SIZExi32, AUTO>
+    %bound = tt.splat %n : i32 -> tensor<SIZExi32, AUTO>
+    %mask = arith.cmpi slt, %offs, %bound : tensor<SIZExi32, AUTO>
+    %ptrs = tt.splat %base : !tt.ptr<f32> -> tensor<SIZEx!tt.ptr<f32>, AUTO>
+    %addr = tt.addptr %ptrs, %offs : tensor<SIZEx!tt.ptr<f32>, AUTO>, tensor<SIZExi32, AUTO>
+    %x = tt.load %addr, %mask : tensor<SIZEx!tt.ptr<f32>, AUTO>
+    %y = arith.addf %x, %x : tensor<SIZExf32, AUTO>
+    tt.store %addr, %y, %mask : tensor<SIZEx!tt.ptr<f32>, AUTO>
+    tt.return
+  }
+}"""
+
+
+@pytest.mark.parametrize(("warps", "size", "ptr", "bound", "vector"), [
+    (4, 512, 16, 16, 4),    # 16-byte aligned rows, a bound of 16: a mask constant in runs of 16 -> 4 x f32
+    (4, 512, 16, 2, 2),     # a bound divisible by 2 only: the mask changes every 2 elements
+    (4, 512, 8, 16, 2),     # 8-byte aligned rows
+    (1, 64, 16, 16, 4),     # 64 elements on 32 lanes: the widest vector (lanes broadcast) ties, and wins
+])
+def test_masked_access_is_as_wide_as_the_axis_facts_allow(warps, size, ptr, bound, vector):
+    text = (MASKED.replace("AUTO", AUTO_TEXT).replace("WARPS", str(warps)).replace("SIZE", str(size))
+            .replace("PTR", str(ptr)).replace("BOUND", f"{{tt.divisibility = {bound} : i32}}")
+            .replace("STRIDE", "{tt.divisibility = 16 : i32}"))
+    found = [e for e in encodings_of(resolve(text, "sm_90")) if isinstance(e, Blocked)]
+    assert {e.size_per_thread for e in found} == {(vector,)}

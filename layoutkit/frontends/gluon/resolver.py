@@ -21,6 +21,7 @@ layoutkit chooses (see ``docs/gluon.md``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...infer.ops import Buffer
 from ...targets.nv import bank_conflicts, compute_warp_partition
+from .axis_info import AxisAnalysis, hints, vector_bound
 from .encodings import (
     Blocked,
     Distributed,
@@ -131,6 +133,15 @@ class _Reading:
     func_of: dict[int, str]                  # op line -> function (an op is one line)
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
+    arguments: dict[str, dict[str, int]] = field(default_factory=dict)   # kernel argument -> its tt.* hints
+    inductions: dict[str, tuple[str, str]] = field(default_factory=dict)  # loop variable -> (lower bound, step)
+    carried: dict[str, tuple[str, str]] = field(default_factory=dict)     # iter arg / loop result -> (init, yield)
+
+    def axis(self) -> AxisAnalysis:
+        """Triton's axis facts (contiguity, divisibility, constancy) of the module's values."""
+        def operands(op: GlirOp) -> list[str]:
+            return [_key(self.func_of[op.line], o) for o in _operand_names(op)]
+        return AxisAnalysis(self.defs, operands, self.arguments, self.inductions, self.carried)
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -192,6 +203,10 @@ def _read(text: str) -> _Reading:
     func = ""
     stack: list[tuple[int, GlirOp]] = []
     calls: list[tuple[str, list[str], list[str], GlirOp]] = []
+    arguments: dict[str, dict[str, int]] = {}
+    inductions: dict[str, tuple[str, str]] = {}
+    carried: dict[str, tuple[str, str]] = {}
+    loop_args: dict[int, list[tuple[str, str, str]]] = {}   # loop op line -> (iter arg, init, result) keys
 
     def place(i: int, t: int, key: str) -> None:
         ty = m.ops[i].types[t]
@@ -230,6 +245,13 @@ def _read(text: str) -> _Reading:
             func = _symbol(op) or f"f{i}"
             ps = re.findall(r"(%[\w$.-]+):\s*tensor<", op.text)
             params[func] = [_key(func, p) for p in ps]
+            # each argument's text runs to the next argument's name: its {tt.divisibility = ...} hints
+            header = op.text.split(") attributes", 1)[0]
+            starts = list(re.finditer(r"(%[\w$.-]+):\s", header))
+            for k, am in enumerate(starts):
+                found = hints(header[am.end():starts[k + 1].start() if k + 1 < len(starts) else len(header)])
+                if found:
+                    arguments[_key(func, am.group(1))] = found
             before = [t for t in op.types[:op.split]]
             for t, p in enumerate(ps[:len(before)]):
                 place(i, t, _key(func, p))
@@ -280,12 +302,21 @@ def _read(text: str) -> _Reading:
                     cl.union(res[t], _key(func, init.replace(":", "#")))
             tensor_names.update(res)
             tensor_names.update(_key(func, a) for a, _ in inits)
+            loop = re.search(r"scf\.for\s+(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)\s+to\s+%[\w$.#:-]+\s+step\s+(%[\w$.#:-]+)",
+                             op.text)
+            if loop:
+                inductions[_key(func, loop.group(1))] = (_key(func, loop.group(2).replace(":", "#")),
+                                                         _key(func, loop.group(3).replace(":", "#")))
+                loop_args[op.line] = [(_key(func, a), _key(func, init.replace(":", "#")), r)
+                                      for (a, init), r in zip(inits, res)]
             stack.append((i, op))
             continue
         if name == "scf.yield" or name == "scf.condition":
             owner = stack[-1][1] if stack else None
             owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
             yielded = [k for k in ops_]
+            for (arg, init, result), k in zip(loop_args.get(owner.line, []) if owner is not None else [], yielded):
+                carried[arg] = carried[result] = (init, k)
             for t, pos in enumerate(_tensor_positions(op.text.rsplit(" : ", 1)[-1], len(op.types))):
                 place(i, t, yielded[pos])
             for k, r in zip(yielded, owner_res):
@@ -399,7 +430,7 @@ def _read(text: str) -> _Reading:
                 key = f"{func_name}:return{t}"
                 if key in cl.parent:
                     cl.union(key, k)
-    return _Reading(m, cl, placed, defs, func_of, accesses, shared)
+    return _Reading(m, cl, placed, defs, func_of, accesses, shared, arguments, inductions, carried)
 
 
 def _relate_region_op(op: GlirOp, tensor_ops: list[str], res: list[str], cl: _Classes) -> None:
@@ -771,7 +802,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         # a program layoutkit's inference finds no common layout for (one value reduced along two dims and
         # converted back, say): each class is priced from the default blocked layout instead
         result = None
-    priced = _priced_accesses(rd, child, shape_of, memo)
+    priced = _priced_accesses(rd, child, shape_of, memo, rd.axis())
     smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
     for r in free:
@@ -800,13 +831,14 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
 class _PricedAccess:
     """A global access as the pricing sees it: ``path`` (the slice dims from the root class down to the
     accessed class), element ``strides`` of the address per dim, ``elem_bytes``, the accessed ``shape``, and
-    whether Triton may vectorise it (no runtime stride, no mask)."""
+    ``max_vector``: the most elements Triton moves per instruction along the contiguous dim, as its axis analysis
+    proves the pointers' alignment and the mask's constancy (:func:`.axis_info.vector_bound`)."""
 
     path: tuple[int, ...]
     strides: tuple[int, ...]
     elem_bytes: int
     shape: tuple[int, ...]
-    vectorisable: bool
+    max_vector: int
     weight: int = 1
     """How often it runs relative to the kernel body (inside a loop: :data:`LOOP_WEIGHT`)."""
     masked: bool = False
@@ -814,7 +846,8 @@ class _PricedAccess:
     """The narrowest access per thread the instruction has (``cp.async``: 4 bytes); narrower layouts fail."""
 
 
-def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list[_PricedAccess]]:
+def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict,
+                     axis: AxisAnalysis) -> dict[str, list[_PricedAccess]]:
     """Per free root class: its global accesses and its slice children's."""
     cl = rd.classes
     out: dict[str, list] = {}
@@ -832,13 +865,19 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         bits = {"f32": 32, "i32": 32, "f16": 16, "bf16": 16, "i64": 64, "f64": 64, "i8": 8, "i16": 16}
         nbytes = bits.get(elem.group(1) if elem else "f32", 32) // 8
         rank = len(shape_of[cl.find(ptr)])
-        # Triton vectorises no wider than it proves aligned: a runtime stride or a mask (its bound is a
-        # runtime value in general) leaves one element per access
+        # Triton vectorises no wider than its axis analysis proves the pointers aligned and contiguous and the
+        # mask constant along the contiguous dim
         masked = len(op.operands) > (1 if kind == "load" else 2) and op.name != "ttg.async_copy_global_to_local"
         own = cl.shapes.get(ptr, shape_of[cl.find(ptr)])     # the access's own shape, not its class's
-        out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
-                                                   nbytes, own,
-                                                   not masked and RUNTIME_STRIDE not in strides.values(),
+        st = tuple(strides.get(d, 0) for d in range(rank))
+        max_vector = 1
+        if 1 in st:
+            pointer = axis.of(ptr, rank)
+            mask = axis.of(_key(rd.func_of[op.line], _operand_names(op)[1 if kind == "load" else 2]), rank) \
+                if masked else None
+            if pointer.rank == rank and (mask is None or mask.rank == rank):
+                max_vector = vector_bound(pointer, mask, st.index(1), nbytes)
+        out.setdefault(r, []).append(_PricedAccess(tuple(path), st, nbytes, own, max_vector,
                                                    LOOP_WEIGHT if op.depth > 2 else 1, masked,
                                                    CP_ASYNC_MIN_BYTES if op.name == "ttg.async_copy_global_to_local"
                                                    else 0))
@@ -888,15 +927,18 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     heads = [(start.size_per_thread, start.order)]
     narrowest = []      # heads a cp.async needs: its 4 bytes per thread, lanes and warps broadcasting if need be
     for a in accesses:
-        if len(a.strides) == rank and 1 in a.strides and a.vectorisable:
+        if len(a.strides) == rank and 1 in a.strides and a.max_vector > 1:
             d = a.strides.index(1)
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            widths = [16] + ([a.min_bytes] if a.min_bytes else [])
+            widths = [a.max_vector * a.elem_bytes] + ([a.min_bytes] if a.min_bytes else [])
             for width in widths:
                 vec = tuple(max(1, min(width // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
                 if (vec, order) not in heads:
                     heads.append((vec, order))
                 if width == a.min_bytes:
+                    narrowest.append((vec, order))
+                elif math.prod(shape) < math.prod(vec) * 32 * warps:
+                    # a tile smaller than threads x vector: its full vector leaves lanes broadcasting
                     narrowest.append((vec, order))
     for spt, order in heads:
         for tpw in _splits(32, rank):
@@ -930,7 +972,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             for d in a.path:
                 enc = Slice(d, enc)
             view = view_of(b) if not a.path and a.shape == shape else linear(enc, a.shape)
-            views[(b, k)] = view, (_vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1)
+            views[(b, k)] = view, _vector(view, a.strides, a.elem_bytes, a.max_vector)
         return views[(b, k)]
 
     def instructions(b: Blocked) -> tuple[int]:
@@ -990,6 +1032,15 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
         return moved_warps, moved_lanes
 
+    def widths(b: Blocked) -> tuple[int]:
+        """Bytes per access instruction, widest first: equal instructions and sectors with narrower vectors
+        mean lanes that idle or repeat an element anyway (a tile smaller than threads x vector).  A tile of
+        fewer elements than threads is left to the arithmetic: every lane's one element costs less than a few
+        lanes' vectors there."""
+        if math.prod(shape) < 32 * warps:
+            return (0,)
+        return (-sum(access_view(b, k)[1] * a.elem_bytes * a.weight for k, a in enumerate(accesses)),)
+
     def arithmetic(b: Blocked) -> tuple[int, int, int, int]:
         """Index arithmetic (register bits off each access's contiguous dim; with a mask, the registers of
         the sliced index classes it is computed from), reduction rounds across warps and lanes, registers."""
@@ -1013,7 +1064,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     # conversion models run on few)
     alive = list(cands)
     best_cost: tuple[int, ...] = ()
-    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, arithmetic):
+    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, widths, arithmetic):
         priced_stage = [(stage(b), b) for b in alive]
         low = min(c for c, _ in priced_stage)
         alive = [b for c, b in priced_stage if c == low]
@@ -1047,14 +1098,14 @@ def _splits(total: int, rank: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _vector(view: F2Linear, strides: Sequence[int], nbytes: int) -> int:
+def _vector(view: F2Linear, strides: Sequence[int], nbytes: int, cap: int = 16) -> int:
     """Registers a thread moves per instruction: leading register bases stepping the address by 1, 2, 4, ...
-    elements, up to 16 bytes."""
+    elements, up to 16 bytes and ``cap`` elements."""
     per = dict(zip(view.in_names, view.bases))
     v = 1
     for basis in per.get("register", ()):
         step = sum(a * b for a, b in zip(basis, strides))
-        if step != v or (v * 2) * nbytes > 16:
+        if step != v or (v * 2) * nbytes > 16 or v * 2 > cap:
             break
         v *= 2
     return v
