@@ -121,6 +121,16 @@ class Distributed:
     def linear(self, shape: Sequence[int]) -> F2Linear:
         raise NotImplementedError
 
+    def register_bases(self, shape: Sequence[int]) -> list[list[int]]:
+        """The register basis images of :meth:`linear` on ``shape`` (a thread's registers, in order), without
+        building the map where the encoding can say them directly.
+
+        >>> Blocked((4, 1), (8, 4), (1, 4), (0, 1)).register_bases((64, 32))
+        [[1, 0], [2, 0], [32, 0], [0, 16]]
+        """
+        f = self.linear(shape)
+        return [list(v) for v in dict(zip(f.in_names, f.bases)).get(REG, ())]
+
     def _check(self, shape: Sequence[int]) -> tuple[int, ...]:
         s = _ints(shape)
         if len(s) != self.rank:
@@ -154,6 +164,12 @@ class Blocked(Distributed):
         b.identity(LANE, self.threads_per_warp, self.order).identity(WARP, self.warps_per_cta, self.order)
         return b.fit(s, self.order).linear()
 
+    def register_bases(self, shape: Sequence[int]) -> list[list[int]]:
+        s = self._check(shape)
+        b = _Builder(self.rank).identity(REG, self.size_per_thread, self.order)
+        b.identity(LANE, self.threads_per_warp, self.order).identity(WARP, self.warps_per_cta, self.order)
+        return b.fit(s, self.order).bases[REG]
+
     def __str__(self) -> str:
         return (f"#ttg.blocked<{{sizePerThread = {_list(self.size_per_thread)}, threadsPerWarp = "
                 f"{_list(self.threads_per_warp)}, warpsPerCTA = {_list(self.warps_per_cta)}, order = "
@@ -178,6 +194,11 @@ class Slice(Distributed):
         keep = [d for d in range(self.parent.rank) if d != self.dim]
         bases = {n: [[v[d] for d in keep] for v in per] for (n, _), per in zip(p.in_dims, p.bases)}
         return F2Linear.from_bases(bases, [(f"dim{k}", e) for k, e in enumerate(s)], require_surjective=False)
+
+    def register_bases(self, shape: Sequence[int]) -> list[list[int]]:
+        s = self._check(shape)
+        full = s[:self.dim] + (1,) + s[self.dim:]
+        return [v[:self.dim] + v[self.dim + 1:] for v in self.parent.register_bases(full)]
 
     def __str__(self) -> str:
         return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent}}}>"

@@ -805,6 +805,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
     priced = _priced_accesses(rd, child, shape_of, memo, rd.axis())
     smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
+    cache = _PriceCache()
     for r in free:
         if r not in shape_of:
             chosen[r] = _default_blocked((1,), warps)
@@ -819,7 +820,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         start = b if b is not None else _default_blocked(shape_of[r], warps)
         kids = [(d, shape_of[c]) for c, (d, par, _) in child.items() if par == r and c in shape_of]
         best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of),
-                               partners.get(r, []), kids, smem.get(r, []))
+                               partners.get(r, []), kids, smem.get(r, []), cache)
         chosen[r] = best
         decided.setdefault(r, "layoutkit's inference over the class")
         if note:
@@ -909,10 +910,21 @@ def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[in
     return sorted({d for c, d, p, why in cl.slices if cl.find(p) == root and why.startswith("tt.reduce")})
 
 
+@dataclass
+class _PriceCache:
+    """What :func:`_cheapest` computes for one module's classes and keeps for the next: maps per (encoding,
+    shape), sectors per (lane and register bases, warps, strides, bytes, vector), wavefronts per (map, shared
+    layout, dtype, width)."""
+
+    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = field(default_factory=dict)
+    sectors: dict[tuple, int] = field(default_factory=dict)
+    wavefronts: dict[tuple[F2Linear, int, str, int], int] = field(default_factory=dict)
+
+
 def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list[_PricedAccess],
               reductions: list[int], converts: Sequence[Encoding] = (),
               children: Sequence[tuple[int, tuple[int, ...]]] = (),
-              shared: Sequence[tuple[Layout, str, str]] = ()):
+              shared: Sequence[tuple[Layout, str, str]] = (), cache: _PriceCache | None = None):
     """The blocked layout (``start``'s registers and order, or a 16-byte vector along a dim an access is
     contiguous in) whose lanes and warps cost least: global access instructions, then their sectors
     (:func:`~layoutkit.cost.warp_access.warp_sectors`), then the shared-memory wavefronts of its moves to and from
@@ -920,7 +932,9 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     across warps and lanes (:func:`~layoutkit.cost.warp_access.conversion_moves`), then the per-thread
     arithmetic (register bits off each access's contiguous dim; with a mask, the registers of the sliced index
     classes it is computed from), then reduction rounds across warps, then
-    shuffles across lanes, then registers per thread; ``start`` wins ties."""
+    shuffles across lanes, then registers per thread; ``start`` wins ties.  ``cache``: the maps and prices
+    already computed for the module's other classes."""
+    cache = cache if cache is not None else _PriceCache()
     rank = len(shape)
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
@@ -950,10 +964,10 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 if b != start and (fits or (spt, order) in narrowest):
                     cands.append(b)
 
-    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = {}
+    maps = cache.maps
 
     def linear(enc: Distributed, on: tuple[int, ...]) -> F2Linear:
-        """``enc.linear(on)``, built once per call (stages and accesses ask for the same maps again)."""
+        """``enc.linear(on)``, built once per module (stages, accesses and classes ask for the same maps)."""
         key = (enc, on)
         if key not in maps:
             maps[key] = enc.linear(on)
@@ -962,41 +976,54 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     def view_of(b: Blocked) -> F2Linear:
         return linear(b, shape)
 
-    views: dict[tuple[Blocked, int], tuple[F2Linear, int]] = {}
+    def access_encoding(b: Blocked, k: int) -> Distributed:
+        enc: Distributed = b
+        for d in accesses[k].path:
+            enc = Slice(d, enc)
+        return enc
+
+    registers: dict[tuple[Blocked, int], tuple[int, int]] = {}
+
+    def access_registers(b: Blocked, k: int) -> tuple[int, int]:
+        """Registers per thread of access ``k`` under ``b`` and its vector width (from the register bases
+        alone: the first stages price every candidate, and need no map)."""
+        if (b, k) not in registers:
+            a = accesses[k]
+            key = (access_encoding(b, k), a.shape)
+            bases = _register_bases(maps[key]) if key in maps else key[0].register_bases(a.shape)
+            registers[(b, k)] = 1 << len(bases), _vector(bases, a.strides, a.elem_bytes, a.max_vector)
+        return registers[(b, k)]
 
     def access_view(b: Blocked, k: int) -> tuple[F2Linear, int]:
         """The map access ``k`` sees under ``b`` and its vector width."""
-        if (b, k) not in views:
-            a = accesses[k]
-            enc: Distributed = b
-            for d in a.path:
-                enc = Slice(d, enc)
-            view = view_of(b) if not a.path and a.shape == shape else linear(enc, a.shape)
-            views[(b, k)] = view, _vector(view, a.strides, a.elem_bytes, a.max_vector)
-        return views[(b, k)]
+        a = accesses[k]
+        view = view_of(b) if not a.path and a.shape == shape else linear(access_encoding(b, k), a.shape)
+        return view, access_registers(b, k)[1]
 
     def instructions(b: Blocked) -> tuple[int]:
         """Global access instructions: one per warp and register group (wider vectors, fewer)."""
         total = 0
         for k, a in enumerate(accesses):
-            view, vec = access_view(b, k)
-            total += view.in_dim_size("register") // vec * warps * a.weight
+            regs, vec = access_registers(b, k)
+            total += regs // vec * warps * a.weight
         return (total,)
 
     def too_narrow(b: Blocked) -> tuple[int]:
         """Accesses narrower per thread than their instruction allows (``cp.async`` below 4 bytes)."""
         return (sum(1 for k, a in enumerate(accesses) if a.min_bytes and
-                    access_view(b, k)[1] * a.elem_bytes < a.min_bytes),)
+                    access_registers(b, k)[1] * a.elem_bytes < a.min_bytes),)
 
-    sector_counts: dict[tuple[F2Linear, tuple[int, ...], int, int], int] = {}
+    sector_counts = cache.sectors
 
     def sectors(b: Blocked) -> tuple[int]:
-        """The 32-byte sectors those instructions touch (candidates often share an access's map: priced
-        once)."""
+        """The 32-byte sectors those instructions touch (warp 0's, times the warps: candidates that differ in
+        their warps only, or share an access's map, are priced once)."""
         total = 0
         for k, a in enumerate(accesses):
             view, vec = access_view(b, k)
-            key = (view, a.strides, a.elem_bytes, vec)
+            per = dict(zip(view.in_names, view.bases))
+            key = (per.get("lane", ()), per.get("register", ()), view.in_dim_size("warp") if "warp" in per else 1,
+                   a.strides, a.elem_bytes, vec)
             if key not in sector_counts:
                 sector_counts[key] = warp_sectors(view, a.strides, a.elem_bytes, vec)
             total += sector_counts[key] * a.weight
@@ -1008,16 +1035,15 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         total = 0
         if any(layout.input_shape == shape for layout, _, _ in shared):   # else no move is priced: no fragment
             f = view_of(b)
-            seen: dict[tuple[int, str, int], int] = {}
+            seen = cache.wavefronts
             try:
-                frag = Fragment.from_linear(f)
                 for layout, dtype, _ in shared:
                     if layout.input_shape == shape:
                         nbytes = element_bits(dtype) // 8
-                        width = max(4, min(16, _vector(f, _row_major(shape), nbytes) * nbytes))
-                        key = (id(layout), dtype, width)
+                        width = max(4, min(16, _vector(_register_bases(f), _row_major(shape), nbytes) * nbytes))
+                        key = (f, id(layout), dtype, width)
                         if key not in seen:
-                            seen[key] = bank_conflicts(layout, frag, dtype, f"ld.shared.b{8 * width}").wavefronts
+                            seen[key] = bank_conflicts(layout, f, dtype, f"ld.shared.b{8 * width}").wavefronts
                         total += seen[key]
             except LayoutError:
                 pass
@@ -1039,7 +1065,7 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         lanes' vectors there."""
         if math.prod(shape) < 32 * warps:
             return (0,)
-        return (-sum(access_view(b, k)[1] * a.elem_bytes * a.weight for k, a in enumerate(accesses)),)
+        return (-sum(access_registers(b, k)[1] * a.elem_bytes * a.weight for k, a in enumerate(accesses)),)
 
     def arithmetic(b: Blocked) -> tuple[int, int, int, int]:
         """Index arithmetic (register bits off each access's contiguous dim; with a mask, the registers of
@@ -1098,12 +1124,20 @@ def _splits(total: int, rank: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _vector(view: F2Linear, strides: Sequence[int], nbytes: int, cap: int = 16) -> int:
+def _register_bases(view: F2Linear) -> Sequence[Sequence[int]]:
+    """The register basis images of a register map (none where it has no register dim)."""
+    return dict(zip(view.in_names, view.bases)).get("register", ())
+
+
+def _vector(register_bases: Sequence[Sequence[int]], strides: Sequence[int], nbytes: int, cap: int = 16) -> int:
     """Registers a thread moves per instruction: leading register bases stepping the address by 1, 2, 4, ...
-    elements, up to 16 bytes and ``cap`` elements."""
-    per = dict(zip(view.in_names, view.bases))
+    elements, up to 16 bytes and ``cap`` elements.
+
+    >>> _vector([[1], [2], [64]], (1,), 4), _vector([[1], [2], [64]], (1,), 4, cap=2), _vector([[2]], (1,), 4)
+    (4, 2, 1)
+    """
     v = 1
-    for basis in per.get("register", ()):
+    for basis in register_bases:
         step = sum(a * b for a, b in zip(basis, strides))
         if step != v or (v * 2) * nbytes > 16 or v * 2 > cap:
             break
@@ -1151,6 +1185,7 @@ def _print(rd: _Reading, sol: _Solution) -> str:
     m = rd.module
     lines = list(m.lines)
     names: dict[str, str] = {}
+    texts: dict[Encoding, str] = {}      # an encoding prints once (values share a few)
     for (i, t), key in sorted(rd.placed.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         op = m.ops[i]
         ty = op.types[t]
@@ -1159,7 +1194,7 @@ def _print(rd: _Reading, sol: _Solution) -> str:
         e = sol.encodings.get(key)
         if e is None:
             raise GlirResolveError(f"{op.describe()}: no encoding for {key}")
-        text = str(e)
+        text = texts.get(e) or texts.setdefault(e, str(e))
         alias = names.setdefault(text, f"lk{len(names)}")
         line = lines[op.line]
         lines[op.line] = line[:ty.start] + f"#{alias}" + line[ty.end:]
