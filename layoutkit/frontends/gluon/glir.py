@@ -87,12 +87,16 @@ class GlirModule:
     target: str
 
 
+_BRACKETS = {("<", ">"): re.compile(r"[<>]"), ("(", ")"): re.compile(r"[()]")}
+
+
 def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
     """Index of the bracket closing the one at ``start`` (``->`` arrows are not brackets)."""
     depth = 0
     # only the two bracket characters are visited (a regex scan, not a per-character Python loop)
-    for m in re.finditer(re.escape(open_) + "|" + re.escape(close), text[start:]):
-        i = start + m.start()
+    pattern = _BRACKETS.get((open_, close)) or re.compile(re.escape(open_) + "|" + re.escape(close))
+    for m in pattern.finditer(text, start):
+        i = m.start()
         c = text[i]
         if c == open_ and not (open_ == "<" and i > 0 and text[i - 1] == "-"):
             depth += 1
@@ -103,10 +107,14 @@ def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
     raise UnsupportedError(f"GLIR: unbalanced {open_}{close} in {text!r}")
 
 
+_DIMS = re.compile(r"((?:\d+x)*)")
+_TENSOR = re.compile(r"tensor<")
+
+
 def tensor_types(line: str) -> list[TensorType]:
     """Every ``tensor<...>`` type on a line (nested pointer types included in the element)."""
     out = []
-    for m in re.finditer(r"tensor<", line):
+    for m in _TENSOR.finditer(line):
         start = m.end() - 1
         end = _matching(line, start)
         body = line[start + 1:end]
@@ -116,14 +124,9 @@ def tensor_types(line: str) -> list[TensorType]:
         if cut < 0:
             continue  # an unencoded tensor: nothing to resolve
         head, enc = body[:cut], body[cut + 1:].strip()
-        dims = []
-        rest = head
-        while True:
-            dm = re.match(r"(\d+)x", rest)
-            if not dm:
-                break
-            dims.append(int(dm.group(1)))
-            rest = rest[dm.end():]
+        dm = _DIMS.match(head)
+        dims = [int(x) for x in dm.group(1).split("x")[:-1]]
+        rest = head[dm.end():]
         enc_start = start + 1 + cut + 1 + (len(body[cut + 1:]) - len(body[cut + 1:].lstrip()))
         out.append(TensorType(enc_start, end, tuple(dims), rest, enc))
     return out

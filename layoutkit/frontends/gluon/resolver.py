@@ -912,11 +912,12 @@ def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[in
 
 @dataclass
 class _PriceCache:
-    """What :func:`_cheapest` computes for one module's classes and keeps for the next: maps per (encoding,
-    shape), sectors per (lane and register bases, warps, strides, bytes, vector), wavefronts per (map, shared
-    layout, dtype, width)."""
+    """What :func:`_cheapest` computes for one module's classes and keeps for the next: maps and basis lists per
+    (encoding, shape), warp 0's sectors per (lane and register bases, strides, bytes, vector), wavefronts per
+    (map, shared layout, dtype, width)."""
 
     maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = field(default_factory=dict)
+    bases: dict[tuple[Distributed, tuple[int, ...]], dict[str, list[list[int]]]] = field(default_factory=dict)
     sectors: dict[tuple, int] = field(default_factory=dict)
     wavefronts: dict[tuple[F2Linear, int, str, int], int] = field(default_factory=dict)
 
@@ -982,23 +983,29 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
             enc = Slice(d, enc)
         return enc
 
+    raws = cache.bases
+
+    def bases(enc: Distributed, on: tuple[int, ...]) -> dict[str, list[list[int]]]:
+        """The basis lists of ``enc``'s map on ``on``: the stages but the bank and conversion models price
+        from these, with no map built."""
+        key = (enc, on)
+        if key not in raws:
+            raws[key] = enc.basis_lists(on)[0]
+        return raws[key]
+
+    def access_bases(b: Blocked, k: int) -> dict[str, list[list[int]]]:
+        """The basis lists of access ``k``'s map under ``b``."""
+        return bases(access_encoding(b, k), accesses[k].shape)
+
     registers: dict[tuple[Blocked, int], tuple[int, int]] = {}
 
     def access_registers(b: Blocked, k: int) -> tuple[int, int]:
-        """Registers per thread of access ``k`` under ``b`` and its vector width (from the register bases
-        alone: the first stages price every candidate, and need no map)."""
+        """Registers per thread of access ``k`` under ``b`` and its vector width."""
         if (b, k) not in registers:
             a = accesses[k]
-            key = (access_encoding(b, k), a.shape)
-            bases = _register_bases(maps[key]) if key in maps else key[0].register_bases(a.shape)
+            bases = access_bases(b, k).get("register", [])
             registers[(b, k)] = 1 << len(bases), _vector(bases, a.strides, a.elem_bytes, a.max_vector)
         return registers[(b, k)]
-
-    def access_view(b: Blocked, k: int) -> tuple[F2Linear, int]:
-        """The map access ``k`` sees under ``b`` and its vector width."""
-        a = accesses[k]
-        view = view_of(b) if not a.path and a.shape == shape else linear(access_encoding(b, k), a.shape)
-        return view, access_registers(b, k)[1]
 
     def instructions(b: Blocked) -> tuple[int]:
         """Global access instructions: one per warp and register group (wider vectors, fewer)."""
@@ -1020,13 +1027,13 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         their warps only, or share an access's map, are priced once)."""
         total = 0
         for k, a in enumerate(accesses):
-            view, vec = access_view(b, k)
-            per = dict(zip(view.in_names, view.bases))
-            key = (per.get("lane", ()), per.get("register", ()), view.in_dim_size("warp") if "warp" in per else 1,
-                   a.strides, a.elem_bytes, vec)
-            if key not in sector_counts:
-                sector_counts[key] = warp_sectors(view, a.strides, a.elem_bytes, vec)
-            total += sector_counts[key] * a.weight
+            per = access_bases(b, k)
+            vec = access_registers(b, k)[1]
+            lanes, regs = per.get("lane", []), per.get("register", [])
+            key = (tuple(map(tuple, lanes)), tuple(map(tuple, regs)), a.strides, a.elem_bytes, vec)
+            if key not in sector_counts:   # warp 0's (the others' are shifted copies)
+                sector_counts[key] = warp_sectors({"register": regs, "lane": lanes}, a.strides, a.elem_bytes, vec)
+            total += sector_counts[key] * (1 << len(per.get("warp", ()))) * a.weight
         return (total,)
 
     def wavefronts(b: Blocked) -> tuple[int]:
@@ -1070,20 +1077,19 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     def arithmetic(b: Blocked) -> tuple[int, int, int, int]:
         """Index arithmetic (register bits off each access's contiguous dim; with a mask, the registers of
         the sliced index classes it is computed from), reduction rounds across warps and lanes, registers."""
-        f = view_of(b)
+        f = bases(b, shape)
         rows = 0
         for k, a in enumerate(accesses):
-            view, _ = access_view(b, k)
-            per = dict(zip(view.in_names, view.bases))
+            per = access_bases(b, k)
             rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
             for d, child_shape in children:
-                rows += linear(Slice(d, b), child_shape).in_dim_size("register")
+                rows += 1 << len(bases(Slice(d, b), child_shape).get("register", ()))
         lanes = warps_ = 0
         for d in reductions:
             ln, wp = reduction_rounds(f, d)
             lanes, warps_ = lanes + ln, warps_ + wp
-        regs = f.in_dim_size("register")
+        regs = 1 << len(f.get("register", ()))
         return rows, warps_, lanes * regs, regs
 
     # lexicographic: each stage prices only the candidates the earlier stages left tied (the costly bank and
