@@ -142,23 +142,26 @@ def _strip_loc(line: str) -> str:
     return line
 
 
-_SIGNATURE_CHARS = re.compile(r"[()\[\]{}<>:]")
+def _depth(text: str) -> int:
+    """Brackets ``([{<`` opened and not closed in ``text`` (``->`` arrows are not brackets)."""
+    opened = text.count("(") + text.count("[") + text.count("{") + text.count("<") - text.count("-<")
+    closed = text.count(")") + text.count("]") + text.count("}") + text.count(">") - text.count("->")
+    return opened - closed
 
 
 def _signature_split(line: str) -> int:
-    """The offset of the op's type signature (its top-level `` : ``), or -1."""
-    depth = 0
-    last = -1
-    for m in _SIGNATURE_CHARS.finditer(line):   # brackets and colons only
-        i = m.start()
-        c = line[i]
-        if c in "([{<" and not (c == "<" and line[i - 1:i] == "-"):
-            depth += 1
-        elif c in ")]}>" and not (c == ">" and line[i - 1:i] == "-"):
-            depth -= 1
-        elif c == ":" and depth == 0 and line[i - 1:i] == " " and line[i + 1:i + 2] == " ":
-            last = i
-    return last
+    """The offset of the op's type signature (its last top-level `` : ``), or -1.
+
+    >>> line = "%0 = tt.load %p {a = 1 : i32} : tensor<4x!tt.ptr<f32>, #b>"
+    >>> line[_signature_split(line):]
+    ': tensor<4x!tt.ptr<f32>, #b>'
+    """
+    i = line.rfind(" : ")
+    while i >= 0:      # the last " : " at depth 0 (counting brackets is C-fast; few candidates per line)
+        if _depth(line[:i]) == 0:
+            return i + 1
+        i = line.rfind(" : ", 0, i)
+    return -1
 
 
 def read_glir(text: str) -> GlirModule:
