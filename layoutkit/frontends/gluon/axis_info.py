@@ -116,8 +116,12 @@ def _hinted(info: AxisInfo, found: Mapping[str, int]) -> AxisInfo:
     if not found:
         return info
     rank = info.rank
-    return AxisInfo(*(tuple([found[k]] * rank) if k in found else getattr(info, k)
-                      for k in ("contiguity", "divisibility", "constancy")), info.constant)
+
+    def hinted(name: str, value: tuple[int, ...]) -> tuple[int, ...]:
+        return (found[name],) * rank if name in found else value
+
+    return AxisInfo(hinted("contiguity", info.contiguity), hinted("divisibility", info.divisibility),
+                    hinted("constancy", info.constancy), info.constant)
 
 
 @dataclass
@@ -272,16 +276,16 @@ def _binary(op: GlirOp, lhs: AxisInfo, rhs: AxisInfo, shape: tuple[int, ...]) ->
                         * (1 if rhs.contiguity[d] > 1 and lc != 1 else rhs.divisibility[d])) for d in dims)
         return AxisInfo(contiguity, div, tuple(_gcd(lhs.constancy[d], rhs.constancy[d]) for d in dims))
     if name in ("arith.divsi", "arith.divui"):
-        constancy = []
+        runs = []
         for d in dims:
             c = _gcd(lhs.constancy[d], rhs.constancy[d])
             if lhs.contiguity[d] == shape[d] and rhs.constancy[d] == shape[d]:
                 c = max(c, _gcd(lhs.contiguity[d], lhs.divisibility[d], rhs.divisibility[d]))
-            constancy.append(c)
+            runs.append(c)
         div = tuple(lhs.divisibility[d] if lc == 0 or rc == 1 else
                     max(1, lhs.divisibility[d] // abs(rc)) if rc and abs(rc) & (abs(rc) - 1) == 0
                     and lhs.contiguity[d] == 1 else 1 for d in dims)
-        return AxisInfo(tuple(lhs.contiguity[d] if rc == 1 else 1 for d in dims), div, tuple(constancy))
+        return AxisInfo(tuple(lhs.contiguity[d] if rc == 1 else 1 for d in dims), div, tuple(runs))
     if name in ("arith.remsi", "arith.remui"):
         contiguity = tuple(_gcd(lhs.contiguity[d], lhs.divisibility[d], rhs.divisibility[d])
                            if lhs.contiguity[d] == shape[d] and rhs.constancy[d] == shape[d] else 1 for d in dims)

@@ -125,8 +125,9 @@ def tensor_types(line: str) -> list[TensorType]:
             continue  # an unencoded tensor: nothing to resolve
         head, enc = body[:cut], body[cut + 1:].strip()
         dm = _DIMS.match(head)
-        dims = [int(x) for x in dm.group(1).split("x")[:-1]]
-        rest = head[dm.end():]
+        lead = dm.group(1) if dm else ""
+        dims = [int(x) for x in lead.split("x")[:-1]]
+        rest = head[len(lead):]
         enc_start = start + 1 + cut + 1 + (len(body[cut + 1:]) - len(body[cut + 1:].lstrip()))
         out.append(TensorType(enc_start, end, tuple(dims), rest, enc))
     return out

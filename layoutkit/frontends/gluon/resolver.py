@@ -248,8 +248,8 @@ def _read(text: str) -> _Reading:
             # each argument's text runs to the next argument's name: its {tt.divisibility = ...} hints
             header = op.text.split(") attributes", 1)[0]
             starts = list(re.finditer(r"(%[\w$.-]+):\s", header))
-            for k, am in enumerate(starts):
-                found = hints(header[am.end():starts[k + 1].start() if k + 1 < len(starts) else len(header)])
+            for idx, am in enumerate(starts):
+                found = hints(header[am.end():starts[idx + 1].start() if idx + 1 < len(starts) else len(header)])
                 if found:
                     arguments[_key(func, am.group(1))] = found
             before = [t for t in op.types[:op.split]]
@@ -307,16 +307,17 @@ def _read(text: str) -> _Reading:
             if loop:
                 inductions[_key(func, loop.group(1))] = (_key(func, loop.group(2).replace(":", "#")),
                                                          _key(func, loop.group(3).replace(":", "#")))
-                loop_args[op.line] = [(_key(func, a), _key(func, init.replace(":", "#")), r)
-                                      for (a, init), r in zip(inits, res)]
+                loop_args[op.line] = [(_key(func, arg), _key(func, first.replace(":", "#")), r)
+                                      for (arg, first), r in zip(inits, res)]
             stack.append((i, op))
             continue
         if name == "scf.yield" or name == "scf.condition":
             owner = stack[-1][1] if stack else None
             owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
             yielded = [k for k in ops_]
-            for (arg, init, result), k in zip(loop_args.get(owner.line, []) if owner is not None else [], yielded):
-                carried[arg] = carried[result] = (init, k)
+            for (arg_key, init_key, result_key), out_key in zip(
+                    loop_args.get(owner.line, []) if owner is not None else [], yielded):
+                carried[arg_key] = carried[result_key] = (init_key, out_key)
             for t, pos in enumerate(_tensor_positions(op.text.rsplit(" : ", 1)[-1], len(op.types))):
                 place(i, t, yielded[pos])
             for k, r in zip(yielded, owner_res):
@@ -945,8 +946,8 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         if len(a.strides) == rank and 1 in a.strides and a.max_vector > 1:
             d = a.strides.index(1)
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            widths = [a.max_vector * a.elem_bytes] + ([a.min_bytes] if a.min_bytes else [])
-            for width in widths:
+            head_bytes = [a.max_vector * a.elem_bytes] + ([a.min_bytes] if a.min_bytes else [])
+            for width in head_bytes:
                 vec = tuple(max(1, min(width // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
                 if (vec, order) not in heads:
                     heads.append((vec, order))

@@ -423,11 +423,11 @@ def bank_conflicts(
     if isinstance(access, F2Linear):
         # a register map: counted from its bases where it is a bijection, else through its Fragment
         fast = _thread_slot_map(smem_layout, access) if method != "exact" and bits <= 64 else None
-        if fast is not None:
+        lf = _layout_map(smem_layout)
+        if fast is not None and lf is not None:
             tb, sb, wb = fast.in_dim_size("thread").bit_length() - 1, fast.in_dim_size("slot").bit_length() - 1, \
                 log2_exact(bits)
-            result = _f2_counts(spec, _layout_map(smem_layout), fast, tb, sb, wb or 0, bits, 1 << tb) \
-                if wb is not None else None
+            result = _f2_counts(spec, lf, fast, tb, sb, wb, bits, 1 << tb) if wb is not None else None
             if result is not None:
                 return _report(spec, name, result, "f2")
         access = Fragment.from_linear(access)
