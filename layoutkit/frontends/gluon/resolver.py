@@ -59,7 +59,7 @@ _ELEMENTWISE = re.compile(r"^(arith|math)\.")
 LOOP_WEIGHT = 8
 """The price multiplier of an access inside a loop (its trip count is a runtime value)."""
 RUNTIME_STRIDE = 1 << 20
-"""The stride of a dim scaled by a runtime scalar: far apart, and of unknown alignment."""
+"""The stride of a dim scaled by a runtime scalar: far apart (its alignment is what the axis facts prove)."""
 CP_ASYNC_MIN_BYTES = 4
 """``cp.async`` copies 4, 8 or 16 bytes per thread: a layout giving a thread fewer contiguous bytes fails to lower."""
 
