@@ -28,7 +28,7 @@ from layoutkit.frontends.gluon.toolchain import compile_glir, kernel_metrics, re
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "gluon"
 
 
-REPEATS = 3
+REPEATS = 5
 """Timings are the best of this many warm runs (a shared machine's noise only ever adds time)."""
 
 

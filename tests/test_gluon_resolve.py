@@ -179,3 +179,72 @@ def test_a_call_returning_a_scalar_relates_only_its_tensors():
     resolved = resolve(text, "sm_80")
     assert AUTO not in resolved
     assert len(set(encodings_of(resolved))) == 1
+
+
+MASKED = """module attributes {"ttg.num-warps" = WARPS : i32, ttg.target = "cuda:90"} {
+  tt.func public @k(%p: !tt.ptr<f32> {tt.divisibility = PTR : i32}, %n: i32 BOUND, %stride: i32 STRIDE) {
+    %pid = tt.get_program_id x : i32
+    %row = arith.muli %pid, %stride : i32
+    %base = tt.addptr %p, %row : !tt.ptr<f32>, i32
+    %offs = tt.make_range {end = SIZE : i32, start = 0 : i32} : tensor<SIZExi32, AUTO>
+    %bound = tt.splat %n : i32 -> tensor<SIZExi32, AUTO>
+    %mask = arith.cmpi slt, %offs, %bound : tensor<SIZExi32, AUTO>
+    %ptrs = tt.splat %base : !tt.ptr<f32> -> tensor<SIZEx!tt.ptr<f32>, AUTO>
+    %addr = tt.addptr %ptrs, %offs : tensor<SIZEx!tt.ptr<f32>, AUTO>, tensor<SIZExi32, AUTO>
+    %x = tt.load %addr, %mask : tensor<SIZEx!tt.ptr<f32>, AUTO>
+    %y = arith.addf %x, %x : tensor<SIZExf32, AUTO>
+    tt.store %addr, %y, %mask : tensor<SIZEx!tt.ptr<f32>, AUTO>
+    tt.return
+  }
+}"""
+
+
+@pytest.mark.parametrize(("warps", "size", "ptr", "bound", "vector"), [
+    (4, 512, 16, 16, 4),    # 16-byte aligned rows, a bound of 16: a mask constant in runs of 16 -> 4 x f32
+    (4, 512, 16, 2, 2),     # a bound divisible by 2 only: the mask changes every 2 elements
+    (4, 512, 8, 16, 2),     # 8-byte aligned rows
+    (1, 64, 16, 16, 4),     # 64 elements on 32 lanes: the widest vector (lanes broadcast) ties, and wins
+])
+def test_masked_access_is_as_wide_as_the_axis_facts_allow(warps, size, ptr, bound, vector):
+    text = (MASKED.replace("AUTO", AUTO_TEXT).replace("WARPS", str(warps)).replace("SIZE", str(size))
+            .replace("PTR", str(ptr)).replace("BOUND", f"{{tt.divisibility = {bound} : i32}}")
+            .replace("STRIDE", "{tt.divisibility = 16 : i32}"))
+    found = [e for e in encodings_of(resolve(text, "sm_90")) if isinstance(e, Blocked)]
+    assert {e.size_per_thread for e in found} == {(vector,)}
+
+
+MASKED_2D = """module attributes {"ttg.num-warps" = 4 : i32, ttg.target = "cuda:90"} {
+  tt.func public @k(%p: !tt.ptr<f32> {tt.divisibility = 16 : i32}, %m: i32, %n: i32 BOUND, %stride: i32 STRIDE) {
+    %r = tt.make_range {end = 32 : i32, start = 0 : i32} : tensor<32xi32, AUTO>
+    %c = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32, AUTO>
+    %r2 = tt.expand_dims %r {axis = 1 : i32} : tensor<32xi32, AUTO> -> tensor<32x1xi32, AUTO>
+    %c2 = tt.expand_dims %c {axis = 0 : i32} : tensor<64xi32, AUTO> -> tensor<1x64xi32, AUTO>
+    %st = tt.splat %stride : i32 -> tensor<32x1xi32, AUTO>
+    %ro = arith.muli %r2, %st : tensor<32x1xi32, AUTO>
+    %rb = tt.broadcast %ro : tensor<32x1xi32, AUTO> -> tensor<32x64xi32, AUTO>
+    %cb = tt.broadcast %c2 : tensor<1x64xi32, AUTO> -> tensor<32x64xi32, AUTO>
+    %off = arith.addi %rb, %cb : tensor<32x64xi32, AUTO>
+    %ms = tt.splat %m : i32 -> tensor<32x1xi32, AUTO>
+    %mr = arith.cmpi slt, %r2, %ms : tensor<32x1xi32, AUTO>
+    %ns = tt.splat %n : i32 -> tensor<1x64xi32, AUTO>
+    %mc = arith.cmpi slt, %c2, %ns : tensor<1x64xi32, AUTO>
+    %mrb = tt.broadcast %mr : tensor<32x1xi1, AUTO> -> tensor<32x64xi1, AUTO>
+    %mcb = tt.broadcast %mc : tensor<1x64xi1, AUTO> -> tensor<32x64xi1, AUTO>
+    %mask = arith.andi %mrb, %mcb : tensor<32x64xi1, AUTO>
+    %ps = tt.splat %p : !tt.ptr<f32> -> tensor<32x64x!tt.ptr<f32>, AUTO>
+    %addr = tt.addptr %ps, %off : tensor<32x64x!tt.ptr<f32>, AUTO>, tensor<32x64xi32, AUTO>
+    %x = tt.load %addr, %mask : tensor<32x64x!tt.ptr<f32>, AUTO>
+    tt.store %addr, %x, %mask : tensor<32x64x!tt.ptr<f32>, AUTO>
+    tt.return
+  }
+}"""
+
+
+@pytest.mark.parametrize(("bound", "vector"), [(16, 4), (2, 2)])
+def test_a_two_dim_mask_bounds_the_vector_along_the_contiguous_dim(bound, vector):
+    # rows < m (no hint: constant along the columns anyway) and columns < n (divisible by `bound`): the mask is
+    # constant in runs of min(64, bound) along the contiguous columns
+    text = (MASKED_2D.replace("AUTO", AUTO_TEXT)
+            .replace("BOUND", f"{{tt.divisibility = {bound} : i32}}").replace("STRIDE", "{tt.divisibility = 16 : i32}"))
+    found = {e for e in encodings_of(resolve(text, "sm_90")) if isinstance(e, Blocked)}
+    assert {(e.size_per_thread, e.order) for e in found} == {((1, vector), (1, 0))}

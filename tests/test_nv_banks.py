@@ -169,3 +169,20 @@ def test_f2_agrees_on_random_linear_layouts(seed):
     _same(layout, access, "float32", "ld.shared.b32")
     frag = nv.make_mma_store_layout(2, 2, 16, 16)
     _same(layout, frag, "float16", "st.shared.b32")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("registers", "lanes", "warps"), [
+    ([[0, 1], [0, 2], [0, 4]], [[0, 8], [0, 16], [0, 32], [1, 0], [2, 0]], [[4, 0], [8, 0]]),   # 8-wide rows
+    ([[1, 0], [0, 32]], [[0, 1], [0, 2], [0, 4], [0, 8], [0, 16]], [[2, 0], [4, 0], [8, 0]]),   # column pairs
+])
+@pytest.mark.parametrize("inst", ["ld.shared.b32", "ld.shared.b128"])
+def test_a_register_map_counts_as_its_fragment(kind, registers, lanes, warps, inst):
+    view = lk.F2Linear.from_bases({"register": registers, "lane": lanes, "warp": warps}, [("dim0", 16), ("dim1", 64)])
+    smem = SHARED_LAYOUTS[kind]((16, 64), "float16")
+    by_map = nv.bank_conflicts(smem, view, "float16", inst)
+    by_fragment = nv.bank_conflicts(smem, lk.Fragment.from_linear(view), "float16", inst)
+    assert by_map.method == by_fragment.method      # the bases where they apply, else the Fragment's count
+    assert (by_map.wavefronts, by_map.ways, by_map.instructions, by_map.phases, by_map.vectorizable) == \
+        (by_fragment.wavefronts, by_fragment.ways, by_fragment.instructions, by_fragment.phases,
+         by_fragment.vectorizable)

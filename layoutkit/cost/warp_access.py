@@ -14,11 +14,17 @@
 64
 >>> reduction_rounds(rows, 1), reduction_rounds(rows, 0)
 ((2, 0), (3, 2))
+
+Both also read the map as its basis lists per in dim (``{"register": [...], "lane": [...], "warp": [...]}``), for
+a caller pricing many candidates without building each map:
+
+>>> warp_sectors(dict(zip(rows.in_names, rows.bases)), (16, 1), 4, vector=4)
+64
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -27,11 +33,19 @@ from ..algebra.linear import F2Linear
 SECTOR = 32
 
 
-def _table(view: F2Linear, warps: bool = True) -> np.ndarray:
+Bases = Mapping[str, Sequence[Sequence[int]]]
+"""A register map as its basis images per in dim (``register``, ``lane``, ``warp``)."""
+
+
+def _bases(view: F2Linear | Bases) -> Bases:
+    return view if isinstance(view, Mapping) else dict(zip(view.in_names, view.bases))
+
+
+def _table(view: F2Linear | Bases, warps: bool = True, rank: int | None = None) -> np.ndarray:
     """Coordinates of every slot, shape ``[warp, lane, register, rank]`` (XOR of the set bits' bases); warp 0
     only unless ``warps``."""
-    per = dict(zip(view.in_names, view.bases))
-    rank = len(view.out_dims)
+    per = _bases(view)
+    rank = len(view.out_dims) if isinstance(view, F2Linear) else int(rank or 0)
     parts = [np.zeros((1, rank), dtype=np.int64)] if not warps else []
     for name in ("warp", "lane", "register")[0 if warps else 1:]:
         bs = per.get(name, ())
@@ -45,11 +59,11 @@ def _table(view: F2Linear, warps: bool = True) -> np.ndarray:
     return w[:, None, None, :] ^ ln[None, :, None, :] ^ r[None, None, :, :]
 
 
-def warp_sectors(view: F2Linear, strides: Sequence[int], elem_bytes: int, vector: int = 1) -> int:
+def warp_sectors(view: F2Linear | Bases, strides: Sequence[int], elem_bytes: int, vector: int = 1) -> int:
     """Sectors touched by all warp-wide access instructions of ``view`` at address ``sum(strides * x)``: those
     of warp 0, times the warps (a warp's accesses are another's shifted by its offset)."""
-    nwarps = view.in_dim_size("warp") if "warp" in view.in_names else 1
-    t = _table(view, warps=False)[0]                                                   # [lane, register, rank]
+    nwarps = 1 << len(_bases(view).get("warp", ()))
+    t = _table(view, warps=False, rank=len(strides))[0]                                # [lane, register, rank]
     addr = (t * np.asarray(strides, dtype=np.int64)).sum(axis=-1) * int(elem_bytes)   # [lane, register]
     lanes, regs = addr.shape
     vector = max(1, min(int(vector), regs))
@@ -62,9 +76,9 @@ def warp_sectors(view: F2Linear, strides: Sequence[int], elem_bytes: int, vector
     return int(groups + np.count_nonzero(sectors[:, 1:] != sectors[:, :-1])) * nwarps
 
 
-def reduction_rounds(view: F2Linear, dim: int) -> tuple[int, int]:
+def reduction_rounds(view: F2Linear | Bases, dim: int) -> tuple[int, int]:
     """``(lane_rounds, warp_rounds)``: lane and warp bits whose basis moves along ``dim``."""
-    per = dict(zip(view.in_names, view.bases))
+    per = _bases(view)
     lane = sum(1 for v in per.get("lane", ()) if v[dim])
     warp = sum(1 for v in per.get("warp", ()) if v[dim])
     return lane, warp

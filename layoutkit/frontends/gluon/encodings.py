@@ -121,6 +121,18 @@ class Distributed:
     def linear(self, shape: Sequence[int]) -> F2Linear:
         raise NotImplementedError
 
+    def basis_lists(self, shape: Sequence[int]) -> tuple[dict[str, list[list[int]]], list[int]]:
+        """The basis images of :meth:`linear` on ``shape`` per in dim and its out dim sizes, without building
+        (and checking) the map where the encoding can say them directly: what a caller pricing many candidate
+        layouts reads.
+
+        >>> bases, sizes = Blocked((4, 1), (8, 4), (1, 4), (0, 1)).basis_lists((64, 32))
+        >>> bases["register"], sizes
+        ([[1, 0], [2, 0], [32, 0], [0, 16]], [64, 32])
+        """
+        f = self.linear(shape)
+        return {n: [list(v) for v in per] for n, per in zip(f.in_names, f.bases)}, [e for _, e in f.out_dims]
+
     def _check(self, shape: Sequence[int]) -> tuple[int, ...]:
         s = _ints(shape)
         if len(s) != self.rank:
@@ -154,6 +166,13 @@ class Blocked(Distributed):
         b.identity(LANE, self.threads_per_warp, self.order).identity(WARP, self.warps_per_cta, self.order)
         return b.fit(s, self.order).linear()
 
+    def basis_lists(self, shape: Sequence[int]) -> tuple[dict[str, list[list[int]]], list[int]]:
+        s = self._check(shape)
+        b = _Builder(self.rank).identity(REG, self.size_per_thread, self.order)
+        b.identity(LANE, self.threads_per_warp, self.order).identity(WARP, self.warps_per_cta, self.order)
+        b.fit(s, self.order)
+        return b.bases, b.size
+
     def __str__(self) -> str:
         return (f"#ttg.blocked<{{sizePerThread = {_list(self.size_per_thread)}, threadsPerWarp = "
                 f"{_list(self.threads_per_warp)}, warpsPerCTA = {_list(self.warps_per_cta)}, order = "
@@ -178,6 +197,12 @@ class Slice(Distributed):
         keep = [d for d in range(self.parent.rank) if d != self.dim]
         bases = {n: [[v[d] for d in keep] for v in per] for (n, _), per in zip(p.in_dims, p.bases)}
         return F2Linear.from_bases(bases, [(f"dim{k}", e) for k, e in enumerate(s)], require_surjective=False)
+
+    def basis_lists(self, shape: Sequence[int]) -> tuple[dict[str, list[list[int]]], list[int]]:
+        s = self._check(shape)
+        full = s[:self.dim] + (1,) + s[self.dim:]
+        bases, _ = self.parent.basis_lists(full)
+        return {n: [v[:self.dim] + v[self.dim + 1:] for v in per] for n, per in bases.items()}, list(s)
 
     def __str__(self) -> str:
         return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent}}}>"

@@ -87,12 +87,16 @@ class GlirModule:
     target: str
 
 
+_BRACKETS = {("<", ">"): re.compile(r"[<>]"), ("(", ")"): re.compile(r"[()]")}
+
+
 def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
     """Index of the bracket closing the one at ``start`` (``->`` arrows are not brackets)."""
     depth = 0
     # only the two bracket characters are visited (a regex scan, not a per-character Python loop)
-    for m in re.finditer(re.escape(open_) + "|" + re.escape(close), text[start:]):
-        i = start + m.start()
+    pattern = _BRACKETS.get((open_, close)) or re.compile(re.escape(open_) + "|" + re.escape(close))
+    for m in pattern.finditer(text, start):
+        i = m.start()
         c = text[i]
         if c == open_ and not (open_ == "<" and i > 0 and text[i - 1] == "-"):
             depth += 1
@@ -103,10 +107,14 @@ def _matching(text: str, start: int, open_: str = "<", close: str = ">") -> int:
     raise UnsupportedError(f"GLIR: unbalanced {open_}{close} in {text!r}")
 
 
+_DIMS = re.compile(r"((?:\d+x)*)")
+_TENSOR = re.compile(r"tensor<")
+
+
 def tensor_types(line: str) -> list[TensorType]:
     """Every ``tensor<...>`` type on a line (nested pointer types included in the element)."""
     out = []
-    for m in re.finditer(r"tensor<", line):
+    for m in _TENSOR.finditer(line):
         start = m.end() - 1
         end = _matching(line, start)
         body = line[start + 1:end]
@@ -116,14 +124,10 @@ def tensor_types(line: str) -> list[TensorType]:
         if cut < 0:
             continue  # an unencoded tensor: nothing to resolve
         head, enc = body[:cut], body[cut + 1:].strip()
-        dims = []
-        rest = head
-        while True:
-            dm = re.match(r"(\d+)x", rest)
-            if not dm:
-                break
-            dims.append(int(dm.group(1)))
-            rest = rest[dm.end():]
+        dm = _DIMS.match(head)
+        lead = dm.group(1) if dm else ""
+        dims = [int(x) for x in lead.split("x")[:-1]]
+        rest = head[len(lead):]
         enc_start = start + 1 + cut + 1 + (len(body[cut + 1:]) - len(body[cut + 1:].lstrip()))
         out.append(TensorType(enc_start, end, tuple(dims), rest, enc))
     return out
@@ -139,23 +143,26 @@ def _strip_loc(line: str) -> str:
     return line
 
 
-_SIGNATURE_CHARS = re.compile(r"[()\[\]{}<>:]")
+def _depth(text: str) -> int:
+    """Brackets ``([{<`` opened and not closed in ``text`` (``->`` arrows are not brackets)."""
+    opened = text.count("(") + text.count("[") + text.count("{") + text.count("<") - text.count("-<")
+    closed = text.count(")") + text.count("]") + text.count("}") + text.count(">") - text.count("->")
+    return opened - closed
 
 
 def _signature_split(line: str) -> int:
-    """The offset of the op's type signature (its top-level `` : ``), or -1."""
-    depth = 0
-    last = -1
-    for m in _SIGNATURE_CHARS.finditer(line):   # brackets and colons only
-        i = m.start()
-        c = line[i]
-        if c in "([{<" and not (c == "<" and line[i - 1:i] == "-"):
-            depth += 1
-        elif c in ")]}>" and not (c == ">" and line[i - 1:i] == "-"):
-            depth -= 1
-        elif c == ":" and depth == 0 and line[i - 1:i] == " " and line[i + 1:i + 2] == " ":
-            last = i
-    return last
+    """The offset of the op's type signature (its last top-level `` : ``), or -1.
+
+    >>> line = "%0 = tt.load %p {a = 1 : i32} : tensor<4x!tt.ptr<f32>, #b>"
+    >>> line[_signature_split(line):]
+    ': tensor<4x!tt.ptr<f32>, #b>'
+    """
+    i = line.rfind(" : ")
+    while i >= 0:      # the last " : " at depth 0 (counting brackets is C-fast; few candidates per line)
+        if _depth(line[:i]) == 0:
+            return i + 1
+        i = line.rfind(" : ", 0, i)
+    return -1
 
 
 def read_glir(text: str) -> GlirModule:

@@ -21,6 +21,7 @@ layoutkit chooses (see ``docs/gluon.md``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from ...fragment.fragment import Fragment
 from ...infer import Program, infer_layouts
 from ...infer.ops import Buffer
 from ...targets.nv import bank_conflicts, compute_warp_partition
+from .axis_info import AxisAnalysis, hints, vector_bound
 from .encodings import (
     Blocked,
     Distributed,
@@ -57,7 +59,7 @@ _ELEMENTWISE = re.compile(r"^(arith|math)\.")
 LOOP_WEIGHT = 8
 """The price multiplier of an access inside a loop (its trip count is a runtime value)."""
 RUNTIME_STRIDE = 1 << 20
-"""The stride of a dim scaled by a runtime scalar: far apart, and of unknown alignment."""
+"""The stride of a dim scaled by a runtime scalar: far apart (its alignment is what the axis facts prove)."""
 CP_ASYNC_MIN_BYTES = 4
 """``cp.async`` copies 4, 8 or 16 bytes per thread: a layout giving a thread fewer contiguous bytes fails to lower."""
 
@@ -131,6 +133,15 @@ class _Reading:
     func_of: dict[int, str]                  # op line -> function (an op is one line)
     accesses: list[tuple[str, str, GlirOp]]  # (pointer value key, 'load'|'store', op)
     shared: list[tuple[str, str, GlirOp]]    # (register value key, 'load'|'store', op) of shared memory
+    arguments: dict[str, dict[str, int]] = field(default_factory=dict)   # kernel argument -> its tt.* hints
+    inductions: dict[str, tuple[str, str]] = field(default_factory=dict)  # loop variable -> (lower bound, step)
+    carried: dict[str, tuple[str, str]] = field(default_factory=dict)     # iter arg / loop result -> (init, yield)
+
+    def axis(self) -> AxisAnalysis:
+        """Triton's axis facts (contiguity, divisibility, constancy) of the module's values."""
+        def operands(op: GlirOp) -> list[str]:
+            return [_key(self.func_of[op.line], o) for o in _operand_names(op)]
+        return AxisAnalysis(self.defs, operands, self.arguments, self.inductions, self.carried)
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -192,6 +203,10 @@ def _read(text: str) -> _Reading:
     func = ""
     stack: list[tuple[int, GlirOp]] = []
     calls: list[tuple[str, list[str], list[str], GlirOp]] = []
+    arguments: dict[str, dict[str, int]] = {}
+    inductions: dict[str, tuple[str, str]] = {}
+    carried: dict[str, tuple[str, str]] = {}
+    loop_args: dict[int, list[tuple[str, str, str]]] = {}   # loop op line -> (iter arg, init, result) keys
 
     def place(i: int, t: int, key: str) -> None:
         ty = m.ops[i].types[t]
@@ -230,6 +245,13 @@ def _read(text: str) -> _Reading:
             func = _symbol(op) or f"f{i}"
             ps = re.findall(r"(%[\w$.-]+):\s*tensor<", op.text)
             params[func] = [_key(func, p) for p in ps]
+            # each argument's text runs to the next argument's name: its {tt.divisibility = ...} hints
+            header = op.text.split(") attributes", 1)[0]
+            starts = list(re.finditer(r"(%[\w$.-]+):\s", header))
+            for idx, am in enumerate(starts):
+                found = hints(header[am.end():starts[idx + 1].start() if idx + 1 < len(starts) else len(header)])
+                if found:
+                    arguments[_key(func, am.group(1))] = found
             before = [t for t in op.types[:op.split]]
             for t, p in enumerate(ps[:len(before)]):
                 place(i, t, _key(func, p))
@@ -280,12 +302,22 @@ def _read(text: str) -> _Reading:
                     cl.union(res[t], _key(func, init.replace(":", "#")))
             tensor_names.update(res)
             tensor_names.update(_key(func, a) for a, _ in inits)
+            loop = re.search(r"scf\.for\s+(%[\w$.-]+)\s*=\s*(%[\w$.#:-]+)\s+to\s+%[\w$.#:-]+\s+step\s+(%[\w$.#:-]+)",
+                             op.text)
+            if loop:
+                inductions[_key(func, loop.group(1))] = (_key(func, loop.group(2).replace(":", "#")),
+                                                         _key(func, loop.group(3).replace(":", "#")))
+                loop_args[op.line] = [(_key(func, arg), _key(func, first.replace(":", "#")), r)
+                                      for (arg, first), r in zip(inits, res)]
             stack.append((i, op))
             continue
         if name == "scf.yield" or name == "scf.condition":
             owner = stack[-1][1] if stack else None
             owner_res = [_key(func, r) for r in _results(owner)] if owner is not None else []
             yielded = [k for k in ops_]
+            for (arg_key, init_key, result_key), out_key in zip(
+                    loop_args.get(owner.line, []) if owner is not None else [], yielded):
+                carried[arg_key] = carried[result_key] = (init_key, out_key)
             for t, pos in enumerate(_tensor_positions(op.text.rsplit(" : ", 1)[-1], len(op.types))):
                 place(i, t, yielded[pos])
             for k, r in zip(yielded, owner_res):
@@ -399,7 +431,7 @@ def _read(text: str) -> _Reading:
                 key = f"{func_name}:return{t}"
                 if key in cl.parent:
                     cl.union(key, k)
-    return _Reading(m, cl, placed, defs, func_of, accesses, shared)
+    return _Reading(m, cl, placed, defs, func_of, accesses, shared, arguments, inductions, carried)
 
 
 def _relate_region_op(op: GlirOp, tensor_ops: list[str], res: list[str], cl: _Classes) -> None:
@@ -771,9 +803,10 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         # a program layoutkit's inference finds no common layout for (one value reduced along two dims and
         # converted back, say): each class is priced from the default blocked layout instead
         result = None
-    priced = _priced_accesses(rd, child, shape_of, memo)
+    priced = _priced_accesses(rd, child, shape_of, memo, rd.axis())
     smem = _shared_accesses(rd)
     chosen: dict[str, Encoding] = {}
+    cache = _PriceCache()
     for r in free:
         if r not in shape_of:
             chosen[r] = _default_blocked((1,), warps)
@@ -788,7 +821,7 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
         start = b if b is not None else _default_blocked(shape_of[r], warps)
         kids = [(d, shape_of[c]) for c, (d, par, _) in child.items() if par == r and c in shape_of]
         best, note = _cheapest(start, shape_of[r], warps, priced.get(r, []), _reductions(cl, r, child, shape_of),
-                               partners.get(r, []), kids, smem.get(r, []))
+                               partners.get(r, []), kids, smem.get(r, []), cache)
         chosen[r] = best
         decided.setdefault(r, "layoutkit's inference over the class")
         if note:
@@ -800,13 +833,14 @@ def _choose_blocked(rd: _Reading, free: list[str], child: dict, warps: int, sm: 
 class _PricedAccess:
     """A global access as the pricing sees it: ``path`` (the slice dims from the root class down to the
     accessed class), element ``strides`` of the address per dim, ``elem_bytes``, the accessed ``shape``, and
-    whether Triton may vectorise it (no runtime stride, no mask)."""
+    ``max_vector``: the most elements Triton moves per instruction along the contiguous dim, as its axis analysis
+    proves the pointers' alignment and the mask's constancy (:func:`.axis_info.vector_bound`)."""
 
     path: tuple[int, ...]
     strides: tuple[int, ...]
     elem_bytes: int
     shape: tuple[int, ...]
-    vectorisable: bool
+    max_vector: int
     weight: int = 1
     """How often it runs relative to the kernel body (inside a loop: :data:`LOOP_WEIGHT`)."""
     masked: bool = False
@@ -814,7 +848,8 @@ class _PricedAccess:
     """The narrowest access per thread the instruction has (``cp.async``: 4 bytes); narrower layouts fail."""
 
 
-def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> dict[str, list[_PricedAccess]]:
+def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict,
+                     axis: AxisAnalysis) -> dict[str, list[_PricedAccess]]:
     """Per free root class: its global accesses and its slice children's."""
     cl = rd.classes
     out: dict[str, list] = {}
@@ -832,13 +867,19 @@ def _priced_accesses(rd: _Reading, child: dict, shape_of: dict, memo: dict) -> d
         bits = {"f32": 32, "i32": 32, "f16": 16, "bf16": 16, "i64": 64, "f64": 64, "i8": 8, "i16": 16}
         nbytes = bits.get(elem.group(1) if elem else "f32", 32) // 8
         rank = len(shape_of[cl.find(ptr)])
-        # Triton vectorises no wider than it proves aligned: a runtime stride or a mask (its bound is a
-        # runtime value in general) leaves one element per access
+        # Triton vectorises no wider than its axis analysis proves the pointers aligned and contiguous and the
+        # mask constant along the contiguous dim
         masked = len(op.operands) > (1 if kind == "load" else 2) and op.name != "ttg.async_copy_global_to_local"
         own = cl.shapes.get(ptr, shape_of[cl.find(ptr)])     # the access's own shape, not its class's
-        out.setdefault(r, []).append(_PricedAccess(tuple(path), tuple(strides.get(d, 0) for d in range(rank)),
-                                                   nbytes, own,
-                                                   not masked and RUNTIME_STRIDE not in strides.values(),
+        st = tuple(strides.get(d, 0) for d in range(rank))
+        max_vector = 1
+        if 1 in st:
+            pointer = axis.of(ptr, rank)
+            mask = axis.of(_key(rd.func_of[op.line], _operand_names(op)[1 if kind == "load" else 2]), rank) \
+                if masked else None
+            if pointer.rank == rank and (mask is None or mask.rank == rank):
+                max_vector = vector_bound(pointer, mask, st.index(1), nbytes)
+        out.setdefault(r, []).append(_PricedAccess(tuple(path), st, nbytes, own, max_vector,
                                                    LOOP_WEIGHT if op.depth > 2 else 1, masked,
                                                    CP_ASYNC_MIN_BYTES if op.name == "ttg.async_copy_global_to_local"
                                                    else 0))
@@ -870,10 +911,22 @@ def _reductions(cl: _Classes, root: str, child: dict, shape_of: dict) -> list[in
     return sorted({d for c, d, p, why in cl.slices if cl.find(p) == root and why.startswith("tt.reduce")})
 
 
+@dataclass
+class _PriceCache:
+    """What :func:`_cheapest` computes for one module's classes and keeps for the next: maps and basis lists per
+    (encoding, shape), warp 0's sectors per (lane and register bases, strides, bytes, vector), wavefronts per
+    (map, shared layout, dtype, width)."""
+
+    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = field(default_factory=dict)
+    bases: dict[tuple[Distributed, tuple[int, ...]], dict[str, list[list[int]]]] = field(default_factory=dict)
+    sectors: dict[tuple, int] = field(default_factory=dict)
+    wavefronts: dict[tuple[F2Linear, int, str, int], int] = field(default_factory=dict)
+
+
 def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list[_PricedAccess],
               reductions: list[int], converts: Sequence[Encoding] = (),
               children: Sequence[tuple[int, tuple[int, ...]]] = (),
-              shared: Sequence[tuple[Layout, str, str]] = ()):
+              shared: Sequence[tuple[Layout, str, str]] = (), cache: _PriceCache | None = None):
     """The blocked layout (``start``'s registers and order, or a 16-byte vector along a dim an access is
     contiguous in) whose lanes and warps cost least: global access instructions, then their sectors
     (:func:`~layoutkit.cost.warp_access.warp_sectors`), then the shared-memory wavefronts of its moves to and from
@@ -881,22 +934,27 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     across warps and lanes (:func:`~layoutkit.cost.warp_access.conversion_moves`), then the per-thread
     arithmetic (register bits off each access's contiguous dim; with a mask, the registers of the sliced index
     classes it is computed from), then reduction rounds across warps, then
-    shuffles across lanes, then registers per thread; ``start`` wins ties."""
+    shuffles across lanes, then registers per thread; ``start`` wins ties.  ``cache``: the maps and prices
+    already computed for the module's other classes."""
+    cache = cache if cache is not None else _PriceCache()
     rank = len(shape)
     cands = [start]
     # registers and order: layoutkit's, and a 16-byte vector along each dim an access is contiguous in
     heads = [(start.size_per_thread, start.order)]
     narrowest = []      # heads a cp.async needs: its 4 bytes per thread, lanes and warps broadcasting if need be
     for a in accesses:
-        if len(a.strides) == rank and 1 in a.strides and a.vectorisable:
+        if len(a.strides) == rank and 1 in a.strides and a.max_vector > 1:
             d = a.strides.index(1)
             order = (d,) + tuple(k for k in reversed(range(rank)) if k != d)
-            widths = [16] + ([a.min_bytes] if a.min_bytes else [])
-            for width in widths:
+            head_bytes = [a.max_vector * a.elem_bytes] + ([a.min_bytes] if a.min_bytes else [])
+            for width in head_bytes:
                 vec = tuple(max(1, min(width // a.elem_bytes, shape[d])) if k == d else 1 for k in range(rank))
                 if (vec, order) not in heads:
                     heads.append((vec, order))
                 if width == a.min_bytes:
+                    narrowest.append((vec, order))
+                elif math.prod(shape) < math.prod(vec) * 32 * warps:
+                    # a tile smaller than threads x vector: its full vector leaves lanes broadcasting
                     narrowest.append((vec, order))
     for spt, order in heads:
         for tpw in _splits(32, rank):
@@ -908,10 +966,10 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 if b != start and (fits or (spt, order) in narrowest):
                     cands.append(b)
 
-    maps: dict[tuple[Distributed, tuple[int, ...]], F2Linear] = {}
+    maps = cache.maps
 
     def linear(enc: Distributed, on: tuple[int, ...]) -> F2Linear:
-        """``enc.linear(on)``, built once per call (stages and accesses ask for the same maps again)."""
+        """``enc.linear(on)``, built once per module (stages, accesses and classes ask for the same maps)."""
         key = (enc, on)
         if key not in maps:
             maps[key] = enc.linear(on)
@@ -920,44 +978,63 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
     def view_of(b: Blocked) -> F2Linear:
         return linear(b, shape)
 
-    views: dict[tuple[Blocked, int], tuple[F2Linear, int]] = {}
+    def access_encoding(b: Blocked, k: int) -> Distributed:
+        enc: Distributed = b
+        for d in accesses[k].path:
+            enc = Slice(d, enc)
+        return enc
 
-    def access_view(b: Blocked, k: int) -> tuple[F2Linear, int]:
-        """The map access ``k`` sees under ``b`` and its vector width."""
-        if (b, k) not in views:
+    raws = cache.bases
+
+    def bases(enc: Distributed, on: tuple[int, ...]) -> dict[str, list[list[int]]]:
+        """The basis lists of ``enc``'s map on ``on``: the stages but the bank and conversion models price
+        from these, with no map built."""
+        key = (enc, on)
+        if key not in raws:
+            raws[key] = enc.basis_lists(on)[0]
+        return raws[key]
+
+    def access_bases(b: Blocked, k: int) -> dict[str, list[list[int]]]:
+        """The basis lists of access ``k``'s map under ``b``."""
+        return bases(access_encoding(b, k), accesses[k].shape)
+
+    registers: dict[tuple[Blocked, int], tuple[int, int]] = {}
+
+    def access_registers(b: Blocked, k: int) -> tuple[int, int]:
+        """Registers per thread of access ``k`` under ``b`` and its vector width."""
+        if (b, k) not in registers:
             a = accesses[k]
-            enc: Distributed = b
-            for d in a.path:
-                enc = Slice(d, enc)
-            view = view_of(b) if not a.path and a.shape == shape else linear(enc, a.shape)
-            views[(b, k)] = view, (_vector(view, a.strides, a.elem_bytes) if a.vectorisable else 1)
-        return views[(b, k)]
+            bases = access_bases(b, k).get("register", [])
+            registers[(b, k)] = 1 << len(bases), _vector(bases, a.strides, a.elem_bytes, a.max_vector)
+        return registers[(b, k)]
 
     def instructions(b: Blocked) -> tuple[int]:
         """Global access instructions: one per warp and register group (wider vectors, fewer)."""
         total = 0
         for k, a in enumerate(accesses):
-            view, vec = access_view(b, k)
-            total += view.in_dim_size("register") // vec * warps * a.weight
+            regs, vec = access_registers(b, k)
+            total += regs // vec * warps * a.weight
         return (total,)
 
     def too_narrow(b: Blocked) -> tuple[int]:
         """Accesses narrower per thread than their instruction allows (``cp.async`` below 4 bytes)."""
         return (sum(1 for k, a in enumerate(accesses) if a.min_bytes and
-                    access_view(b, k)[1] * a.elem_bytes < a.min_bytes),)
+                    access_registers(b, k)[1] * a.elem_bytes < a.min_bytes),)
 
-    sector_counts: dict[tuple[F2Linear, tuple[int, ...], int, int], int] = {}
+    sector_counts = cache.sectors
 
     def sectors(b: Blocked) -> tuple[int]:
-        """The 32-byte sectors those instructions touch (candidates often share an access's map: priced
-        once)."""
+        """The 32-byte sectors those instructions touch (warp 0's, times the warps: candidates that differ in
+        their warps only, or share an access's map, are priced once)."""
         total = 0
         for k, a in enumerate(accesses):
-            view, vec = access_view(b, k)
-            key = (view, a.strides, a.elem_bytes, vec)
-            if key not in sector_counts:
-                sector_counts[key] = warp_sectors(view, a.strides, a.elem_bytes, vec)
-            total += sector_counts[key] * a.weight
+            per = access_bases(b, k)
+            vec = access_registers(b, k)[1]
+            lanes, regs = per.get("lane", []), per.get("register", [])
+            key = (tuple(map(tuple, lanes)), tuple(map(tuple, regs)), a.strides, a.elem_bytes, vec)
+            if key not in sector_counts:   # warp 0's (the others' are shifted copies)
+                sector_counts[key] = warp_sectors({"register": regs, "lane": lanes}, a.strides, a.elem_bytes, vec)
+            total += sector_counts[key] * (1 << len(per.get("warp", ()))) * a.weight
         return (total,)
 
     def wavefronts(b: Blocked) -> tuple[int]:
@@ -966,16 +1043,15 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
         total = 0
         if any(layout.input_shape == shape for layout, _, _ in shared):   # else no move is priced: no fragment
             f = view_of(b)
-            seen: dict[tuple[int, str, int], int] = {}
+            seen = cache.wavefronts
             try:
-                frag = Fragment.from_linear(f)
                 for layout, dtype, _ in shared:
                     if layout.input_shape == shape:
                         nbytes = element_bits(dtype) // 8
-                        width = max(4, min(16, _vector(f, _row_major(shape), nbytes) * nbytes))
-                        key = (id(layout), dtype, width)
+                        width = max(4, min(16, _vector(_register_bases(f), _row_major(shape), nbytes) * nbytes))
+                        key = (f, id(layout), dtype, width)
                         if key not in seen:
-                            seen[key] = bank_conflicts(layout, frag, dtype, f"ld.shared.b{8 * width}").wavefronts
+                            seen[key] = bank_conflicts(layout, f, dtype, f"ld.shared.b{8 * width}").wavefronts
                         total += seen[key]
             except LayoutError:
                 pass
@@ -990,30 +1066,38 @@ def _cheapest(start: Blocked, shape: tuple[int, ...], warps: int, accesses: list
                 moved_warps, moved_lanes = moved_warps + mw, moved_lanes + ml
         return moved_warps, moved_lanes
 
+    def widths(b: Blocked) -> tuple[int]:
+        """Bytes per access instruction, widest first: equal instructions and sectors with narrower vectors
+        mean lanes that idle or repeat an element anyway (a tile smaller than threads x vector).  A tile of
+        fewer elements than threads is left to the arithmetic: every lane's one element costs less than a few
+        lanes' vectors there."""
+        if math.prod(shape) < 32 * warps:
+            return (0,)
+        return (-sum(access_registers(b, k)[1] * a.elem_bytes * a.weight for k, a in enumerate(accesses)),)
+
     def arithmetic(b: Blocked) -> tuple[int, int, int, int]:
         """Index arithmetic (register bits off each access's contiguous dim; with a mask, the registers of
         the sliced index classes it is computed from), reduction rounds across warps and lanes, registers."""
-        f = view_of(b)
+        f = bases(b, shape)
         rows = 0
         for k, a in enumerate(accesses):
-            view, _ = access_view(b, k)
-            per = dict(zip(view.in_names, view.bases))
+            per = access_bases(b, k)
             rows += sum(1 for v in per.get("register", ()) if any(x for d, x in enumerate(v) if a.strides[d] != 1))
         if any(a.masked for a in accesses):
             for d, child_shape in children:
-                rows += linear(Slice(d, b), child_shape).in_dim_size("register")
+                rows += 1 << len(bases(Slice(d, b), child_shape).get("register", ()))
         lanes = warps_ = 0
         for d in reductions:
             ln, wp = reduction_rounds(f, d)
             lanes, warps_ = lanes + ln, warps_ + wp
-        regs = f.in_dim_size("register")
+        regs = 1 << len(f.get("register", ()))
         return rows, warps_, lanes * regs, regs
 
     # lexicographic: each stage prices only the candidates the earlier stages left tied (the costly bank and
     # conversion models run on few)
     alive = list(cands)
     best_cost: tuple[int, ...] = ()
-    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, arithmetic):
+    for stage in (too_narrow, instructions, sectors, wavefronts, conversions, widths, arithmetic):
         priced_stage = [(stage(b), b) for b in alive]
         low = min(c for c, _ in priced_stage)
         alive = [b for c, b in priced_stage if c == low]
@@ -1047,14 +1131,22 @@ def _splits(total: int, rank: int) -> list[tuple[int, ...]]:
     return out
 
 
-def _vector(view: F2Linear, strides: Sequence[int], nbytes: int) -> int:
+def _register_bases(view: F2Linear) -> Sequence[Sequence[int]]:
+    """The register basis images of a register map (none where it has no register dim)."""
+    return dict(zip(view.in_names, view.bases)).get("register", ())
+
+
+def _vector(register_bases: Sequence[Sequence[int]], strides: Sequence[int], nbytes: int, cap: int = 16) -> int:
     """Registers a thread moves per instruction: leading register bases stepping the address by 1, 2, 4, ...
-    elements, up to 16 bytes."""
-    per = dict(zip(view.in_names, view.bases))
+    elements, up to 16 bytes and ``cap`` elements.
+
+    >>> _vector([[1], [2], [64]], (1,), 4), _vector([[1], [2], [64]], (1,), 4, cap=2), _vector([[2]], (1,), 4)
+    (4, 2, 1)
+    """
     v = 1
-    for basis in per.get("register", ()):
+    for basis in register_bases:
         step = sum(a * b for a, b in zip(basis, strides))
-        if step != v or (v * 2) * nbytes > 16:
+        if step != v or (v * 2) * nbytes > 16 or v * 2 > cap:
             break
         v *= 2
     return v
@@ -1100,6 +1192,7 @@ def _print(rd: _Reading, sol: _Solution) -> str:
     m = rd.module
     lines = list(m.lines)
     names: dict[str, str] = {}
+    texts: dict[Encoding, str] = {}      # an encoding prints once (values share a few)
     for (i, t), key in sorted(rd.placed.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
         op = m.ops[i]
         ty = op.types[t]
@@ -1108,7 +1201,7 @@ def _print(rd: _Reading, sol: _Solution) -> str:
         e = sol.encodings.get(key)
         if e is None:
             raise GlirResolveError(f"{op.describe()}: no encoding for {key}")
-        text = str(e)
+        text = texts.get(e) or texts.setdefault(e, str(e))
         alias = names.setdefault(text, f"lk{len(names)}")
         line = lines[op.line]
         lines[op.line] = line[:ty.start] + f"#{alias}" + line[ty.end:]

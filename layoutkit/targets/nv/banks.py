@@ -12,7 +12,9 @@ that bank`` wavefronts (one thread reading a word another thread also reads is a
   hence the cost, are the same.
 
 An *access* says which elements each thread moves, in register order: a :class:`~layoutkit.Fragment`
-(register ``index`` of thread ``thread``; every replica moves its copy) or an int array
+(register ``index`` of thread ``thread``; every replica moves its copy), a register / lane / warp
+:class:`~layoutkit.algebra.linear.F2Linear` (Triton's linear layout: thread ``lane + 32 * warp``; counted from its
+bases when it is a bijection, with no Fragment built) or an int array
 ``[threads, elems, rank]`` of coordinates (a negative coordinate marks an unused slot).  Registers
 are consumed in order, ``bytes_per_lane`` per instruction; threads ``32*w .. 32*w + 31`` form warp
 ``w``.  The shared layout maps a coordinate to an element offset (its outputs linearised row-major
@@ -323,6 +325,30 @@ def _f2(spec: InstructionSpec, layout: Layout, t, s, x, n_threads: int, bits: in
     access = F2Linear.from_table(coords, ["thread", "slot"], lf.in_names)
     if access is None:
         return None
+    return _f2_counts(spec, lf, access, tb, sb, wb, bits, n_threads)
+
+
+def _thread_slot_map(layout: Layout, access: F2Linear) -> F2Linear | None:
+    """A register / lane / warp map (Triton's linear layout of a register tensor) as the F2 map ``(thread,
+    slot) -> coordinate`` that :func:`_f2` builds from a Fragment's tables (thread ``lane + 32 * warp``, slot the
+    register index), or None where that map is not a bijection onto the layout's input (replicated or partial
+    registers: the Fragment path counts those)."""
+    lf = _layout_map(layout)
+    per = dict(zip(access.in_names, access.bases))
+    if lf is None or set(per) - {"register", "lane", "warp"} or tuple(n for _, n in access.out_dims) != tuple(
+            layout.input_shape):
+        return None
+    thread = [list(v) for v in per.get("lane", ()) + per.get("warp", ())]
+    slot = [list(v) for v in per.get("register", ())]
+    bits = sum((n - 1).bit_length() for n in layout.input_shape)
+    if len(thread) + len(slot) != bits or access.rank() != bits:
+        return None
+    return F2Linear.from_bases({"thread": thread, "slot": slot}, list(zip(lf.in_names, layout.input_shape)))
+
+
+def _f2_counts(spec: InstructionSpec, lf: F2Linear, access: F2Linear, tb: int, sb: int, wb: int, bits: int,
+               n_threads: int) -> dict | None:
+    """The F2 counts of an access map ``(thread, slot) -> coordinate`` through the layout map ``lf``."""
     # thread and slot bits -> element offset, in 32-bit word units below
     addr = [img[0] << wb for per in access.compose(lf).bases for img in per]
     in_thread = list(range(tb))
@@ -394,6 +420,17 @@ def bank_conflicts(
         raise UnsupportedError(f"{spec.name} moves 16-bit pairs; {name} ({bits}-bit) cannot be loaded with it")
     if method not in ("auto", "exact", "f2"):
         raise ShapeError(f"method must be 'auto', 'exact' or 'f2'; found {method!r}")
+    if isinstance(access, F2Linear):
+        # a register map: counted from its bases where it is a bijection, else through its Fragment
+        fast = _thread_slot_map(smem_layout, access) if method != "exact" and bits <= 64 else None
+        lf = _layout_map(smem_layout)
+        if fast is not None and lf is not None:
+            tb, sb, wb = fast.in_dim_size("thread").bit_length() - 1, fast.in_dim_size("slot").bit_length() - 1, \
+                log2_exact(bits)
+            result = _f2_counts(spec, lf, fast, tb, sb, wb, bits, 1 << tb) if wb is not None else None
+            if result is not None:
+                return _report(spec, name, result, "f2")
+        access = Fragment.from_linear(access)
     t, s, x, n_threads = _slots(smem_layout, access)
     if t.size == 0:
         raise ShapeError("expected an access that touches at least one element; found none")
@@ -420,6 +457,10 @@ def bank_conflicts(
         offsets = _offsets(smem_layout)[x]
         entry, rw, mw = _register_words(s, offsets, bits)
         result = _exact(spec, t[entry], rw, mw)
+    return _report(spec, name, result, used)
+
+
+def _report(spec: InstructionSpec, name: str, result: dict, used: str) -> BankReport:
     return BankReport(
         instruction=spec.name, dtype=name, wavefronts=result["wavefronts"], instructions=result["instructions"],
         ways=result["ways"], ideal_wavefronts=result["ideal"], phases=result["phases"],
