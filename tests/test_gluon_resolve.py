@@ -5,6 +5,8 @@ compile to cubin with no more conversions and no narrower global vectors than th
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -248,3 +250,36 @@ def test_a_two_dim_mask_bounds_the_vector_along_the_contiguous_dim(bound, vector
             .replace("BOUND", f"{{tt.divisibility = {bound} : i32}}").replace("STRIDE", "{tt.divisibility = 16 : i32}"))
     found = {e for e in encodings_of(resolve(text, "sm_90")) if isinstance(e, Blocked)}
     assert {(e.size_per_thread, e.order) for e in found} == {((1, vector), (1, 0))}
+
+
+ROUND_TRIP = """module attributes {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 4 : i32, ttg.target = "cuda:80", \
+"ttg.threads-per-warp" = 32 : i32} {
+  tt.func public @k() attributes {noinline = false} {
+    %a = arith.constant dense<1> : tensor<64x32xi32, #gluon.auto_encoding>
+    %b = tt.reshape %a : tensor<64x32xi32, #gluon.auto_encoding> -> tensor<64x2x16xi32, #gluon.auto_encoding>
+    %c = tt.trans %b {order = array<i32: 0, 2, 1>} : tensor<64x2x16xi32, #gluon.auto_encoding> -> \
+tensor<64x16x2xi32, #gluon.auto_encoding>
+    %l, %r = tt.split %c : tensor<64x16x2xi32, #gluon.auto_encoding> -> tensor<64x16xi32, #gluon.auto_encoding>
+    %d = tt.join %l, %r : tensor<64x16xi32, #gluon.auto_encoding> -> tensor<64x16x2xi32, #gluon.auto_encoding>
+    %e = tt.trans %d {order = array<i32: 0, 2, 1>} : tensor<64x16x2xi32, #gluon.auto_encoding> -> \
+tensor<64x2x16xi32, #gluon.auto_encoding>
+    %f = tt.reshape %e : tensor<64x2x16xi32, #gluon.auto_encoding> -> tensor<64x32xi32, #gluon.auto_encoding>
+    %g = arith.addi %a, %f : tensor<64x32xi32, #gluon.auto_encoding>
+    tt.return
+  }
+}
+"""
+
+
+def test_refusal_names_the_same_op_under_every_hash_seed():
+    """A value whose layout comes back to it through shape ops is refused, naming one op: the same one whatever
+    order Python's hash seed gives sets (the classes are visited in program order)."""
+    script = ("import sys\nfrom layoutkit.frontends.gluon import GlirResolveError, resolve\n"
+              "try:\n    resolve(sys.stdin.read(), 'sm_80')\nexcept GlirResolveError as err:\n    print(err)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONHASHSEED"}
+    root = str(Path(__file__).resolve().parent.parent)
+    messages = {subprocess.run([sys.executable, "-c", script], input=ROUND_TRIP, capture_output=True, text=True,
+                               env={**env, "PYTHONHASHSEED": str(seed), "PYTHONPATH": root}, check=True).stdout
+                for seed in range(6)}
+    assert len(messages) == 1
+    assert "derived from itself through shape ops" in messages.pop()

@@ -682,7 +682,8 @@ def _solve(rd: _Reading, target: str) -> _Solution:
     fixed = _fixed_of(cl)
     sm = sm_number(target)
     warps = rd.module.num_warps
-    roots = {cl.find(k) for k in cl.parent}
+    # in program order, not a set's: a refusal and a tie come out the same under every hash seed
+    roots = list(dict.fromkeys(cl.find(k) for k in cl.parent))
     mma_roots = {cl.find(k): v for k, v in cl.mma.items()}
     enc: dict[str, Encoding] = {}
     why: dict[str, str] = {}
