@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +89,9 @@ class Symbol:
                              f"lo={self.lo!r}, hi={self.hi!r}, multiple={self.multiple!r}")
         if self.multiple < 1 or (self.hi is not None and self.hi < self.lo):
             raise ShapeError(f"Symbol {self.name}: expected multiple >= 1 and lo <= hi; found {self}")
+        if self.hi is not None and self.smallest() > self.hi:
+            raise ShapeError(f"Symbol {self.name}: no multiple of {self.multiple} lies in [{self.lo}, {self.hi}]; "
+                             f"found {self}")
         if any(abs(int(v)) > MAX_EXTENT for v in bounds):
             raise LimitError(f"Symbol {self.name}: lo, hi and multiple must lie within +-2**62 (an extent an int64 "
                              f"holds); found {self}", MAX_EXTENT, max(abs(int(v)) for v in bounds))
@@ -373,7 +376,7 @@ def forall_nonneg(e: sympy.Expr, symbols: Sequence[Symbol]) -> tuple[bool, str, 
     shifted = sympy.Poly(sympy.expand(e.subs({s.sym: s.smallest() + s.multiple * v for s, v in zip(syms, u)})), *u)
     if all(c >= 0 for c in shifted.coeffs()):
         return True, "structural", {}
-    found = search_assignment(symbols, lambda sub: e.subs(sub) < 0)
+    found = search_assignment(symbols, lambda sub: e.subs(sub) < 0, e.free_symbols)
     if found is None:
         raise UnsupportedError(f"cannot prove {e} >= 0 for all values, and the first {SEARCH_VALUES} admissible "
                                "values per symbol do not break it")
@@ -397,12 +400,19 @@ def _isl_nonneg(e: sympy.Expr, syms: Sequence[Symbol], symbols: Sequence[Symbol]
     return False, "isl", values
 
 
-def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any]
-                      ) -> dict[str, int] | None:
+def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any],
+                      used: Collection[sympy.Symbol] | None = None) -> dict[str, int] | None:
     """The first assignment (over the first ``SEARCH_VALUES`` admissible values per symbol) for which
     ``bad(substitution)`` holds, or None; a :class:`~layoutkit.errors.ProofBudgetError` once
-    :data:`SEARCH_LIMIT` assignments have been tried undecided."""
-    grids = [s.values(SEARCH_VALUES) for s in symbols]
+    :data:`SEARCH_LIMIT` assignments have been tried undecided.  Symbols not in ``used`` (default: all
+    are) keep their smallest admissible value: the claim does not depend on them.
+
+    >>> M, N = Symbol("M"), Symbol("N")
+    >>> search_assignment([M, N], lambda sub: sub[M.sym] * sub[N.sym] == 6), search_assignment([M, N], lambda sub:
+    ...     sub[M.sym] == 6, used={M.sym})
+    ({'M': 1, 'N': 6}, {'M': 6, 'N': 1})
+    """
+    grids = [s.values(SEARCH_VALUES) if used is None or s.sym in used else s.values(1) for s in symbols]
     for tried, combo in enumerate(itertools.product(*grids)):
         if tried == SEARCH_LIMIT:
             names = ", ".join(s.name for s in symbols)
@@ -446,12 +456,13 @@ def enumeration_budget(fails: Callable[[dict[str, int]], bool], points: Callable
 
 def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero: Sequence[sympy.Expr], claim: str,
                   fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof],
-                  points: Callable[[dict[str, int]], int] | None = None) -> Proof:
+                  points: Callable[[dict[str, int]], int] | None = None,
+                  used: Collection[sympy.Symbol] | None = None) -> Proof:
     """Prove ``claim`` from sufficient conditions (``nonneg`` ``>= 0``, ``zero`` ``== 0`` for every
     admissible assignment), or refute it: ``fails(values)`` checks the bound map (by enumeration of
     ``points(values)`` points, within :func:`enumeration_budget`) and ``refuted(values, method)`` builds
-    the refuting proof.  ``UnsupportedError`` when a condition fails but no searched assignment breaks the
-    claim."""
+    the refuting proof; the search varies only the ``used`` symbols (see :func:`search_assignment`).
+    ``UnsupportedError`` when a condition fails but no searched assignment breaks the claim."""
     if points is not None:
         fails = enumeration_budget(fails, points, claim)
     methods = set()
@@ -461,7 +472,7 @@ def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero:
         if not ok:
             if fails(values):
                 return refuted(values, method)
-            return _search_refutation(symbols, claim, _below_zero(e), fails, refuted, method)
+            return _search_refutation(symbols, claim, _below_zero(e), fails, refuted, method, used)
     for e in zero:
         e = bounded_expand(e, f"{claim}: a condition == 0")
         if e == 0:
@@ -469,7 +480,7 @@ def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero:
         if _forall_zero(e, symbols):  # zero on every admissible value though not as a polynomial (bounded symbols)
             methods.add("isl")
             continue
-        return _search_refutation(symbols, claim, _nonzero(e), fails, refuted, "structural")
+        return _search_refutation(symbols, claim, _nonzero(e), fails, refuted, "structural", used)
     return Proof(claim, True, "+".join(sorted(methods)) or "structural")
 
 
@@ -490,13 +501,27 @@ def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
 
 def _search_refutation(symbols: Sequence[Symbol], claim: str, broken: Callable[[dict[sympy.Symbol, int]], Any],
                        fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof],
-                       method: str) -> Proof:
+                       method: str, used: Collection[sympy.Symbol] | None) -> Proof:
     found = search_assignment(symbols, lambda sub: bool(broken(sub))
-                              and fails({str(k): int(v) for k, v in sub.items()}))
+                              and fails({str(k): int(v) for k, v in sub.items()}), used)
     if found is None:
         raise UnsupportedError(f"{claim}: not proved (a sufficient condition fails) and not refuted by the first "
                                f"{SEARCH_VALUES} admissible values per symbol")
     return refuted(found, method)
+
+
+def first_missing(flat: np.ndarray, size: int) -> int | None:
+    """The smallest value of ``[0, size)`` that ``flat`` does not hold, or None: one sort of ``flat``, never an
+    array of ``size`` (the box of a sparse map can be far larger than its table).
+
+    >>> first_missing(np.array([3, 0, 1, 9]), 10), first_missing(np.array([1, 0]), 2)
+    (2, None)
+    """
+    held = np.unique(flat[(flat >= 0) & (flat < size)]) if flat.size else flat
+    gaps = np.flatnonzero(held != np.arange(held.size))
+    if gaps.size:
+        return int(gaps[0])
+    return int(held.size) if held.size < size else None
 
 
 def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
@@ -513,5 +538,5 @@ __all__ = [
     "MAX_DIGITS", "Symbol", "Extent", "extent_expr", "polynomial_size", "bounded_expand", "check_parametric",
     "symbols_of", "check_known", "bind_symbols", "bound_int", "check_span", "generic_assignment", "always_one",
     "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment", "enumeration_budget", "prove_for_all",
-    "first_collision",
+    "first_collision", "first_missing",
 ]

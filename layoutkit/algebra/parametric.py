@@ -67,6 +67,7 @@ from .forall import (
     check_span,
     extent_expr,
     first_collision,
+    first_missing,
     prove_for_all,
     radix_conditions,
     sort_digits,
@@ -252,7 +253,8 @@ class ParametricLayout:
     def _forall(self, nonneg: list[sympy.Expr], zero: list[sympy.Expr], claim: str) -> Proof:
         return prove_for_all(self.symbols, nonneg, zero, claim, lambda values: self._fails(claim, values),
                              lambda values, method: self._refuted(claim, values, method),
-                             lambda values: math.prod(self.bound_digits(values)[0]))
+                             lambda values: math.prod(self.bound_digits(values)[0]),
+                             {v for dd in self.digits for pair in dd for x in pair for v in x.free_symbols})
 
     def _fails(self, claim: str, values: dict[str, int]) -> bool:
         """Whether the claim is false for the layout bound to ``values`` (checked by enumeration)."""
@@ -273,8 +275,8 @@ class ParametricLayout:
             witness["collision"] = (tuple(int(x) for x in np.unravel_index(a, table.shape)),
                                     tuple(int(x) for x in np.unravel_index(b, table.shape)), int(flat[a]))
         elif "bijective" in claim:
-            missing = np.setdiff1d(np.arange(flat.size), flat)
-            witness["unreachable"] = (int(missing[0]) if missing.size else int(flat.max()),)
+            missing = first_missing(flat, flat.size)
+            witness["unreachable"] = (missing if missing is not None else int(flat.max()),)
         return Proof(claim, False, method, witness)
 
     def _key(self) -> tuple[object, ...]:

@@ -56,13 +56,14 @@ from ..algebra.forall import (
     enumeration_budget,
     extent_expr,
     first_collision,
+    first_missing,
     prove_for_all,
     radix_conditions,
     search_assignment,
     sort_digits,
     symbols_of,
 )
-from ..algebra.nodes import substitute
+from ..algebra.nodes import MAX_EXTENT, substitute
 from ..algebra.parametric import digit_values
 from ..algebra.proof import Proof
 from ..algebra.shapes import check_table, placeholder, sequence_arg
@@ -289,7 +290,8 @@ class ParametricFragment:
                 return 0
 
         checked = enumeration_budget(fails, points, claim)
-        found = search_assignment(symbols, lambda sub: checked({str(k): int(v) for k, v in sub.items()}))
+        found = search_assignment(symbols, lambda sub: checked({str(k): int(v) for k, v in sub.items()}),
+                                  self._used() | other._used())
         if found is None:
             raise UnsupportedError(f"{claim}: not proved structurally and not refuted by the searched assignments")
         witness = dict(self.bind(found).contains(other.bind(found)).witness or {})
@@ -327,18 +329,32 @@ class ParametricFragment:
         """Whether the slots ``thread * L + index`` are exactly ``[0, T*L)``."""
         index = np.broadcast_to(index, thread.shape)
         width = int(index.max()) + 1
+        if not _dense(thread, index) or (int(thread.max()) + 1) * width != thread.size:
+            return False  # the box has more slots than elements (or a negative slot): some slot stays empty
         keys = np.sort((thread * width + index).reshape(-1))
         return bool(np.array_equal(keys, np.arange(keys.size)))
 
     def _forall(self, nonneg: list[sympy.Expr], zero: list[sympy.Expr], claim: str) -> Proof:
         return prove_for_all(self.symbols, nonneg, zero, claim, lambda values: self._fails(claim, values),
                              lambda values, method: self._refuted(claim, values, method),
-                             lambda values: math.prod(self._bound(values)[0]) * self.atom.replicate_size)
+                             lambda values: math.prod(self._bound(values)[0]) * self.atom.replicate_size,
+                             self._used())
+
+    def _used(self) -> set:
+        """The sympy symbols the extents and strides use (the others change nothing)."""
+        return {v for dd in self.digits for dig in dd for x in dig for v in x.free_symbols}
 
     def _keys(self, values: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(thread, index, key)`` with one key per slot: ``thread * L + index`` (``L`` the register
+        width) while that fits an int64 and nothing is negative; else the slots' ranks (the same
+        collisions, with no wrap-around)."""
         thread, index = self.tables(values)
         index = np.broadcast_to(index, thread.shape)
-        return thread, index, thread * (int(index.max()) + 1) + index
+        if _dense(thread, index):
+            return thread, index, thread * (int(index.max()) + 1) + index
+        t = np.unique(thread, return_inverse=True)[1].reshape(thread.shape)
+        i = np.unique(index, return_inverse=True)[1].reshape(thread.shape)
+        return thread, index, t * (int(i.max()) + 1) + i
 
     def _fails(self, claim: str, values: dict[str, int]) -> bool:
         thread, index, keys = self._keys(values)
@@ -354,12 +370,19 @@ class ParametricFragment:
             (ra, *xa), (rb, *xb) = (np.unravel_index(k, keys.shape) for k in pair)
             slot = (int(thread.reshape(-1)[pair[0]]), int(index.reshape(-1)[pair[0]]))
             witness["collision"] = ((tuple(int(v) for v in xa), int(ra)), (tuple(int(v) for v in xb), int(rb)), slot)
-        else:
+        elif _dense(thread, index):
             width = int(index.max()) + 1
-            missing = np.setdiff1d(np.arange((int(thread.max()) + 1) * width), keys.reshape(-1))
-            if missing.size:
-                witness["unreachable"] = divmod(int(missing[0]), width)
+            missing = first_missing(keys.reshape(-1), (int(thread.max()) + 1) * width)
+            if missing is not None:
+                witness["unreachable"] = divmod(missing, width)
         return Proof(claim, False, method, witness)
+
+
+def _dense(thread: np.ndarray, index: np.ndarray) -> bool:
+    """Every slot ``(thread, index)`` is non-negative and ``thread * L + index`` fits an int64."""
+    if thread.size == 0 or int(thread.min()) < 0 or int(index.min()) < 0:
+        return thread.size == 0
+    return (int(thread.max()) + 1) * (int(index.max()) + 1) <= MAX_EXTENT
 
 
 __all__ = ["ParametricFragment", "Symbol"]

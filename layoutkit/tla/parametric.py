@@ -47,6 +47,7 @@ from ..algebra.forall import (
     check_parametric,
     enumeration_budget,
     extent_expr,
+    first_missing,
     search_assignment,
     symbols_of,
 )
@@ -210,14 +211,15 @@ class ParametricTlaLayout:
             return not np.array_equal(np.sort(flat), np.arange(flat.size))
 
         checked = enumeration_budget(fails, lambda values: math.prod(self._strided().bound_digits(values)[0]), claim)
+        used = {v for x in _leaves(self.shape) + _leaves(self.stride) for v in x.free_symbols}
         found = search_assignment(self.symbols, lambda sub: int(size.subs(sub)) % block != 0
-                                  and checked({str(k): int(v) for k, v in sub.items()}))
+                                  and checked({str(k): int(v) for k, v in sub.items()}), used)
         if found is None:
             raise UnsupportedError(f"{claim}: the size {size} is not a multiple of the swizzle's {block} for every "
                                    "value, and no searched assignment breaks the bijection")
         flat = self.table(found).reshape(-1)
-        missing = np.setdiff1d(np.arange(flat.size), flat)
-        return Proof(claim, False, "structural", {"values": found, "unreachable": (int(missing[0]),)})
+        missing = first_missing(flat, flat.size)
+        return Proof(claim, False, "structural", {"values": found, "unreachable": (missing,)})
 
     def contains(self, offset: int) -> Proof:
         """``offset`` is a value of the layout for every admissible assignment (a bijective layout)."""
