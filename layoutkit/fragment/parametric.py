@@ -340,7 +340,7 @@ class ParametricFragment:
                              lambda values: math.prod(self._bound(values)[0]) * self.atom.replicate_size,
                              self._used())
 
-    def _used(self) -> set:
+    def _used(self) -> set[sympy.Symbol]:
         """The sympy symbols the extents and strides use (the others change nothing)."""
         return {v for dd in self.digits for dig in dd for x in dig for v in x.free_symbols}
 
