@@ -43,9 +43,9 @@ MAX_CHECKS = 4
 FREE_RULE_RUNS = 20_000
 """Rule runs free mode may spend on one connected component (its attempts and the checks of
 :mod:`.settle` together) before it stops with a :class:`~layoutkit.errors.ProofBudgetError` (about 2 s
-of work).  The largest components of the TileLang kernels the tests run take under 300; a chain of 150 loops about
-1,000 (the roots :mod:`.settle` skips are not run), and about 18,000 for a chain of 95 when every
-root is run."""
+of work).  The largest components of the TileLang kernels the tests run take under 300, a chain of 150
+loops about 1,000 (the roots :mod:`.settle` skips are not run), and a chain of 95 loops about 18,000 when
+every root is run."""
 
 
 @dataclass
