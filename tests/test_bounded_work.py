@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
+import sympy
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
@@ -20,6 +22,7 @@ from layoutkit.algebra.piecewise import PIECEWISE_LIMIT, piecewise_inverse
 from layoutkit.errors import LimitError, ProofBudgetError
 from layoutkit.testing import assert_inverse_round_trip
 from layoutkit.testing.strategies import bijective_layouts
+from layoutkit.tla.parametric import ParametricTlaLayout
 
 
 def _issue_layout(rows: int, cols: int) -> lk.Layout:
@@ -182,3 +185,52 @@ def test_a_layout_without_outputs_is_refused():
     # found by `make fuzz`: Layout.from_exprs(1, ()) built a layout whose table() failed inside numpy
     with pytest.raises(lk.ShapeError, match=r"Layout.from_exprs needs at least one output expression; found \(\)"):
         lk.Layout.from_exprs([1], ())
+
+
+_M, _N = lk.Symbol("M"), lk.Symbol("N")
+
+
+@pytest.mark.parametrize("extent,found", [
+    (sympy.sqrt(_M.sym), "the power sqrt(M)"), (sympy.Float(1.5) * _M.sym, "the float 1.50"),
+    (sympy.oo, "the Infinity oo"), (2**_M.sym, "the power 2**M"), (1 / _M.sym, "the power 1/M"),
+    (sympy.floor(_M.sym / 3), "the floor floor(M/3)"), (sympy.I * _M.sym, "the ImaginaryUnit I")])
+def test_a_parametric_extent_must_be_a_polynomial(extent, found):
+    # found by fuzzing: each reached sympy.Poly or int() and raised PolynomialError or TypeError
+    with pytest.raises(lk.ShapeError, match=rf"expected a polynomial in the symbols with rational coefficients; "
+                                            rf"found {re.escape(found)}"):
+        ParametricTlaLayout((_M, extent), (1, _M), symbols=(_M,)).prove_bijective()
+
+
+def test_parametric_sizes_are_refused_before_sympy_expands_them():
+    with pytest.raises(LimitError, match=r"extent \(M \+ N\)\*\*60: total degree 60 is past 8 \(MAX_DEGREE\)"):
+        ParametricTlaLayout((_M, (_M.sym + _N.sym) ** 60), (1, _M), symbols=(_M, _N))
+    with pytest.raises(LimitError, match=r"an extent or stride must lie within \+-2\*\*62"):
+        ParametricTlaLayout((_M, 10**30), (1, _M))
+    many = [lk.Symbol(f"S{k}") for k in range(forall.MAX_SYMBOLS + 1)]
+    with pytest.raises(LimitError, match=r"ParametricTlaLayout: 9 symbols, past 8 \(MAX_SYMBOLS\)"):
+        ParametricTlaLayout(tuple(many))
+    # eight squared binomials multiply to 3**8 monomials: the size is refused, not expanded
+    squares = ParametricTlaLayout(tuple((s.sym + 1) ** 2 for s in many[:8]), symbols=many[:8])
+    with pytest.raises(ProofBudgetError, match=r"ParametricTlaLayout.size: expanding .* gives up to 6561 monomials, "
+                                               r"past 4096 \(MAX_TERMS\); bind the symbols"):
+        squares.size()
+    assert squares.bind({s.name: 1 for s in many[:8]}).size == 4**8  # bound, it is an ordinary layout
+
+
+def test_a_counterexample_search_stops_at_its_enumeration_budget():
+    huge = ParametricTlaLayout((lk.Symbol("K", lo=10**6), 8), (3, 8))  # refuted at K = 10**6: 8e6 points
+    with pytest.raises(ProofBudgetError, match=r"injective for all values: the search for a counterexample stopped "
+                                               r"undecided: checking \{'K': 1000000\} would bring the points it "
+                                               r"enumerated to 8000000, past 4194304 \(SEARCH_POINTS\)") as err:
+        huge.prove_injective()
+    assert (err.value.limit, err.value.found) == (forall.SEARCH_POINTS, 8_000_000)
+    small = ParametricTlaLayout((lk.Symbol("K", lo=1000), 8), (3, 8))
+    assert small.prove_injective().witness["values"] == {"K": 1000}
+
+
+def test_bound_parametric_tables_are_bounded_and_never_wrap():
+    with pytest.raises(LimitError, match=r"ParametricLayout.table for \{'M': 100000, 'N': 100000\} would evaluate "
+                                         r"10000000000 points"):
+        lk.ParametricLayout.strided((_M, _N), (_N, 1)).table({"M": 100_000, "N": 100_000})
+    with pytest.raises(LimitError, match=r"ParametricLayout at \{'M': 4\}: offsets reach \d+, past 2\*\*62"):
+        lk.ParametricLayout.strided((_M,), (1 << 61,)).table({"M": 4})

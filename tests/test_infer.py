@@ -8,7 +8,7 @@ import pytest
 
 import layoutkit as lk
 from layoutkit import infer
-from layoutkit.infer import RuleConflict, programs
+from layoutkit.infer import RuleConflict, engine, programs
 from layoutkit.infer.validate import OpValidationError
 
 
@@ -239,6 +239,35 @@ def test_loop_conflict_between_two_gemm_accumulators():
     with pytest.raises(lk.LayoutConflictError) as e:
         infer.infer_layouts(p)
     assert len(e.value.constraints) == 3
+
+
+def _conflict_before_a_chain(n: int) -> infer.Program:
+    """Two GEMMs that lay their accumulator out differently, then a chain of ``n`` loops reading it."""
+    p = infer.Program(threads=128)
+    A, B = p.alloc_shared("A", (64, 32), "float16"), p.alloc_shared("B", (32, 64), "float16")
+    frags = [p.alloc_fragment("C", (64, 64), "float32")] + [p.alloc_fragment(f"f{k}", (64, 64), "float32")
+                                                             for k in range(n)]
+    p.gemm(A, B, frags[0], policy="square")
+    p.gemm(A, B, frags[0], policy="fullrow")
+    for a, b in zip(frags, frags[1:]):
+        p.parallel((64, 64), writes=[(b, lambda i, j: (i, j))], reads=[(a, lambda i, j: (i, j))])
+    return p
+
+
+def test_the_conflict_explanation_stops_at_its_work_budget(monkeypatch):
+    p = _conflict_before_a_chain(12)
+    with pytest.raises(lk.LayoutConflictError, match=r"minimal conflicting constraints: gemm#0, gemm#1$"):
+        infer.infer_layouts(p)
+    # each re-solve costs its ops (about 13) plus its rule runs: a budget of 100 stops after a few of them
+    monkeypatch.setattr(engine, "EXPLAIN_WORK", 100)
+    with pytest.raises(lk.LayoutConflictError, match=r"conflicting constraints \(not minimised: past 200 constraints "
+                       r"or 100 rule runs and ops of re-solving \(EXPLAIN_WORK\), the deletion search stops\): "
+                       r"gemm#0, gemm#1, parallel#4, .*parallel#13$") as e:
+        infer.infer_layouts(p)
+    kept = [o for o in p.ops if o.name in e.value.constraints]
+    assert {"gemm#0", "gemm#1"} < set(e.value.constraints) and len(kept) < len(p.ops)
+    with pytest.raises(lk.LayoutError, match="Get different layout for C"):  # what it reports still conflicts
+        infer.solve(p, kept, {})
 
 
 # ---- registries --------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from layoutkit import infer
-from layoutkit.infer import free
+from layoutkit.errors import ProofBudgetError
+from layoutkit.infer import engine, free
 from layoutkit.infer.engine import solve
 from layoutkit.infer.rules import EMPTY, Conflict
 
@@ -65,7 +66,7 @@ def _two_plans(n: int) -> infer.Program:
 
 
 def test_a_chain_with_two_plans_runs_linearly_many_rules(monkeypatch):
-    p = _two_plans(100)
+    p = _two_plans(90)  # tried from every root, within free mode's budget (FREE_RULE_RUNS)
     got = solve(p)
     assert got.counts["rule runs"] <= 20 * len(p.ops), got.counts
     _every_root(monkeypatch)
@@ -181,3 +182,50 @@ def test_every_covered_root_ends_where_its_cover_did(monkeypatch):
             except Conflict:
                 pass
     assert len(verified) > 100
+
+
+def _opaque_chain(n: int) -> infer.Program:
+    """A chain of ``n`` loops and one op whose rule free mode cannot prove local: every root is run."""
+    infer.register_rule("scale_test_opaque", "*", lambda op, ctx, level: EMPTY)
+    p = _chain(n)
+    p.ops.append(infer.Op("scale_test_opaque", 10_000, {}, None, (), ("f0",)))
+    return p
+
+
+def _free_runs(monkeypatch, p: infer.Program) -> int:
+    """The rule runs free mode spends on ``p`` (its one component)."""
+    spent = []
+    inner = engine.free_component
+
+    def measured(ctx, comp, model, users):
+        start = ctx.counts["rule runs"]
+        inner(ctx, comp, model, users)
+        spent.append(ctx.counts["rule runs"] - start)
+
+    with monkeypatch.context() as m:
+        m.setattr(engine, "free_component", measured)
+        solve(p)
+    assert len(spent) == 1
+    return spent[0]
+
+
+def test_free_mode_stops_typed_past_its_rule_run_budget(monkeypatch):
+    p = _opaque_chain(12)
+    runs = _free_runs(monkeypatch, p)
+    assert runs > 12 * 12  # every root runs every op
+    monkeypatch.setattr(free, "FREE_RULE_RUNS", runs)  # just within: solves as without a budget
+    assert solve(p).layouts["f0"] == solve(_chain(12)).layouts["f0"]
+    monkeypatch.setattr(free, "FREE_RULE_RUNS", runs - 1)
+    refusal = (r"free-mode inference over a component of 13 ops \(parallel#0, parallel#1, scale_test_opaque#10000, "
+               r"parallel#2, \.\.\.\) stopped undecided after \d+ rule runs in 13 of its 338 possible attempts .* past "
+               r"its budget of \d+ \(FREE_RULE_RUNS\); annotate the layout of one of its fragments "
+               r"\(Program.annotate_layout, e.g. f0\)")
+    with pytest.raises(ProofBudgetError, match=refusal) as err:
+        infer.infer_layouts(p)
+    assert err.value.limit == runs - 1 and err.value.found > runs - 1
+
+
+def test_the_free_mode_budget_is_far_above_a_long_chain_tried_from_every_root(monkeypatch):
+    _every_root(monkeypatch)
+    runs = _free_runs(monkeypatch, _chain(40))
+    assert 40 * 40 < runs < free.FREE_RULE_RUNS / 4

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import sympy
 
-from ..errors import ProofBudgetError, ShapeError, UnsupportedError
+from ..errors import LimitError, ProofBudgetError, ShapeError, UnsupportedError
+from .nodes import MAX_EXTENT
 from .proof import Proof
 
 SEARCH_VALUES = 12
@@ -45,6 +46,24 @@ SEARCH_LIMIT = 2048
 ``SEARCH_VALUES ** symbols`` of them: all of them for up to three symbols) before it stops with a
 :class:`~layoutkit.errors.ProofBudgetError`.  A count, not a time, so the verdict never depends on the load
 of the machine."""
+SEARCH_POINTS = 1 << 22
+"""Most points the search for a counterexample may enumerate in all (each assignment it checks tabulates
+the bound map, whose size grows with the symbols' values): past it a
+:class:`~layoutkit.errors.ProofBudgetError`, checked before each table is built."""
+
+MAX_EXTENT_NODES = 64
+"""Most sympy nodes in one extent or stride given to a parametric object."""
+MAX_DEGREE = 8
+"""Highest total degree of one extent or stride (``M**2 * N`` has degree 3)."""
+MAX_DIGITS = 64
+"""Most digits (``(extent, stride)`` pairs: leaves of the shape) one parametric object has."""
+MAX_SYMBOLS = 8
+"""Most symbols one parametric object uses (islpy's sets and the searched grid grow with them)."""
+MAX_TERMS = 4096
+"""Most monomials a polynomial sympy is asked to expand may have (a bound read off the unexpanded
+expression by :func:`polynomial_size`): past it the work is refused before sympy starts.  A product of
+``k`` binomials in distinct symbols expands to ``2**k`` monomials, and sympy's time and memory grow with
+them; the conditions of every real layout have a handful."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,12 @@ class Symbol:
                              f"lo={self.lo!r}, hi={self.hi!r}, multiple={self.multiple!r}")
         if self.multiple < 1 or (self.hi is not None and self.hi < self.lo):
             raise ShapeError(f"Symbol {self.name}: expected multiple >= 1 and lo <= hi; found {self}")
+        if self.hi is not None and self.smallest() > self.hi:
+            raise ShapeError(f"Symbol {self.name}: no multiple of {self.multiple} lies in [{self.lo}, {self.hi}]; "
+                             f"found {self}")
+        if any(abs(int(v)) > MAX_EXTENT for v in bounds):
+            raise LimitError(f"Symbol {self.name}: lo, hi and multiple must lie within +-2**62 (an extent an int64 "
+                             f"holds); found {self}", MAX_EXTENT, max(abs(int(v)) for v in bounds))
 
     @property
     def sym(self) -> sympy.Symbol:
@@ -102,14 +127,130 @@ Extent = Any  # int, Symbol or a sympy expression in the symbols' ``sym``
 
 
 def extent_expr(x: Extent) -> sympy.Expr:
-    """``x`` (an int, a :class:`Symbol` or a sympy expression) as a sympy expression."""
+    """``x`` (an int, a :class:`Symbol` or a sympy expression) as a sympy expression: a polynomial in the
+    symbols with rational coefficients, within the size limits (:func:`polynomial_size`).
+
+    >>> M = Symbol("M")
+    >>> extent_expr(M.sym * 2 + 1), extent_expr(7)
+    (2*M + 1, 7)
+    >>> extent_expr(sympy.sqrt(M.sym))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: extent sqrt(M): expected a polynomial ...; found the power sqrt(M)
+    """
     if isinstance(x, Symbol):
         return x.sym
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-        return sympy.Integer(int(x))
+        value = int(x)
+        if abs(value) > MAX_EXTENT:
+            raise LimitError(f"extent {value}: an extent or stride must lie within +-2**62 (an int64 holds it)",
+                             MAX_EXTENT, value)
+        return sympy.Integer(value)
     if isinstance(x, sympy.Expr):
+        polynomial_size(x, f"extent {x}", leaf=True)
         return x
-    raise ShapeError(f"expected an int, a Symbol or a sympy expression of symbols; found {type(x).__name__} {x!r}")
+    raise ShapeError(f"expected an int, a Symbol or a sympy expression of symbols; found {type(x).__name__} {x!r:.80}")
+
+
+def polynomial_size(e: sympy.Expr, what: str, *, leaf: bool = False) -> tuple[dict[sympy.Symbol, int], int]:
+    """``(degrees, terms)`` of the polynomial ``e``, read without expanding it: the degree in each symbol
+    and a bound on the monomials its expansion has.  ``e`` must be a polynomial with rational coefficients
+    (sums, products, symbols, constants within +-2**62, powers by a positive integer), else a
+    :class:`~layoutkit.errors.ShapeError` naming ``what``.  A ``leaf`` (an extent or stride a caller wrote)
+    has at most :data:`MAX_EXTENT_NODES` nodes and total degree :data:`MAX_DEGREE`, else a
+    :class:`~layoutkit.errors.LimitError`.
+
+    >>> M, N = Symbol("M").sym, Symbol("N").sym
+    >>> polynomial_size(M * N + 3, "x"), polynomial_size((M + N + 1)**2, "x")
+    (({M: 1, N: 1}, 2), ({M: 2, N: 2}, 6))
+    """
+    nodes = 0
+
+    def walk(x: Any) -> tuple[dict[sympy.Symbol, int], int, int]:
+        """(degree in each symbol, total degree, bound on the monomials)."""
+        nonlocal nodes
+        nodes += 1
+        if leaf and nodes > MAX_EXTENT_NODES:
+            raise LimitError(f"{what}: more than {MAX_EXTENT_NODES} nodes (MAX_EXTENT_NODES); write extents and "
+                             "strides as small polynomials in the symbols", MAX_EXTENT_NODES, nodes)
+        if isinstance(x, sympy.Symbol):
+            return {x: 1}, 1, 1
+        if isinstance(x, sympy.Rational):  # Integer included
+            if max(abs(int(x.p)), int(x.q)) > MAX_EXTENT:
+                raise LimitError(f"{what}: the constant {x} is past +-2**62 (an extent an int64 holds)",
+                                 MAX_EXTENT, x)
+            return {}, 0, 1
+        if isinstance(x, (sympy.Add, sympy.Mul)):
+            add = isinstance(x, sympy.Add)
+            parts = [walk(a) for a in x.args]
+            degrees: dict[sympy.Symbol, int] = {}
+            for ds, _, _ in parts:
+                for v, d in ds.items():
+                    degrees[v] = max(degrees.get(v, 0), d) if add else degrees.get(v, 0) + d
+            totals, counts = [t for _, t, _ in parts], [c for _, _, c in parts]
+            if add:
+                return degrees, max(totals), sum(counts)
+            return degrees, sum(totals), min(math.prod(counts), _HUGE)
+        if isinstance(x, sympy.Pow) and isinstance(x.exp, sympy.Integer) and 0 < int(x.exp) <= MAX_EXTENT:
+            ds, total, count = walk(x.base)
+            n = int(x.exp)
+            # the monomials of a sum of `count` terms to the n-th: comb(count + n - 1, n), not computed when huge
+            terms = 1 if count == 1 else math.comb(count + n - 1, n) if count + n < 1000 else _HUGE
+            return {v: d * n for v, d in ds.items()}, total * n, min(terms, _HUGE)
+        kind = "power" if isinstance(x, sympy.Pow) else "float" if isinstance(x, sympy.Float) else type(x).__name__
+        raise ShapeError(f"{what}: expected a polynomial in the symbols with rational coefficients; found the "
+                         f"{kind} {x}")
+
+    degrees, total, terms = walk(e)
+    if leaf and total > MAX_DEGREE:
+        raise LimitError(f"{what}: total degree {total} is past {MAX_DEGREE} (MAX_DEGREE)", MAX_DEGREE, total)
+    # a polynomial of degree d_s in each symbol s has at most prod(d_s + 1) monomials
+    return degrees, min(terms, math.prod(d + 1 for d in degrees.values()))
+
+
+_HUGE = 1 << 62  # "more monomials than any limit": bounds are capped here so they stay cheap to compute
+
+
+def bounded_expand(e: sympy.Expr, what: str, *, shift: bool = False) -> sympy.Expr:
+    """``sympy.expand(e)`` when its expansion has at most :data:`MAX_TERMS` monomials (with ``shift``,
+    also after each symbol is shifted, ``s = lo + m*u``: up to ``prod(d_s + 1)`` monomials), else a
+    :class:`~layoutkit.errors.ProofBudgetError` naming ``what`` and what to do instead: a size budget
+    checked before sympy runs, so a hostile polynomial costs a walk of its tree.
+
+    >>> M = Symbol("M").sym
+    >>> bounded_expand((M + 1)**2, "size")
+    M**2 + 2*M + 1
+    >>> bounded_expand(sympy.Mul(*[Symbol(f"S{k}").sym + 1 for k in range(13)]), "size")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ProofBudgetError: size: expanding (S0 + 1)*(S1 + 1)*... gives up to 8192 monomials, past 4096 ...
+    """
+    degrees, terms = polynomial_size(e, what)
+    bound = math.prod(d + 1 for d in degrees.values()) if shift else terms
+    if bound > MAX_TERMS:
+        text = str(e) if len(str(e)) < 80 else f"{str(e)[:77]}..."
+        raise ProofBudgetError(f"{what}: expanding {text} gives up to {bound} monomials, past {MAX_TERMS} "
+                               "(MAX_TERMS); bind the symbols to numbers and use the bound layout instead",
+                               MAX_TERMS, bound)
+    return sympy.expand(e)
+
+
+def check_parametric(digits: int, symbols: Sequence[Symbol], what: str) -> None:
+    """The size limits of a parametric object with ``digits`` digits (``(extent, stride)`` pairs, each
+    checked by :func:`polynomial_size` as a leaf when it was built): at most :data:`MAX_DIGITS` of them and
+    :data:`MAX_SYMBOLS` symbols, else a :class:`~layoutkit.errors.LimitError` naming ``what``.
+
+    >>> check_parametric(9, [Symbol(f"S{k}") for k in range(9)], "layout")
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.LimitError: layout: 9 symbols, past 8 (MAX_SYMBOLS); bind some of them to numbers
+    """
+    if len(symbols) > MAX_SYMBOLS:
+        raise LimitError(f"{what}: {len(symbols)} symbols, past {MAX_SYMBOLS} (MAX_SYMBOLS); bind some of them to "
+                         "numbers", MAX_SYMBOLS, len(symbols))
+    if digits > MAX_DIGITS:
+        raise LimitError(f"{what}: {digits} digits (extent and stride pairs), past {MAX_DIGITS} (MAX_DIGITS); bind "
+                         "the symbols to numbers and use a concrete layout", MAX_DIGITS, digits)
 
 
 def symbols_of(*groups: Sequence[Extent]) -> tuple[Symbol, ...]:
@@ -169,6 +310,20 @@ def bound_int(e: sympy.Expr, sub: Mapping[sympy.Symbol, int], what: str) -> int:
     return int(v)
 
 
+def check_span(digits: Sequence[tuple[int, int]], base: int, what: str) -> None:
+    """A :class:`~layoutkit.errors.LimitError` naming ``what`` when the bound digits ``(extent, stride)``
+    reach offsets past ``+-2**62`` from ``base`` (tables are int64: a larger offset would wrap).
+
+    >>> check_span([(4, 1 << 61)], 0, "layout at {'M': 4}")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.LimitError: layout at {'M': 4}: offsets reach 6917529027641081856, past 2**62 (...)
+    """
+    span = abs(base) + sum((e - 1) * abs(s) for e, s in digits)
+    if span > MAX_EXTENT:
+        raise LimitError(f"{what}: offsets reach {span}, past 2**62 (an int64 table would wrap)", MAX_EXTENT, span)
+
+
 def generic_assignment(symbols: Sequence[Symbol]) -> dict[sympy.Symbol, int]:
     """Each symbol at its ``SEARCH_VALUES``-th admissible value (a "large" value to order digits by)."""
     return {s.sym: s.values(SEARCH_VALUES)[-1] for s in symbols}
@@ -201,8 +356,8 @@ def radix_conditions(digits: Sequence[tuple[sympy.Expr, sympy.Expr]]) -> tuple[l
     for extent, stride in digits:
         if extent == 1:
             continue
-        injective.append(sympy.expand(stride - span))
-        exact.append(sympy.expand(stride - cover))
+        injective.append(bounded_expand(stride - span, "the injectivity condition of a mixed-radix number"))
+        exact.append(bounded_expand(stride - cover, "the bijectivity condition of a mixed-radix number"))
         span = span + (extent - 1) * stride
         cover = cover * extent
     return injective, exact
@@ -210,7 +365,7 @@ def radix_conditions(digits: Sequence[tuple[sympy.Expr, sympy.Expr]]) -> tuple[l
 
 def forall_nonneg(e: sympy.Expr, symbols: Sequence[Symbol]) -> tuple[bool, str, dict[str, int]]:
     """Whether ``e >= 0`` for every admissible assignment: (verdict, method, refuting assignment)."""
-    e = sympy.expand(e)
+    e = bounded_expand(e, "the proof that a condition is >= 0 for all values", shift=True)
     syms = [s for s in symbols if s.sym in e.free_symbols]
     if not syms:
         return bool(e >= 0), "structural", {s.name: s.smallest() for s in symbols}
@@ -221,7 +376,7 @@ def forall_nonneg(e: sympy.Expr, symbols: Sequence[Symbol]) -> tuple[bool, str, 
     shifted = sympy.Poly(sympy.expand(e.subs({s.sym: s.smallest() + s.multiple * v for s, v in zip(syms, u)})), *u)
     if all(c >= 0 for c in shifted.coeffs()):
         return True, "structural", {}
-    found = search_assignment(symbols, lambda sub: e.subs(sub) < 0)
+    found = search_assignment(symbols, lambda sub: e.subs(sub) < 0, e.free_symbols)
     if found is None:
         raise UnsupportedError(f"cannot prove {e} >= 0 for all values, and the first {SEARCH_VALUES} admissible "
                                "values per symbol do not break it")
@@ -245,12 +400,19 @@ def _isl_nonneg(e: sympy.Expr, syms: Sequence[Symbol], symbols: Sequence[Symbol]
     return False, "isl", values
 
 
-def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any]
-                      ) -> dict[str, int] | None:
+def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbol, int]], Any],
+                      used: Collection[sympy.Symbol] | None = None) -> dict[str, int] | None:
     """The first assignment (over the first ``SEARCH_VALUES`` admissible values per symbol) for which
     ``bad(substitution)`` holds, or None; a :class:`~layoutkit.errors.ProofBudgetError` once
-    :data:`SEARCH_LIMIT` assignments have been tried undecided."""
-    grids = [s.values(SEARCH_VALUES) for s in symbols]
+    :data:`SEARCH_LIMIT` assignments have been tried undecided.  Symbols not in ``used`` (default: all
+    are) keep their smallest admissible value: the claim does not depend on them.
+
+    >>> M, N = Symbol("M"), Symbol("N")
+    >>> search_assignment([M, N], lambda sub: sub[M.sym] * sub[N.sym] == 6), search_assignment([M, N], lambda sub:
+    ...     sub[M.sym] == 6, used={M.sym})
+    ({'M': 1, 'N': 6}, {'M': 6, 'N': 1})
+    """
+    grids = [s.values(SEARCH_VALUES) if used is None or s.sym in used else s.values(1) for s in symbols]
     for tried, combo in enumerate(itertools.product(*grids)):
         if tried == SEARCH_LIMIT:
             names = ", ".join(s.name for s in symbols)
@@ -264,12 +426,45 @@ def search_assignment(symbols: Sequence[Symbol], bad: Callable[[dict[sympy.Symbo
     return None
 
 
+def enumeration_budget(fails: Callable[[dict[str, int]], bool], points: Callable[[dict[str, int]], int],
+                       claim: str) -> Callable[[dict[str, int]], bool]:
+    """``fails`` that first counts the ``points(values)`` it will enumerate against :data:`SEARCH_POINTS`
+    (all calls together) and past it raises a :class:`~layoutkit.errors.ProofBudgetError` naming ``claim``.
+
+    >>> check = enumeration_budget(lambda values: False, lambda values: values["M"] ** 2, "injective")
+    >>> check({"M": 2048})
+    False
+    >>> check({"M": 2})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ProofBudgetError: injective: the search for a counterexample stopped undecided: ...
+    """
+    spent = 0
+
+    def run(values: dict[str, int]) -> bool:
+        nonlocal spent
+        spent += points(values)
+        if spent > SEARCH_POINTS:
+            raise ProofBudgetError(
+                f"{claim}: the search for a counterexample stopped undecided: checking {values} would bring the "
+                f"points it enumerated to {spent}, past {SEARCH_POINTS} (SEARCH_POINTS); give the symbols smaller "
+                "admissible values (lo, multiple) or bind them and prove the bound layout", SEARCH_POINTS, spent)
+        return fails(values)
+
+    return run
+
+
 def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero: Sequence[sympy.Expr], claim: str,
-                  fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof]) -> Proof:
+                  fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof],
+                  points: Callable[[dict[str, int]], int] | None = None,
+                  used: Collection[sympy.Symbol] | None = None) -> Proof:
     """Prove ``claim`` from sufficient conditions (``nonneg`` ``>= 0``, ``zero`` ``== 0`` for every
-    admissible assignment), or refute it: ``fails(values)`` checks the bound map (by enumeration) and
-    ``refuted(values, method)`` builds the refuting proof.  ``UnsupportedError`` when a condition fails
-    but no searched assignment breaks the claim."""
+    admissible assignment), or refute it: ``fails(values)`` checks the bound map (by enumeration of
+    ``points(values)`` points, within :func:`enumeration_budget`) and ``refuted(values, method)`` builds
+    the refuting proof; the search varies only the ``used`` symbols (see :func:`search_assignment`).
+    ``UnsupportedError`` when a condition fails but no searched assignment breaks the claim."""
+    if points is not None:
+        fails = enumeration_budget(fails, points, claim)
     methods = set()
     for e in nonneg:
         ok, method, values = forall_nonneg(e, symbols)
@@ -277,15 +472,15 @@ def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero:
         if not ok:
             if fails(values):
                 return refuted(values, method)
-            return _search_refutation(symbols, claim, _below_zero(e), fails, refuted, method)
+            return _search_refutation(symbols, claim, _below_zero(e), fails, refuted, method, used)
     for e in zero:
-        e = sympy.expand(e)
+        e = bounded_expand(e, f"{claim}: a condition == 0")
         if e == 0:
             continue
         if _forall_zero(e, symbols):  # zero on every admissible value though not as a polynomial (bounded symbols)
             methods.add("isl")
             continue
-        return _search_refutation(symbols, claim, _nonzero(e), fails, refuted, "structural")
+        return _search_refutation(symbols, claim, _nonzero(e), fails, refuted, "structural", used)
     return Proof(claim, True, "+".join(sorted(methods)) or "structural")
 
 
@@ -306,13 +501,27 @@ def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
 
 def _search_refutation(symbols: Sequence[Symbol], claim: str, broken: Callable[[dict[sympy.Symbol, int]], Any],
                        fails: Callable[[dict[str, int]], bool], refuted: Callable[[dict[str, int], str], Proof],
-                       method: str) -> Proof:
+                       method: str, used: Collection[sympy.Symbol] | None) -> Proof:
     found = search_assignment(symbols, lambda sub: bool(broken(sub))
-                              and fails({str(k): int(v) for k, v in sub.items()}))
+                              and fails({str(k): int(v) for k, v in sub.items()}), used)
     if found is None:
         raise UnsupportedError(f"{claim}: not proved (a sufficient condition fails) and not refuted by the first "
                                f"{SEARCH_VALUES} admissible values per symbol")
     return refuted(found, method)
+
+
+def first_missing(flat: np.ndarray, size: int) -> int | None:
+    """The smallest value of ``[0, size)`` that ``flat`` does not hold, or None: one sort of ``flat``, never an
+    array of ``size`` (the box of a sparse map can be far larger than its table).
+
+    >>> first_missing(np.array([3, 0, 1, 9]), 10), first_missing(np.array([1, 0]), 2)
+    (2, None)
+    """
+    held = np.unique(flat[(flat >= 0) & (flat < size)]) if flat.size else flat
+    gaps = np.flatnonzero(held != np.arange(held.size))
+    if gaps.size:
+        return int(gaps[0])
+    return int(held.size) if held.size < size else None
 
 
 def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
@@ -325,8 +534,9 @@ def first_collision(flat: np.ndarray) -> tuple[int, int] | None:
 
 
 __all__ = [
-    "SEARCH_LIMIT",
-    "SEARCH_VALUES", "Symbol", "Extent", "extent_expr", "symbols_of", "check_known", "bind_symbols", "bound_int",
-    "generic_assignment", "always_one", "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment",
-    "prove_for_all", "first_collision",
+    "SEARCH_LIMIT", "SEARCH_POINTS", "SEARCH_VALUES", "MAX_EXTENT_NODES", "MAX_DEGREE", "MAX_TERMS", "MAX_SYMBOLS",
+    "MAX_DIGITS", "Symbol", "Extent", "extent_expr", "polynomial_size", "bounded_expand", "check_parametric",
+    "symbols_of", "check_known", "bind_symbols", "bound_int", "check_span", "generic_assignment", "always_one",
+    "sort_digits", "radix_conditions", "forall_nonneg", "search_assignment", "enumeration_budget", "prove_for_all",
+    "first_collision", "first_missing",
 ]

@@ -61,9 +61,13 @@ from .forall import (
     Symbol,
     bind_symbols,
     bound_int,
+    bounded_expand,
     check_known,
+    check_parametric,
+    check_span,
     extent_expr,
     first_collision,
+    first_missing,
     prove_for_all,
     radix_conditions,
     sort_digits,
@@ -71,7 +75,7 @@ from .forall import (
 )
 from .layout import Layout
 from .proof import Proof
-from .shapes import sequence_arg
+from .shapes import check_table, sequence_arg
 
 Digits = tuple[tuple[sympy.Expr, sympy.Expr], ...]
 
@@ -112,6 +116,7 @@ class ParametricLayout:
             raise ShapeError(f"expected one repeat and one stride per input dim; found {len(repeats)} repeats, "
                              f"{len(strides)} strides for {len(self.atom_shape)} dims")
         self.digits = tuple(dim_digits(r, s, f"dim {d}") for d, (r, s) in enumerate(zip(repeats, strides)))
+        check_parametric(sum(len(dd) for dd in self.digits), self.symbols, "ParametricLayout")
         self.repeats = tuple(sympy.Mul(*[e for e, _ in dd]) for dd in self.digits)
         self.strides = tuple(dd[0][1] if len(dd) == 1 else tuple(s for _, s in dd) for dd in self.digits)
         check_known([x for dd in self.digits for pair in dd for x in pair], self.symbols)
@@ -139,6 +144,8 @@ class ParametricLayout:
         for dd in digits:
             if any(e < 1 for e, _ in dd):
                 raise ShapeError(f"extents {[e for e, _ in dd]} for {dict(values)}: expected every extent >= 1")
+        atom_span = int(self.atom.output_shape[0]) if self.atom is not None else 0
+        check_span([pair for dd in digits for pair in dd], atom_span, f"ParametricLayout at {dict(values)}")
         shape = tuple(a * math.prod(e for e, _ in dd) for a, dd in zip(self.atom_shape, digits))
         return shape, digits
 
@@ -164,6 +171,7 @@ class ParametricLayout:
     def table(self, values: Mapping[str, int]) -> np.ndarray:
         """Every offset (shape ``input_shape``) for one assignment."""
         shape, digits = self.bound_digits(values)
+        check_table(shape, f"ParametricLayout.table for {dict(values)}")
         reps = tuple(s // a for s, a in zip(shape, self.atom_shape))
         atom = self.atom.table()[..., 0] if self.atom is not None else np.zeros(self.atom_shape, dtype=np.int64)
         out = np.tile(atom, reps).astype(np.int64)
@@ -211,7 +219,7 @@ class ParametricLayout:
 
     def size(self) -> sympy.Expr:
         """The number of coordinates, a polynomial in the symbols."""
-        return sympy.expand(sympy.Mul(*[e for e, _ in self._digits()]))
+        return bounded_expand(sympy.Mul(*[e for e, _ in self._digits()]), "ParametricLayout.size")
 
     def contains(self, offset: int) -> Proof:
         """``offset`` is a value of the layout for every admissible assignment (needs a bijective
@@ -244,7 +252,9 @@ class ParametricLayout:
 
     def _forall(self, nonneg: list[sympy.Expr], zero: list[sympy.Expr], claim: str) -> Proof:
         return prove_for_all(self.symbols, nonneg, zero, claim, lambda values: self._fails(claim, values),
-                             lambda values, method: self._refuted(claim, values, method))
+                             lambda values, method: self._refuted(claim, values, method),
+                             lambda values: math.prod(self.bound_digits(values)[0]),
+                             {v for dd in self.digits for pair in dd for x in pair for v in x.free_symbols})
 
     def _fails(self, claim: str, values: dict[str, int]) -> bool:
         """Whether the claim is false for the layout bound to ``values`` (checked by enumeration)."""
@@ -265,8 +275,8 @@ class ParametricLayout:
             witness["collision"] = (tuple(int(x) for x in np.unravel_index(a, table.shape)),
                                     tuple(int(x) for x in np.unravel_index(b, table.shape)), int(flat[a]))
         elif "bijective" in claim:
-            missing = np.setdiff1d(np.arange(flat.size), flat)
-            witness["unreachable"] = (int(missing[0]) if missing.size else int(flat.max()),)
+            missing = first_missing(flat, flat.size)
+            witness["unreachable"] = (missing if missing is not None else int(flat.max()),)
         return Proof(claim, False, method, witness)
 
     def _key(self) -> tuple[object, ...]:

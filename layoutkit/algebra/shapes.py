@@ -53,16 +53,27 @@ int64 column of such a table is 512 MiB); larger domains are refused with a Limi
 allocating without bound."""
 
 
-def enumerable_grid(shape: Sequence[int], what: str | Callable[[], str], copies: int = 1
-                    ) -> tuple[NDArray[np.int64], ...]:
-    """:func:`~layoutkit.algebra.evaluate.grid` of ``shape`` after checking that evaluating ``copies``
-    values per coordinate stays within :data:`TABLE_LIMIT`; ``what`` names the work in the error (a
-    callable is called only then: describing a huge layout costs more than a small table)."""
+def check_table(shape: Sequence[int], what: str | Callable[[], str], copies: int = 1) -> None:
+    """A :class:`~layoutkit.errors.LimitError` naming ``what`` when a table of ``shape`` with ``copies``
+    values per coordinate has more than :data:`TABLE_LIMIT` points (checked before it is allocated; a
+    callable ``what`` is called only then: describing a huge layout costs more than a small table).
+
+    >>> check_table((1 << 13, 1 << 14), "a table")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.LimitError: a table would evaluate 134217728 points; at most 2**26 are enumerated ...
+    """
     points = math.prod(shape) * copies
     if points > TABLE_LIMIT:
         what = what if isinstance(what, str) else what()
         raise LimitError(f"{what} would evaluate {points} points; at most 2**26 are enumerated (a symbolic "
                          f"method, e.g. prove_bijective('isl'), works on larger domains)", TABLE_LIMIT, points)
+
+
+def enumerable_grid(shape: Sequence[int], what: str | Callable[[], str], copies: int = 1
+                    ) -> tuple[NDArray[np.int64], ...]:
+    """:func:`~layoutkit.algebra.evaluate.grid` of ``shape`` after :func:`check_table`."""
+    check_table(shape, what, copies)
     return grid(shape)
 
 

@@ -49,19 +49,24 @@ from ..algebra.forall import (
     always_one,
     bind_symbols,
     bound_int,
+    bounded_expand,
     check_known,
+    check_parametric,
+    check_span,
+    enumeration_budget,
     extent_expr,
     first_collision,
+    first_missing,
     prove_for_all,
     radix_conditions,
     search_assignment,
     sort_digits,
     symbols_of,
 )
-from ..algebra.nodes import substitute
+from ..algebra.nodes import MAX_EXTENT, substitute
 from ..algebra.parametric import digit_values
 from ..algebra.proof import Proof
-from ..algebra.shapes import placeholder, sequence_arg
+from ..algebra.shapes import check_table, placeholder, sequence_arg
 from ..errors import ShapeError, UnsupportedError
 from .fragment import Fragment
 
@@ -102,6 +107,7 @@ class ParametricFragment:
         self.atom = atom
         self.digits = tuple(_dim(*args, d) for d, args in enumerate(zip(repeats, thread_strides, index_strides)))
         check_known([x for dd in self.digits for dig in dd for x in dig], self.symbols)
+        check_parametric(sum(len(dd) for dd in self.digits), self.symbols, "ParametricFragment")
         self._proofs: dict[str, Proof] = {}  # the fragment never changes: each proof is decided once
 
     @classmethod
@@ -128,12 +134,12 @@ class ParametricFragment:
     # ---- sizes ------------------------------------------------------------------------------------
     def input_shape(self) -> tuple[sympy.Expr, ...]:
         """The input extents, polynomials in the symbols."""
-        return tuple(sympy.expand(a * sympy.Mul(*[e for e, _, _ in dd])) for a, dd in zip(self.atom.input_shape,
-                                                                                          self.digits))
+        return tuple(bounded_expand(a * sympy.Mul(*[e for e, _, _ in dd]), "ParametricFragment.input_shape")
+                     for a, dd in zip(self.atom.input_shape, self.digits))
 
     def _span(self, atom_extent: int, which: int) -> sympy.Expr:
-        return sympy.expand(atom_extent + sum(((dig[0] - 1) * dig[which] for dd in self.digits for dig in dd),
-                                              sympy.Integer(0)))
+        return bounded_expand(atom_extent + sum(((dig[0] - 1) * dig[which] for dd in self.digits for dig in dd),
+                                                sympy.Integer(0)), "ParametricFragment span")
 
     def thread_extent(self) -> sympy.Expr:
         """``max(thread) + 1``, a polynomial in the symbols (strides are taken as non-negative)."""
@@ -150,6 +156,10 @@ class ParametricFragment:
                               bound_int(i, sub, "index stride")) for e, t, i in dd) for dd in self.digits)
         if any(e < 1 for dd in digits for e, _, _ in dd):
             raise ShapeError(f"extents {digits} for {dict(values)}: expected every extent >= 1")
+        flat = [dig for dd in digits for dig in dd]
+        where = f"ParametricFragment at {dict(values)}"
+        check_span([(e, t) for e, t, _ in flat], self.atom.thread_extent, f"{where}: threads")
+        check_span([(e, i) for e, _, i in flat], self.atom.local_size, f"{where}: registers")
         shape = tuple(a * math.prod(e for e, _, _ in dd) for a, dd in zip(self.atom.input_shape, digits))
         return shape, digits
 
@@ -170,6 +180,7 @@ class ParametricFragment:
     def tables(self, values: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
         """``(thread, index)`` for one assignment: shapes ``(replicate,) + input_shape`` and ``input_shape``."""
         shape, digits = self._bound(values)
+        check_table(shape, f"ParametricFragment.tables for {dict(values)}", self.atom.replicate_size)
         reps = tuple(s // a for s, a in zip(shape, self.atom.input_shape))
         thread = np.tile(self.atom.thread_table(), (1,) + reps).astype(np.int64)
         index = np.tile(self.atom.index_table(), reps).astype(np.int64)
@@ -272,7 +283,15 @@ class ParametricFragment:
                 return False
             return not big.contains(small)
 
-        found = search_assignment(symbols, lambda sub: fails({str(k): int(v) for k, v in sub.items()}))
+        def points(values: dict[str, Any]) -> int:
+            try:
+                return sum(math.prod(f._bound(values)[0]) * f.atom.replicate_size for f in (self, other))
+            except ShapeError:  # an assignment one of them does not admit: fails() answers without a table
+                return 0
+
+        checked = enumeration_budget(fails, points, claim)
+        found = search_assignment(symbols, lambda sub: checked({str(k): int(v) for k, v in sub.items()}),
+                                  self._used() | other._used())
         if found is None:
             raise UnsupportedError(f"{claim}: not proved structurally and not refuted by the searched assignments")
         witness = dict(self.bind(found).contains(other.bind(found)).witness or {})
@@ -310,17 +329,32 @@ class ParametricFragment:
         """Whether the slots ``thread * L + index`` are exactly ``[0, T*L)``."""
         index = np.broadcast_to(index, thread.shape)
         width = int(index.max()) + 1
+        if not _dense(thread, index) or (int(thread.max()) + 1) * width != thread.size:
+            return False  # the box has more slots than elements (or a negative slot): some slot stays empty
         keys = np.sort((thread * width + index).reshape(-1))
         return bool(np.array_equal(keys, np.arange(keys.size)))
 
     def _forall(self, nonneg: list[sympy.Expr], zero: list[sympy.Expr], claim: str) -> Proof:
         return prove_for_all(self.symbols, nonneg, zero, claim, lambda values: self._fails(claim, values),
-                             lambda values, method: self._refuted(claim, values, method))
+                             lambda values, method: self._refuted(claim, values, method),
+                             lambda values: math.prod(self._bound(values)[0]) * self.atom.replicate_size,
+                             self._used())
+
+    def _used(self) -> set[sympy.Symbol]:
+        """The sympy symbols the extents and strides use (the others change nothing)."""
+        return {v for dd in self.digits for dig in dd for x in dig for v in x.free_symbols}
 
     def _keys(self, values: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(thread, index, key)`` with one key per slot: ``thread * L + index`` (``L`` the register
+        width) while that fits an int64 and nothing is negative; else the slots' ranks (the same
+        collisions, with no wrap-around)."""
         thread, index = self.tables(values)
         index = np.broadcast_to(index, thread.shape)
-        return thread, index, thread * (int(index.max()) + 1) + index
+        if _dense(thread, index):
+            return thread, index, thread * (int(index.max()) + 1) + index
+        t = np.unique(thread, return_inverse=True)[1].reshape(thread.shape)
+        i = np.unique(index, return_inverse=True)[1].reshape(thread.shape)
+        return thread, index, t * (int(i.max()) + 1) + i
 
     def _fails(self, claim: str, values: dict[str, int]) -> bool:
         thread, index, keys = self._keys(values)
@@ -336,12 +370,19 @@ class ParametricFragment:
             (ra, *xa), (rb, *xb) = (np.unravel_index(k, keys.shape) for k in pair)
             slot = (int(thread.reshape(-1)[pair[0]]), int(index.reshape(-1)[pair[0]]))
             witness["collision"] = ((tuple(int(v) for v in xa), int(ra)), (tuple(int(v) for v in xb), int(rb)), slot)
-        else:
+        elif _dense(thread, index):
             width = int(index.max()) + 1
-            missing = np.setdiff1d(np.arange((int(thread.max()) + 1) * width), keys.reshape(-1))
-            if missing.size:
-                witness["unreachable"] = divmod(int(missing[0]), width)
+            missing = first_missing(keys.reshape(-1), (int(thread.max()) + 1) * width)
+            if missing is not None:
+                witness["unreachable"] = divmod(missing, width)
         return Proof(claim, False, method, witness)
+
+
+def _dense(thread: np.ndarray, index: np.ndarray) -> bool:
+    """Every slot ``(thread, index)`` is non-negative and ``thread * L + index`` fits an int64."""
+    if thread.size == 0 or int(thread.min()) < 0 or int(index.min()) < 0:
+        return thread.size == 0
+    return (int(thread.max()) + 1) * (int(index.max()) + 1) <= MAX_EXTENT
 
 
 __all__ = ["ParametricFragment", "Symbol"]

@@ -40,7 +40,7 @@ C ('gemm#1', 'gemm#2')
 from __future__ import annotations
 
 import json
-from collections import deque
+from collections import Counter, deque
 
 from ..caches import clear_all
 from ..cost import get_cost_model
@@ -144,12 +144,15 @@ def _unsolved(ctx: Context, comp) -> bool:
     return False
 
 
-def solve(program, ops=None, annotations=None, cost_model="register-count") -> Context:
-    """Run the three levels on ``ops`` (default: all) with ``annotations`` (default: the program's)."""
+def solve(program, ops=None, annotations=None, cost_model="register-count", counts: Counter | None = None) -> Context:
+    """Run the three levels on ``ops`` (default: all) with ``annotations`` (default: the program's);
+    ``counts`` (default: a fresh one) receives the solve's counts (``"rule runs"``), also when it raises."""
     model = get_cost_model(cost_model)
     ops = list(program.ops if ops is None else ops)
     annotations = program.annotations if annotations is None else annotations
     ctx = Context(program, thread_range(program))
+    if counts is not None:
+        ctx.counts = counts
     touched = {b for op in ops for b in op.buffers}
     for name, buf in program.buffers.items():
         if buf.scope == FRAGMENT and name not in touched and buf.alias_of is None:
@@ -218,6 +221,11 @@ def infer_layouts(program, cost_model="register-count", *, explain_conflicts: bo
 
 # ---- conflict explanations -----------------------------------------------------------------------
 MAX_CONSTRAINTS = 200
+"""Constraints (ops and annotations) past which a conflict's constraints are reported unminimised."""
+EXPLAIN_WORK = 20_000
+"""Work the deletion search of :func:`minimal_constraints` may spend over all its re-solves, counted as
+each re-solve's rule runs plus its ops (a re-solve that conflicts at once still sets every op up); past it
+the search stops and the constraints it kept, which still conflict, are reported as not minimised."""
 
 
 class InferenceConflictError(LayoutConflictError):
@@ -232,9 +240,9 @@ class InferenceConflictError(LayoutConflictError):
         self.constraints = tuple(constraints)
 
 
-def _fails(program, ops, annotations, cost_model) -> bool:
+def _fails(program, ops, annotations, cost_model, counts: Counter) -> bool:
     try:
-        solve(program, ops, annotations, cost_model)
+        solve(program, ops, annotations, cost_model, counts)
     except Conflict:
         return True
     except LayoutError:
@@ -243,21 +251,33 @@ def _fails(program, ops, annotations, cost_model) -> bool:
 
 
 def minimal_constraints(program, cost_model="register-count") -> tuple[str, ...]:
-    """Deletion-based minimisation over ops and annotations (each removal re-solves)."""
+    """Deletion-based minimisation over ops and annotations (each removal re-solves): a minimal set of
+    constraints that conflict, within :data:`MAX_CONSTRAINTS` and :data:`EXPLAIN_WORK` (past them, a
+    conflicting set that may not be minimal; :func:`explain` says so)."""
+    return conflicting_constraints(program, cost_model)[0]
+
+
+def conflicting_constraints(program, cost_model="register-count") -> tuple[tuple[str, ...], bool]:
+    """``(constraints, minimal)``: the constraints :func:`minimal_constraints` keeps, and whether the
+    deletion search finished (False past :data:`MAX_CONSTRAINTS` or :data:`EXPLAIN_WORK`)."""
     items = [("op", op) for op in program.ops] + [("ann", k) for k in program.annotations]
     if len(items) > MAX_CONSTRAINTS:
-        return tuple(_label(i) for i in items)
+        return tuple(_label(i) for i in items), False
     keep = list(items)
+    counts: Counter = Counter()
     k = 0
     while k < len(keep):
+        if counts["rule runs"] + counts["ops"] > EXPLAIN_WORK:
+            return tuple(_label(i) for i in keep), False
         trial = keep[:k] + keep[k + 1:]
         ops = [x for t, x in trial if t == "op"]
         ann = {x: program.annotations[x] for t, x in trial if t == "ann"}
-        if _fails(program, ops, ann, cost_model):
+        counts["ops"] += len(ops)
+        if _fails(program, ops, ann, cost_model, counts):
             keep = trial
         else:
             k += 1
-    return tuple(_label(i) for i in keep)
+    return tuple(_label(i) for i in keep), True
 
 
 def _label(item) -> str:
@@ -266,6 +286,9 @@ def _label(item) -> str:
 
 
 def explain(program, err, cost_model="register-count") -> InferenceConflictError:
-    constraints = minimal_constraints(program, cost_model)
-    msg = f"{err}\n  minimal conflicting constraints: {', '.join(constraints)}"
+    constraints, minimal = conflicting_constraints(program, cost_model)
+    kind = "minimal conflicting constraints" if minimal else (
+        f"conflicting constraints (not minimised: past {MAX_CONSTRAINTS} constraints or {EXPLAIN_WORK} rule runs "
+        "and ops of re-solving (EXPLAIN_WORK), the deletion search stops)")
+    msg = f"{err}\n  {kind}: {', '.join(constraints)}"
     return InferenceConflictError(msg, err.buffer, err.ops, err.layouts, constraints)

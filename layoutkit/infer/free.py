@@ -8,6 +8,13 @@ layouts, hence the same score, and since only a strictly cheaper attempt replace
 they are not run.  A chain of ``n`` loops costs ``O(n)`` rule runs instead of ``O(n**2)``; the
 result is the one trying every root gives.
 
+The work is bounded by a count, not a time (so the answer never depends on the machine's load): the
+rule runs one component's free mode may take, :data:`FREE_RULE_RUNS`.  Where a component's rules are
+not all local, or a cost model prices conversions, the attempts grow as roots times converted edges,
+and each runs every op; past the budget free mode stops with a
+:class:`~layoutkit.errors.ProofBudgetError` that names the component and says what settles it sooner
+(``docs/reference.md#solver-modes``).
+
 >>> from layoutkit.infer import Program
 >>> from layoutkit.infer.engine import solve
 >>> p = Program(threads=128)
@@ -20,7 +27,10 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..cost import Operand, Statement, add_costs, conversion_price
+from ..errors import ProofBudgetError
 from ..fragment.fragment import Fragment
 from .conversions import LayoutConversion, conversion_edges
 from .result import Derivation
@@ -30,6 +40,40 @@ from .state import Context, bfs
 
 MAX_CHECKS = 4
 """Checks of finished attempts per pass over a component (each costs about :func:`.settle.check_runs`)."""
+FREE_RULE_RUNS = 20_000
+"""Rule runs free mode may spend on one connected component (its attempts and the checks of
+:mod:`.settle` together) before it stops with a :class:`~layoutkit.errors.ProofBudgetError` (about 2 s
+of work).  The largest components of the TileLang kernels the tests run take under 300, a chain of 150
+loops about 1,000 (the roots :mod:`.settle` skips are not run), and a chain of 95 loops about 18,000 when
+every root is run."""
+
+
+@dataclass
+class Budget:
+    """What one component's free mode has spent of :data:`FREE_RULE_RUNS`: rule runs are read from the
+    solve's shared counter, from ``start``; ``attempts`` counts the attempts begun."""
+
+    comp: list
+    start: int
+    roots: int
+    limit: int
+    attempts: int = 0
+
+    def check(self, ctx: Context) -> None:
+        """Raise the :class:`~layoutkit.errors.ProofBudgetError` once the component has spent its budget."""
+        spent = ctx.counts["rule runs"] - self.start
+        if spent <= self.limit:
+            return
+        frags = sorted({b for op in self.comp for b in op.buffers if ctx.needs_layout(b)})
+        names = ", ".join(op.name for op in self.comp[:4]) + (", ..." if len(self.comp) > 4 else "")
+        example = frags[0] if frags else "?"
+        raise ProofBudgetError(
+            f"free-mode inference over a component of {len(self.comp)} ops ({names}) stopped undecided after "
+            f"{spent} rule runs in {self.attempts} of its {self.roots} possible attempts (every root, plain and "
+            f"with each fragment edge converted), past its budget of {self.limit} (FREE_RULE_RUNS); annotate the "
+            f"layout of one of its fragments (Program.annotate_layout, e.g. {example}) or a loop's "
+            "(Program.annotate_loop) so the strict and common levels settle it, use a cost model that prices no "
+            "conversion ('register-count'), or split it into components that share no fragment", self.limit, spent)
 
 
 def fragments_unsolved(ctx: Context, comp) -> bool:
@@ -71,9 +115,11 @@ def free_component(ctx: Context, comp, model, users) -> None:
     else:
         passes = [(False, plain), (True, plain), (False, converted), (True, converted)]
     best, first_error = None, None
+    budget = Budget(comp, ctx.counts["rule runs"], len(comp) * sum(len(group) for _, group in passes),
+                    FREE_RULE_RUNS)
     for planning_fills, group in passes:
         for convert in group:
-            best, first_error = _roots(ctx, comp, model, users, convert, planning_fills, best, first_error)
+            best, first_error = _roots(ctx, comp, model, users, convert, planning_fills, best, first_error, budget)
         if best is not None:
             break
     if best is None:
@@ -81,7 +127,8 @@ def free_component(ctx: Context, comp, model, users) -> None:
     _keep(ctx, *best)
 
 
-def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills: bool, best, first_error):
+def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills: bool, best, first_error,
+           budget: Budget):
     """The attempts from every root of ``comp`` with ``convert``: the new ``(best, first_error)``.
     A finished attempt may be checked (:func:`.settle.covered_roots`, when that costs
     fewer rule runs than the attempts it could save); the roots it covers end where it did, with the
@@ -94,8 +141,9 @@ def _roots(ctx: Context, comp, model, users, convert: frozenset, planning_fills:
         if root.uid in covered:
             continue
         runs = ctx.counts["rule runs"]
+        budget.attempts += 1
         try:
-            trial = attempt(ctx, comp, root, comp_set, users, convert, planning_fills)
+            trial = attempt(ctx, comp, root, comp_set, users, convert, planning_fills, budget)
         except Conflict as err:
             first_error = first_error or err
             continue
@@ -124,14 +172,18 @@ def _keep(ctx: Context, score_, conversions, trial: Context) -> None:
     ctx.conversions.extend(conversions)
 
 
-def attempt(ctx: Context, comp, root, comp_set, users, convert: frozenset, planning_fills: bool) -> Context:
+def attempt(ctx: Context, comp, root, comp_set, users, convert: frozenset, planning_fills: bool,
+            budget: Budget | None = None) -> Context:
     """One attempt: ``root`` first, then every other op in order, each followed by the worklist.
     ``planning_fills``: fills and transposes plan layouts like loops (beyond TileLang, where they
-    propose nothing); only tried when no TileLang-like attempt lays every fragment out."""
+    propose nothing); only tried when no TileLang-like attempt lays every fragment out.  ``budget``
+    (see :class:`Budget`) is checked after each op's worklist."""
     trial = ctx.attempt(convert)
     trial.fallback = planning_fills
     for op in [root] + [op for op in comp if op is not root]:
         bfs(trial, [op], FREE, comp_set, users)
+        if budget is not None:
+            budget.check(trial)
     trial.fallback = False
     return trial
 

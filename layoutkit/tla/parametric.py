@@ -31,6 +31,7 @@ bijective onto ``[0, size)`` when the layout is and its size is a multiple of ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,8 +42,13 @@ from ..algebra.forall import (
     Symbol,
     bind_symbols,
     bound_int,
+    bounded_expand,
     check_known,
+    check_parametric,
+    enumeration_budget,
     extent_expr,
+    first_missing,
+    search_assignment,
     symbols_of,
 )
 from ..algebra.parametric import ParametricLayout
@@ -101,6 +107,7 @@ class ParametricTlaLayout:
             raise ShapeError(f"swizzle must be a tla.Swizzle; found {type(swizzle).__name__}")
         self.swizzle = swizzle
         check_known(_leaves(self.shape) + _leaves(self.stride), self.symbols)
+        check_parametric(len(_leaves(self.shape)), self.symbols, "ParametricTlaLayout")
         self._proofs: dict[str, Proof] = {}  # the layout never changes: each proof is decided once
         self._bridge: ParametricLayout | None = None
 
@@ -135,12 +142,12 @@ class ParametricTlaLayout:
 
     def size(self) -> sympy.Expr:
         """The number of coordinates, a polynomial in the symbols."""
-        return sympy.expand(sympy.Mul(*_leaves(self.shape)))
+        return bounded_expand(sympy.Mul(*_leaves(self.shape)), "ParametricTlaLayout.size")
 
     def cosize(self) -> sympy.Expr:
         """``1 + sum (extent - 1) * stride`` (the last offset plus one, strides taken as non-negative)."""
-        return sympy.expand(1 + sum(((e - 1) * s for e, s in zip(_leaves(self.shape), _leaves(self.stride))),
-                                    sympy.Integer(0)))
+        return bounded_expand(1 + sum(((e - 1) * s for e, s in zip(_leaves(self.shape), _leaves(self.stride))),
+                                      sympy.Integer(0)), "ParametricTlaLayout.cosize")
 
     # ---- binding -----------------------------------------------------------------------------------
     def bind(self, values: Mapping[str, int]) -> Layout | ComposedLayout:
@@ -198,16 +205,21 @@ class ParametricTlaLayout:
 
     def _not_divisible(self, claim: str, block: int) -> Proof:
         size = self.size()
-        for grid in _grid(self.symbols):
-            sub = {s.sym: v for s, v in zip(self.symbols, grid)}
-            values = {s.name: v for s, v in zip(self.symbols, grid)}
-            if int(size.subs(sub)) % block:
-                flat = self.table(values).reshape(-1)
-                if not np.array_equal(np.sort(flat), np.arange(flat.size)):
-                    missing = np.setdiff1d(np.arange(flat.size), flat)
-                    return Proof(claim, False, "structural", {"values": values, "unreachable": (int(missing[0]),)})
-        raise UnsupportedError(f"{claim}: the size {size} is not a multiple of the swizzle's {block} for every value, "
-                               "and no searched assignment breaks the bijection")
+
+        def fails(values: dict[str, int]) -> bool:
+            flat = self.table(values).reshape(-1)
+            return not np.array_equal(np.sort(flat), np.arange(flat.size))
+
+        checked = enumeration_budget(fails, lambda values: math.prod(self._strided().bound_digits(values)[0]), claim)
+        used = {v for x in _leaves(self.shape) + _leaves(self.stride) for v in x.free_symbols}
+        found = search_assignment(self.symbols, lambda sub: int(size.subs(sub)) % block != 0
+                                  and checked({str(k): int(v) for k, v in sub.items()}), used)
+        if found is None:
+            raise UnsupportedError(f"{claim}: the size {size} is not a multiple of the swizzle's {block} for every "
+                                   "value, and no searched assignment breaks the bijection")
+        flat = self.table(found).reshape(-1)
+        missing = first_missing(flat, flat.size)
+        return Proof(claim, False, "structural", {"values": found, "unreachable": (missing,)})
 
     def contains(self, offset: int) -> Proof:
         """``offset`` is a value of the layout for every admissible assignment (a bijective layout)."""
@@ -234,19 +246,12 @@ def swizzle_block(swizzle: Swizzle) -> int:
     return 1 << int(swizzle.zzz_mask).bit_length()
 
 
-def _grid(symbols: Sequence[Symbol]) -> Any:
-    import itertools
-
-    from ..algebra.forall import SEARCH_VALUES
-
-    return itertools.product(*[s.values(SEARCH_VALUES) for s in symbols])
-
-
 def _divisible(e: sympy.Expr, block: int, symbols: Sequence[Symbol]) -> bool:
     """``e % block == 0`` for every admissible assignment: each symbol ``s = smallest + multiple*u``
     (``u >= 0``) and every coefficient of the polynomial in the ``u`` divisible by ``block``."""
     syms = [s for s in symbols if s.sym in e.free_symbols]
     u = [sympy.Symbol(f"u_{s.name}", integer=True, nonnegative=True) for s in syms]
+    bounded_expand(e, f"the proof that {block} divides the size for all values", shift=True)
     shifted = sympy.expand(e.subs({s.sym: s.smallest() + s.multiple * v for s, v in zip(syms, u)}))
     coeffs = sympy.Poly(shifted, *u).coeffs() if u else [shifted]
     return all(c.is_integer and int(c) % block == 0 for c in coeffs)

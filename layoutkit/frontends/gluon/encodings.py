@@ -589,8 +589,14 @@ def parse_encoding(text: str, aliases: dict[str, str] | None = None) -> Encoding
     return enc
 
 
+ORDER_SEARCH_RANK = 6
+"""Highest rank for which :func:`blocked_of` tries every dim order (``rank!`` of them, 720 at rank 6) when
+broadcast bases hide the order; a larger rank tries only the order the bases show."""
+
+
 def blocked_of(f: F2Linear, shape: Sequence[int]) -> Blocked | None:
-    """The blocked encoding whose map on ``shape`` is ``f``, or None when there is none.
+    """The blocked encoding whose map on ``shape`` is ``f``, or None when there is none (none is searched
+    for past :data:`ORDER_SEARCH_RANK` among orders the bases do not show).
 
     >>> b = Blocked((1, 4), (8, 4), (4, 1), (1, 0))
     >>> blocked_of(b.linear((64, 64)), (64, 64)) == b
@@ -633,8 +639,10 @@ def blocked_of(f: F2Linear, shape: Sequence[int]) -> Blocked | None:
         if len(nz) != 1 or v[nz[0]] != spt[nz[0]] or (spt[nz[0]] == 1 and any(x > 1 for x in spt)):
             break
         spt[nz[0]] *= 2
-    # zero bases hide the order of the dims they stand for: the derived order first, then the others
-    orders = [tuple(order)] + [o for o in permutations(range(rank)) if o != tuple(order)]
+    # zero bases hide the order of the dims they stand for: the derived order first, then the others (rank!
+    # of them: past ORDER_SEARCH_RANK only the derived one, so a hostile rank cannot make the search hang)
+    others = permutations(range(rank)) if rank <= ORDER_SEARCH_RANK else ()
+    orders = [tuple(order)] + [o for o in others if o != tuple(order)]
     for o, ld, wd in product(orders, order[::-1] if lane_zeros else order[-1:],
                              order[::-1] if warp_zeros else order[-1:]):
         tpw, wpc = list(lane_n), list(warp_n)
