@@ -124,8 +124,16 @@ def test_bridge_round_trip_and_errors():
         ParametricTlaLayout((M, N), swizzle=3)
     with pytest.raises(ShapeError, match="no value"):
         ParametricTlaLayout((M, N)).bind({"M": 2})
+    M8 = Symbol("M8", lo=8, multiple=4)
+    # M / 8 is 1/8 at M = 1: refused when built, not when bound
+    with pytest.raises(ShapeError, match=r"expected every extent >= 1 for all values; found M/8 = 1/8 at \{'M': 1"):
+        ParametricTlaLayout((M.sym / 8, N), symbols=(M, N))
     with pytest.raises(ShapeError, match="expected an integer"):
-        ParametricTlaLayout((M.sym / 8, N), symbols=(M, N)).bind({"M": 12, "N": 1})
+        ParametricTlaLayout((M8.sym / 8, N), symbols=(M8, N)).bind({"M8": 12, "N": 1})
+    # a negative or empty extent used to be "proved" bijective for all values
+    for extent in (-M.sym, M.sym - 1, 3 - M.sym):
+        with pytest.raises(ShapeError, match="expected every extent >= 1 for all values"):
+            ParametricTlaLayout((M, extent), (1, M))
 
 
 EXTENT = st.sampled_from([1, 2, 3, "M", "N"])

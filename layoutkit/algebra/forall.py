@@ -253,6 +253,34 @@ def check_parametric(digits: int, symbols: Sequence[Symbol], what: str) -> None:
                          "the symbols to numbers and use a concrete layout", MAX_DIGITS, digits)
 
 
+def check_extents(extents: Sequence[sympy.Expr], symbols: Sequence[Symbol], what: str) -> None:
+    """Every extent is at least 1 for every admissible assignment of ``symbols``, else a
+    :class:`~layoutkit.errors.ShapeError` with an assignment that breaks one (a proof over a box that may
+    be empty or negative would be a proof of nothing); an extent that can be neither proved nor broken
+    is an :class:`~layoutkit.errors.UnsupportedError`.
+
+    >>> M = Symbol("M")
+    >>> check_extents([M.sym, 2 * M.sym - 1], [M], "layout")
+    >>> check_extents([M.sym, 3 - M.sym], [M], "layout")
+    Traceback (most recent call last):
+        ...
+    layoutkit.errors.ShapeError: layout: expected every extent >= 1 for all values; found 3 - M = 0 at {'M': 3}
+    """
+    for e in extents:
+        if not e.free_symbols:
+            if e < 1:
+                raise ShapeError(f"{what}: expected every extent >= 1; found {e}")
+            continue
+        try:
+            ok, _, values = forall_nonneg(e - 1, symbols)
+        except UnsupportedError as err:
+            raise UnsupportedError(f"{what}: cannot show the extent {e} is >= 1 for all values ({err}); bind the "
+                                   "symbols to numbers") from None
+        if not ok:
+            at = e.subs({s.sym: values[s.name] for s in symbols if s.name in values})
+            raise ShapeError(f"{what}: expected every extent >= 1 for all values; found {e} = {at} at {values}")
+
+
 def symbols_of(*groups: Sequence[Extent]) -> tuple[Symbol, ...]:
     """The :class:`Symbol` objects named in ``groups`` (nested sequences allowed), each once.  A bare
     sympy expression (``8 * N.sym``) may only use symbols that appear as :class:`Symbol` somewhere in

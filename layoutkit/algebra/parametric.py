@@ -62,6 +62,7 @@ from .forall import (
     bind_symbols,
     bound_int,
     bounded_expand,
+    check_extents,
     check_known,
     check_parametric,
     check_span,
@@ -117,6 +118,7 @@ class ParametricLayout:
                              f"{len(strides)} strides for {len(self.atom_shape)} dims")
         self.digits = tuple(dim_digits(r, s, f"dim {d}") for d, (r, s) in enumerate(zip(repeats, strides)))
         check_parametric(sum(len(dd) for dd in self.digits), self.symbols, "ParametricLayout")
+        check_extents([e for dd in self.digits for e, _ in dd], self.symbols, "ParametricLayout")
         self.repeats = tuple(sympy.Mul(*[e for e, _ in dd]) for dd in self.digits)
         self.strides = tuple(dd[0][1] if len(dd) == 1 else tuple(s for _, s in dd) for dd in self.digits)
         check_known([x for dd in self.digits for pair in dd for x in pair], self.symbols)

@@ -50,6 +50,7 @@ from ..algebra.forall import (
     bind_symbols,
     bound_int,
     bounded_expand,
+    check_extents,
     check_known,
     check_parametric,
     check_span,
@@ -108,6 +109,7 @@ class ParametricFragment:
         self.digits = tuple(_dim(*args, d) for d, args in enumerate(zip(repeats, thread_strides, index_strides)))
         check_known([x for dd in self.digits for dig in dd for x in dig], self.symbols)
         check_parametric(sum(len(dd) for dd in self.digits), self.symbols, "ParametricFragment")
+        check_extents([r for dd in self.digits for r, _, _ in dd], self.symbols, "ParametricFragment")
         self._proofs: dict[str, Proof] = {}  # the fragment never changes: each proof is decided once
 
     @classmethod

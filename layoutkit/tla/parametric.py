@@ -43,6 +43,7 @@ from ..algebra.forall import (
     bind_symbols,
     bound_int,
     bounded_expand,
+    check_extents,
     check_known,
     check_parametric,
     enumeration_budget,
@@ -108,6 +109,7 @@ class ParametricTlaLayout:
         self.swizzle = swizzle
         check_known(_leaves(self.shape) + _leaves(self.stride), self.symbols)
         check_parametric(len(_leaves(self.shape)), self.symbols, "ParametricTlaLayout")
+        check_extents(_leaves(self.shape), self.symbols, "ParametricTlaLayout")
         self._proofs: dict[str, Proof] = {}  # the layout never changes: each proof is decided once
         self._bridge: ParametricLayout | None = None
 
