@@ -195,7 +195,8 @@ def test_fragment_spread_over_threads_indexed_only_from_outside_is_refused():
                 B[k] = x[k]
 
     program = from_prim_func(spread, TARGET)
-    with pytest.raises(UnsupportedError, match=r"parallel#1: fragment x laid out as Fragment\[128\] thread _i, "
+    with pytest.raises(UnsupportedError, match=r"parallel#1: fragment x laid out as Fragment\(\(128,\) -> \(1,\), "
+                                               r".*forward_thread: _i, "
                                                r".* is indexed only by variables from outside the loop \(dims \[0\]\) "
                                                r"and its thread depends on them"):
         infer_layouts(program)
