@@ -234,3 +234,16 @@ def test_bound_parametric_tables_are_bounded_and_never_wrap():
         lk.ParametricLayout.strided((_M, _N), (_N, 1)).table({"M": 100_000, "N": 100_000})
     with pytest.raises(LimitError, match=r"ParametricLayout at \{'M': 4\}: offsets reach \d+, past 2\*\*62"):
         lk.ParametricLayout.strided((_M,), (1 << 61,)).table({"M": 4})
+
+
+def test_hostile_parametric_reproducers_from_make_fuzz():
+    # an extent over a symbol not declared: refused as unknown, before the extents are checked >= 1 (a TypeError
+    # from sympy's truth value of M/3 - 1 >= 0)
+    with pytest.raises(lk.ShapeError, match=r"M/3 uses symbols \['M'\] with no assumptions"):
+        lk.ParametricLayout([], None, [sympy.Symbol("M", integer=True) / 3], [1])
+    # the stride of an extent-1 mode is 2**62 at the first admissible value: it moves nothing, so the table
+    # holds (an OverflowError in numpy before)
+    big = lk.Symbol("M", lo=1, multiple=2**31)
+    layout = ParametricTlaLayout((1,), (big.sym ** 2,), symbols=[big])
+    assert layout.prove_injective().verdict
+    assert layout.table({"M": 2**31}).tolist() == [0]

@@ -118,10 +118,10 @@ class ParametricLayout:
                              f"{len(strides)} strides for {len(self.atom_shape)} dims")
         self.digits = tuple(dim_digits(r, s, f"dim {d}") for d, (r, s) in enumerate(zip(repeats, strides)))
         check_parametric(sum(len(dd) for dd in self.digits), self.symbols, "ParametricLayout")
-        check_extents([e for dd in self.digits for e, _ in dd], self.symbols, "ParametricLayout")
         self.repeats = tuple(sympy.Mul(*[e for e, _ in dd]) for dd in self.digits)
         self.strides = tuple(dd[0][1] if len(dd) == 1 else tuple(s for _, s in dd) for dd in self.digits)
         check_known([x for dd in self.digits for pair in dd for x in pair], self.symbols)
+        check_extents([e for dd in self.digits for e, _ in dd], self.symbols, "ParametricLayout")
         self._proofs: dict[str, Proof] = {}  # the layout never changes: each proof is decided once
 
     @classmethod
@@ -179,7 +179,9 @@ class ParametricLayout:
         out = np.tile(atom, reps).astype(np.int64)
         for d, (a, dd) in enumerate(zip(self.atom_shape, digits)):
             q = np.arange(shape[d], dtype=np.int64) // a
-            part = sum((v * s for v, (_, s) in zip(digit_values(q, [e for e, _ in dd]), dd)), np.zeros_like(q))
+            # a digit of extent 1 adds nothing: its stride (which may pass int64) is never multiplied
+            part = sum((v * s for v, (e, s) in zip(digit_values(q, [e for e, _ in dd]), dd) if e > 1),
+                       np.zeros_like(q))
             out = out + part.reshape([-1 if k == d else 1 for k in range(len(shape))])
         return out
 

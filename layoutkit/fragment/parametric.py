@@ -190,8 +190,10 @@ class ParametricFragment:
             q = np.arange(shape[d], dtype=np.int64) // a
             vals = digit_values(q, [e for e, _, _ in dd])
             form = [-1 if k == d else 1 for k in range(len(shape))]
-            thread = thread + sum((v * t for v, (_, t, _) in zip(vals, dd)), np.zeros_like(q)).reshape([1] + form)
-            index = index + sum((v * i for v, (_, _, i) in zip(vals, dd)), np.zeros_like(q)).reshape(form)
+            # a digit of extent 1 adds nothing: its strides (which may pass int64) are never multiplied
+            thread = thread + sum((v * t for v, (e, t, _) in zip(vals, dd) if e > 1),
+                                  np.zeros_like(q)).reshape([1] + form)
+            index = index + sum((v * i for v, (e, _, i) in zip(vals, dd) if e > 1), np.zeros_like(q)).reshape(form)
         return thread, index
 
     def apply(self, coord: Sequence[int], values: Mapping[str, int], rep: int = 0) -> tuple[int, int]:
