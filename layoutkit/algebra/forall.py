@@ -424,7 +424,7 @@ def forall_nonneg(e: sympy.Expr, symbols: Sequence[Symbol]) -> tuple[bool, str, 
     shifted = sympy.Poly(sympy.expand(e.subs({s.sym: s.smallest() + s.multiple * v for s, v in zip(syms, u)})), *u)
     if all(c >= 0 for c in shifted.coeffs()):
         return True, "structural", {}
-    found = search_assignment(symbols, lambda sub: polynomial_value(poly, sub) < 0, e.free_symbols)
+    found = search_assignment(symbols, _below_zero(e), e.free_symbols)
     if found is None:
         raise UnsupportedError(f"cannot prove {e} >= 0 for all values, and the first {SEARCH_VALUES} admissible "
                                "values per symbol do not break it")
@@ -532,12 +532,24 @@ def prove_for_all(symbols: Sequence[Symbol], nonneg: Sequence[sympy.Expr], zero:
     return Proof(claim, True, "+".join(sorted(methods)) or "structural")
 
 
+def _value_of(e: sympy.Expr) -> Callable[[Mapping[sympy.Symbol, int]], Fraction]:
+    """The exact value of the polynomial ``e`` at an assignment (:func:`polynomial_value`)."""
+    gens = sorted(e.free_symbols, key=str)
+    if not gens:
+        c = sympy.Rational(e)
+        return lambda sub: Fraction(int(c.p), int(c.q))
+    poly = sympy.Poly(e, *gens)
+    return lambda sub: polynomial_value(poly, sub)
+
+
 def _below_zero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
-    return lambda sub: bool(e.subs(sub) < 0)
+    value = _value_of(e)
+    return lambda sub: value(sub) < 0
 
 
 def _nonzero(e: sympy.Expr) -> Callable[[dict[sympy.Symbol, int]], bool]:
-    return lambda sub: bool(e.subs(sub) != 0)
+    value = _value_of(e)
+    return lambda sub: value(sub) != 0
 
 
 def _forall_zero(e: sympy.Expr, symbols: Sequence[Symbol]) -> bool:
