@@ -219,6 +219,24 @@ def cases(src: Path) -> tuple[list[dict], list[dict]]:
 def measure(case: dict) -> dict:
     """One case's row, measured in a forked child: Triton's compiler can abort the process (an assertion) on a
     kernel it cannot lower; the row then says at which step."""
+    row, exitcode = _in_child(case)
+    if row.get("status"):
+        return row
+    step = row.get("step", "")
+    if step == "triton alone":   # Triton alone aborting on the erased kernel is a refusal too
+        row, exitcode = _in_child({**case, "triton_alone_aborts": True})
+        if row.get("status"):
+            return row
+    head = {"name": case["name"], "target": case["target"]}
+    if step == "author":
+        return {**head, "status": "skipped", "reason": "the author's kernel aborts Triton's compiler"}
+    return {**head, "status": "crash" if step == "resolve" else "no-compile",
+            "reason": f"Triton aborted (exit code {exitcode}) at: {step}"}
+
+
+def _in_child(case: dict) -> tuple[dict, int | None]:
+    """What :func:`_measure_into` recorded for ``case`` in a forked child (all of it, or up to the step at
+    which the child died), and the child's exit code."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -227,25 +245,7 @@ def measure(case: dict) -> dict:
         child = ctx.Process(target=_measure_into, args=(case, progress))
         child.start()
         child.join()
-        row = dict(progress)
-    if row.get("status"):
-        return row
-    step = row.get("step", "")
-    if step == "triton alone":   # Triton alone aborting on the erased kernel is a refusal too
-        retry = {**case, "triton_alone_aborts": True}
-        with ctx.Manager() as manager:
-            progress = manager.dict()
-            child = ctx.Process(target=_measure_into, args=(retry, progress))
-            child.start()
-            child.join()
-            row = dict(progress)
-        if row.get("status"):
-            return row
-    head = {"name": case["name"], "target": case["target"]}
-    if step == "author":
-        return {**head, "status": "skipped", "reason": "the author's kernel aborts Triton's compiler"}
-    return {**head, "status": "crash" if step == "resolve" else "no-compile",
-            "reason": f"Triton aborted (exit code {child.exitcode}) at: {step}"}
+        return dict(progress), child.exitcode
 
 
 def _measure_into(case: dict, out) -> None:
