@@ -37,6 +37,7 @@ import numpy as np
 import sympy
 
 from ..errors import LimitError, ProofBudgetError, ShapeError, UnsupportedError
+from .distinct import sorted_distinct
 from .nodes import MAX_EXTENT
 from .proof import Proof
 
@@ -577,9 +578,7 @@ def first_missing(flat: np.ndarray, size: int) -> int | None:
     >>> first_missing(np.array([3, 0, 1, 9]), 10), first_missing(np.array([1, 0]), 2)
     (2, None)
     """
-    # one sort and a neighbour test: np.unique's hashing path took seconds on a few million int64s
-    held = np.sort(flat[(flat >= 0) & (flat < size)])
-    held = held[np.concatenate(([True], held[1:] != held[:-1]))] if held.size else held
+    held = sorted_distinct(flat[(flat >= 0) & (flat < size)])
     gaps = np.flatnonzero(held != np.arange(held.size))
     if gaps.size:
         return int(gaps[0])

@@ -267,7 +267,7 @@ class ParametricLayout:
             return bool(int(claim.split()[1]) >= flat.size)
         if claim.startswith("bijective"):
             return not np.array_equal(np.sort(flat), np.arange(flat.size))
-        return first_collision(flat) is not None   # a sort, not np.unique (whose hashing is slow on large tables)
+        return first_collision(flat) is not None
 
     def _refuted(self, claim: str, values: dict[str, int], method: str) -> Proof:
         table = self.table(values)

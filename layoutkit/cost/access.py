@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algebra.distinct import sorted_distinct
 from ..algebra.evaluate import compile_numpy, grid
 from ..algebra.layout import Layout
 from ..algebra.shapes import placeholder
@@ -123,9 +124,9 @@ def global_traffic(layout: Fragment, indices, shape: tuple[int, ...], dtype: str
     v = vector_width(s, address, eb)
     inst = (s.thread // warp_size) * (-(-s.registers // v)) + s.register // v
     seg = address[s.point] * eb // SEGMENT
-    n_inst = np.unique(inst).size
+    n_inst = sorted_distinct(inst).size
     span = int(seg.max()) + 1
-    n_seg = np.unique(inst * span + seg).size
+    n_seg = sorted_distinct(inst * span + seg).size
     return GlobalTraffic(v, int(n_inst), int(n_seg), int(n_inst) * warp_size * v * eb, int(n_seg) * SEGMENT)
 
 

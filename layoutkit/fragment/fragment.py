@@ -61,6 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..algebra.bits import log2_exact
+from ..algebra.distinct import member, sorted_distinct
 from ..algebra.evaluate import compile_numpy, evaluate_columns
 from ..algebra.f2_reasons import not_linear_reason
 from ..algebra.layout import DESCRIBE_CHARS, Layout
@@ -704,11 +705,7 @@ def contains_proof(fragment: Fragment, other: Fragment) -> Proof:
             held[big, x] = True
             ok = held[small, x]
         else:
-            # membership by one sort and a binary search: np.isin / np.unique hash, slowly on millions of keys
-            keys = np.sort((big + x * width).ravel())
-            want = small + x * width
-            at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
-            ok = keys[at] == want
+            ok = member(small + x * width, sorted_distinct(big + x * width))
     if ok.all():
         return Proof(claim, True, "enumerate", detail=f"{small.size} (element, thread) pairs")
     r, flat = np.argwhere(~ok)[0]

@@ -48,6 +48,7 @@ from functools import lru_cache
 import numpy as np
 
 from ...algebra.bits import log2_exact
+from ...algebra.distinct import sorted_distinct
 from ...algebra.layout import Layout
 from ...algebra.linear import F2Linear
 from ...dtypes import canonical_dtype, element_bits
@@ -219,12 +220,6 @@ def _register_words(slot: np.ndarray, offset: np.ndarray, bits: int) -> tuple[np
 # ---- the exact count -----------------------------------------------------------------------------
 
 
-def _unique(x: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (sort + compare: faster than ``np.unique`` on these int64 keys)."""
-    a = np.sort(x, kind="stable")
-    return a[np.r_[True, a[1:] != a[:-1]]] if a.size else a
-
-
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start index and length of each run of equal values in a sorted array."""
     starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
@@ -258,7 +253,7 @@ def phase_bank_hits(layout: Layout, access, dtype: object, instruction: str | In
     entry, rw, mw = _register_words(s, _offsets(layout)[x], bits)
     group, _, n_phase, n_inst = _phase_groups(spec, t[entry], rw)
     big = int(mw.max()) + 1
-    words = _unique(group * big + mw)
+    words = sorted_distinct(group * big + mw)
     ids, row = np.unique(words // big, return_inverse=True)
     hits = np.zeros((ids.size, NUM_BANKS), dtype=np.int64)
     np.add.at(hits, (row, (words % big) % NUM_BANKS), 1)
@@ -274,7 +269,7 @@ def _exact(spec: InstructionSpec, t, rw, mw) -> dict:
     rpi = spec.registers_per_lane
     group, q, n_phase, _ = _phase_groups(spec, t, rw)
     big = (int(mw.max()) // 4 + 1) * 4  # a multiple of 4, so (key // 4) keeps 16-byte rows apart
-    words = _unique(group * big + mw)  # distinct (phase, word)
+    words = sorted_distinct(group * big + mw)  # distinct (phase, word)
     g, w = words // big, words % big
     bank_keys = np.sort(g * NUM_BANKS + w % NUM_BANKS)  # one entry per distinct word, grouped by (phase, bank)
     starts, per_bank = _runs(bank_keys)
@@ -288,9 +283,9 @@ def _exact(spec: InstructionSpec, t, rw, mw) -> dict:
     inst_starts, _ = _runs(inst_of_phase)
     per_instruction = np.add.reduceat(wave, inst_starts).astype(np.int64)
     if spec.is_matrix:  # each phase reads whole, aligned 16-byte rows
-        vec = _unique(words // 4).size * 4 == words.size
+        vec = sorted_distinct(words // 4).size * 4 == words.size
     else:  # each lane's words of one instruction are contiguous and aligned
-        lane_words = _unique((t * (int(q.max()) + 1) + q) * big + mw)
+        lane_words = sorted_distinct((t * (int(q.max()) + 1) + q) * big + mw)
         key, word = lane_words // big, lane_words % big
         starts_k, count = _runs(key)
         lo, hi = word[starts_k], np.maximum.reduceat(word, starts_k)
@@ -435,7 +430,7 @@ def bank_conflicts(
     if t.size == 0:
         raise ShapeError("expected an access that touches at least one element; found none")
     keys = t * (int(s.max()) + 1) + s
-    if _unique(keys).size != t.size:
+    if sorted_distinct(keys).size != t.size:
         order = np.argsort(keys, kind="stable")
         k = int(np.flatnonzero(keys[order][1:] == keys[order][:-1])[0])
         a, b = order[k], order[k + 1]
